@@ -1,0 +1,144 @@
+// The backend interface: every compute primitive the ops need, implemented once for the CPU
+// (the reference) and once for CUDA. Ops allocate outputs and check shapes; backends only compute.
+// Tensors passed here are contiguous, on the backend's device, of a float dtype unless noted.
+#pragma once
+#include <cstdint>
+
+#include "engine/core/allocator.h"
+#include "engine/core/tensor.h"
+
+namespace sa {
+
+enum class UnaryOp { Relu, Sigmoid, Tanh, Gelu, Exp, Log, Neg, Sqrt, Square, Clip, Scale, AddScalar };
+enum class BinaryOp { Add, Sub, Mul, Div };
+enum class ReduceOp { Sum, Max };
+
+// Strides (in elements; 0 on broadcast axes) that map an output index to each input.
+struct BroadcastPlan {
+  static constexpr int kMaxRank = 6;
+  int rank = 0;
+  int64_t shape[kMaxRank] = {};
+  int64_t stride_a[kMaxRank] = {};
+  int64_t stride_b[kMaxRank] = {};
+};
+BroadcastPlan make_broadcast_plan(const Shape& out, const Shape& a, const Shape& b);
+
+// A strided block copy: dst[dst_off + sum i_k*dst_stride_k] = src[src_off + sum i_k*src_stride_k].
+// Serves permute, slice and concat. Offsets/strides in elements; any dtype.
+struct CopyPlan {
+  static constexpr int kMaxRank = 6;
+  int rank = 0;
+  int64_t shape[kMaxRank] = {};
+  int64_t src_stride[kMaxRank] = {};
+  int64_t dst_stride[kMaxRank] = {};
+  int64_t src_offset = 0;
+  int64_t dst_offset = 0;
+};
+
+struct GemmArgs {
+  bool trans_a = false, trans_b = false;
+  int64_t m = 0, n = 0, k = 0;     // C[m,n] = alpha * op(A)[m,k] op(B)[k,n] + beta * C
+  double alpha = 1, beta = 0;
+  int64_t batch = 1;               // batched: consecutive matrices
+  int64_t stride_a = 0, stride_b = 0, stride_c = 0;  // elements between batch items (0 = shared)
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual Device device() const = 0;
+  virtual CachingAllocator& allocator() = 0;
+  virtual void synchronize() {}
+
+  // memory and conversion (any dtype)
+  virtual void fill(Tensor& t, double value) = 0;
+  virtual void copy_strided(const Tensor& src, Tensor& dst, const CopyPlan& plan) = 0;
+  virtual void cast(const Tensor& src, Tensor& dst) = 0;
+
+  // dense linear algebra; bf16 A/B with f32 C is allowed on CUDA
+  virtual void gemm(const GemmArgs& g, const Tensor& a, const Tensor& b, Tensor& c) = 0;
+
+  // elementwise
+  virtual void unary(UnaryOp op, const Tensor& x, Tensor& y, double p0, double p1) = 0;
+  // gx = gy * d op(x)/dx, using y = op(x) where cheaper; accumulates into gx when `accumulate`.
+  virtual void unary_backward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& gy, Tensor& gx,
+                              double p0, double p1, bool accumulate) = 0;
+  virtual void binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out, const BroadcastPlan& p) = 0;
+  // out[j] (+)= sum of g over the axes where out is broadcast (stride_b of plan describes out).
+  virtual void sum_to(const Tensor& g, Tensor& out, const BroadcastPlan& p, bool accumulate) = 0;
+  // y (+)= alpha * x
+  virtual void axpy(double alpha, const Tensor& x, Tensor& y) = 0;
+  // y = mask ? value : x, mask u8 broadcast by plan (a = x, b = mask)
+  virtual void masked_fill(const Tensor& x, const Tensor& mask, double value, Tensor& y, const BroadcastPlan& p) = 0;
+
+  // x viewed as [outer, n, inner]; out [outer, inner]; argmax (i32, may be null) for Max
+  virtual void reduce(ReduceOp op, const Tensor& x, int64_t outer, int64_t n, int64_t inner, Tensor& out,
+                      Tensor* argmax) = 0;
+  // gx[o, argmax[o,i], i] += gy[o,i]   (gx pre-zeroed by the caller)
+  virtual void reduce_max_backward(const Tensor& gy, const Tensor& argmax, int64_t outer, int64_t n,
+                                   int64_t inner, Tensor& gx) = 0;
+
+  // rows are the last axis
+  virtual void softmax(const Tensor& x, Tensor& y, bool log) = 0;
+  virtual void softmax_backward(const Tensor& y, const Tensor& gy, Tensor& gx, bool log, bool accumulate) = 0;
+  virtual void logsumexp(const Tensor& x, Tensor& out) = 0;
+  // integer labels (i32, -1 = ignored row): loss[r] = lse[r] - x[r,label]
+  virtual void cross_entropy(const Tensor& x, const Tensor& labels, Tensor& loss, Tensor& lse) = 0;
+  virtual void cross_entropy_backward(const Tensor& x, const Tensor& labels, const Tensor& lse, const Tensor& gloss,
+                                      Tensor& gx, bool accumulate) = 0;
+  // soft labels t[r,:]: loss[r] = sum_c t[r,c] * (lse[r] - x[r,c])
+  virtual void soft_cross_entropy(const Tensor& x, const Tensor& t, Tensor& loss, Tensor& lse) = 0;
+  virtual void soft_cross_entropy_backward(const Tensor& x, const Tensor& t, const Tensor& lse, const Tensor& gloss,
+                                           Tensor& gx, bool accumulate) = 0;
+
+  // rows of a 2-D table by i32 index
+  virtual void gather_rows(const Tensor& table, const Tensor& idx, Tensor& out) = 0;
+  virtual void scatter_add_rows(const Tensor& src, const Tensor& idx, Tensor& table) = 0;
+
+  // 1-D convolution over positions then max over positions:
+  // x [N,L,Cin], w [W,Cin,Cout], b [Cout] -> y [N,Cout] = max_t (sum conv + b), argmax i32 [N,Cout]
+  virtual void conv1d_max(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, Tensor& argmax) = 0;
+  // gx, gw, gb (any may be null) are accumulated into: pass zeroed buffers for plain gradients.
+  virtual void conv1d_max_backward(const Tensor& x, const Tensor& w, const Tensor& argmax, const Tensor& gy,
+                                   Tensor* gx, Tensor* gw, Tensor* gb) = 0;
+
+  // inverted-dropout mask: 0 with probability p, else 1/(1-p); element i uses Philox(seed, offset+i)
+  virtual void dropout_mask(uint64_t seed, uint64_t offset, double p, Tensor& mask) = 0;
+
+  // layer norm over the last axis; mean/rstd [rows] saved for backward
+  virtual void layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps, Tensor& y,
+                          Tensor& mean, Tensor& rstd) = 0;
+  virtual void layer_norm_backward(const Tensor& x, const Tensor& gamma, const Tensor& mean, const Tensor& rstd,
+                                   const Tensor& gy, Tensor* gx, Tensor* ggamma, Tensor* gbeta) = 0;
+
+  // fused LSTM cell pointwise math (TF gate order i,j,f,o):
+  // c = clip(sig(f+forget_bias)*c_prev + sig(i)*tanh(j), cell_clip); h = sig(o)*tanh(c). cell_clip<=0: none
+  virtual void lstm_cell(const Tensor& gates, const Tensor& c_prev, double forget_bias, double cell_clip, Tensor& c,
+                         Tensor& h) = 0;
+  virtual void lstm_cell_backward(const Tensor& gates, const Tensor& c_prev, const Tensor& c, double forget_bias,
+                                  double cell_clip, const Tensor* gc, const Tensor* gh, Tensor& ggates,
+                                  Tensor* gc_prev) = 0;
+  // fused highway combine (bilm-tf): g = sig(carry), t = relu(transform), y = g*t + (1-g)*x
+  virtual void highway(const Tensor& carry, const Tensor& transform, const Tensor& x, Tensor& y) = 0;
+  virtual void highway_backward(const Tensor& carry, const Tensor& transform, const Tensor& x, const Tensor& gy,
+                                Tensor& gcarry, Tensor& gtransform, Tensor& gx) = 0;
+
+  // number of NaN/Inf elements
+  virtual int64_t count_nonfinite(const Tensor& x) = 0;
+};
+
+Backend& backend(Device d);
+Backend& cpu_backend();
+
+// CUDA entry points; with CUDA=0 these are stubs (built() false, others fail).
+namespace cuda {
+bool built();
+int device_count();
+Backend& backend(int device);
+// host<->device and device<->device copies of `bytes` bytes
+void copy(void* dst, Device dst_dev, const void* src, Device src_dev, size_t bytes);
+// A short description ("NVIDIA H100 80GB HBM3, cc 9.0, cuBLAS x, cuDNN y").
+std::string describe_device(int device);
+}  // namespace cuda
+
+}  // namespace sa

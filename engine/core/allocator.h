@@ -1,0 +1,48 @@
+// Caching allocator: blocks freed by tensors go to per-size free lists and are handed out again,
+// so a training step that repeats the same shapes stops calling malloc/cudaMalloc after step one.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+namespace sa {
+
+struct AllocatorStats {
+  size_t in_use = 0;      // bytes held by live tensors
+  size_t reserved = 0;    // bytes obtained from the system (in use + cached)
+  size_t peak_in_use = 0;
+  size_t raw_allocs = 0;  // calls to the underlying malloc/cudaMalloc
+};
+
+class CachingAllocator {
+ public:
+  using RawAlloc = void* (*)(size_t bytes, int device);
+  using RawFree = void (*)(void* p, int device);
+
+  CachingAllocator(RawAlloc a, RawFree f, int device) : raw_alloc_(a), raw_free_(f), device_(device) {}
+  ~CachingAllocator();
+  void* allocate(size_t bytes);
+  void deallocate(void* p);
+  // Gives every cached block back to the system.
+  void release_cached();
+  AllocatorStats stats() const;
+  void reset_peak();
+
+ private:
+  static size_t round_size(size_t bytes);
+  RawAlloc raw_alloc_;
+  RawFree raw_free_;
+  int device_;
+  mutable std::mutex mu_;
+  std::multimap<size_t, void*> free_;        // size -> block
+  std::unordered_map<void*, size_t> live_;   // block -> size
+  AllocatorStats st_;
+};
+
+// The host allocator (64-byte aligned blocks).
+CachingAllocator& host_allocator();
+
+}  // namespace sa

@@ -1,0 +1,24 @@
+// Errors: every failure is an sa::Error whose message says which op or call failed and why.
+#pragma once
+#include <fmt/format.h>
+#include <stdexcept>
+#include <string>
+
+namespace sa {
+
+struct Error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+template <typename... Args>
+[[noreturn]] void fail(fmt::format_string<Args...> f, Args&&... args) {
+  throw Error(fmt::format(f, std::forward<Args>(args)...));
+}
+
+}  // namespace sa
+
+// SA_CHECK(cond, "fmt", args...): throws sa::Error with the formatted message when cond is false.
+#define SA_CHECK(cond, ...)          \
+  do {                               \
+    if (!(cond)) ::sa::fail(__VA_ARGS__); \
+  } while (0)

@@ -1,0 +1,51 @@
+// Philox4x32-10 counter-based RNG (Salmon et al. 2011). The same (seed, counter) gives the same
+// four words on the CPU and in a CUDA kernel, so dropout masks and samples match across backends.
+#pragma once
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define SA_HD __host__ __device__ __forceinline__
+#else
+#define SA_HD inline
+#endif
+
+namespace sa {
+
+struct Philox4 {
+  uint32_t v[4];
+};
+
+SA_HD void philox_mulhilo(uint32_t a, uint32_t b, uint32_t& hi, uint32_t& lo) {
+  uint64_t p = static_cast<uint64_t>(a) * b;
+  hi = static_cast<uint32_t>(p >> 32);
+  lo = static_cast<uint32_t>(p);
+}
+
+// Philox4x32 with 10 rounds on a full 128-bit counter and 64-bit key (Random123's definition).
+SA_HD Philox4 philox4x32(Philox4 ctr, uint32_t k0, uint32_t k1) {
+  uint32_t c0 = ctr.v[0], c1 = ctr.v[1], c2 = ctr.v[2], c3 = ctr.v[3];
+  for (int r = 0; r < 10; ++r) {
+    uint32_t hi0, lo0, hi1, lo1;
+    philox_mulhilo(0xD2511F53u, c0, hi0, lo0);
+    philox_mulhilo(0xCD9E8D57u, c2, hi1, lo1);
+    uint32_t n0 = hi1 ^ c1 ^ k0, n1 = lo1, n2 = hi0 ^ c3 ^ k1, n3 = lo0;
+    c0 = n0; c1 = n1; c2 = n2; c3 = n3;
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+  return Philox4{{c0, c1, c2, c3}};
+}
+
+// Four 32-bit words for block `ctr` of the stream keyed by `seed`.
+SA_HD Philox4 philox(uint64_t seed, uint64_t ctr) {
+  Philox4 c{{static_cast<uint32_t>(ctr), static_cast<uint32_t>(ctr >> 32), 0u, 0u}};
+  return philox4x32(c, static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32));
+}
+
+// Uniform in [0, 1) from 24 random bits: exactly representable in f32, so both backends agree.
+SA_HD float philox_uniform(uint64_t seed, uint64_t index) {
+  Philox4 r = philox(seed, index >> 2);
+  return static_cast<float>(r.v[index & 3] >> 8) * (1.0f / 16777216.0f);
+}
+
+}  // namespace sa

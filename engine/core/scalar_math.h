@@ -1,0 +1,109 @@
+// Per-element math shared by the CPU and CUDA backends, so both compute the same formulas.
+#pragma once
+#include <math.h>
+
+#include <cmath>
+
+#include "engine/backend.h"
+#include "engine/core/philox.h"  // SA_HD
+
+namespace sa::math {
+
+// Float and double overloads that resolve to the same C functions on the host and the device.
+SA_HD float exp(float x) { return ::expf(x); }
+SA_HD double exp(double x) { return ::exp(x); }
+SA_HD float log(float x) { return ::logf(x); }
+SA_HD double log(double x) { return ::log(x); }
+SA_HD float tanh(float x) { return ::tanhf(x); }
+SA_HD double tanh(double x) { return ::tanh(x); }
+SA_HD float sqrt(float x) { return ::sqrtf(x); }
+SA_HD double sqrt(double x) { return ::sqrt(x); }
+
+template <typename T>
+SA_HD T sigmoid(T x) {
+  return T(1) / (T(1) + exp(-x));
+}
+
+// GELU, tanh approximation (as BERT's reference code).
+template <typename T>
+SA_HD T gelu_inner(T x) {
+  return T(0.7978845608028654) * (x + T(0.044715) * x * x * x);
+}
+
+template <typename T>
+SA_HD T unary(UnaryOp op, T x, T p0, T p1) {
+  switch (op) {
+    case UnaryOp::Relu: return x > T(0) ? x : T(0);
+    case UnaryOp::Sigmoid: return sigmoid(x);
+    case UnaryOp::Tanh: return tanh(x);
+    case UnaryOp::Gelu: return T(0.5) * x * (T(1) + tanh(gelu_inner(x)));
+    case UnaryOp::Exp: return exp(x);
+    case UnaryOp::Log: return log(x);
+    case UnaryOp::Neg: return -x;
+    case UnaryOp::Sqrt: return sqrt(x);
+    case UnaryOp::Square: return x * x;
+    case UnaryOp::Clip: return x < p0 ? p0 : (x > p1 ? p1 : x);
+    case UnaryOp::Scale: return x * p0;
+    case UnaryOp::AddScalar: return x + p0;
+  }
+  return x;
+}
+
+// d op(x) / dx, given x and y = op(x).
+template <typename T>
+SA_HD T unary_grad(UnaryOp op, T x, T y, T p0, T p1) {
+  switch (op) {
+    case UnaryOp::Relu: return x > T(0) ? T(1) : T(0);
+    case UnaryOp::Sigmoid: return y * (T(1) - y);
+    case UnaryOp::Tanh: return T(1) - y * y;
+    case UnaryOp::Gelu: {
+      T u = tanh(gelu_inner(x));
+      return T(0.5) * (T(1) + u) +
+             T(0.5) * x * (T(1) - u * u) * T(0.7978845608028654) * (T(1) + T(3 * 0.044715) * x * x);
+    }
+    case UnaryOp::Exp: return y;
+    case UnaryOp::Log: return T(1) / x;
+    case UnaryOp::Neg: return T(-1);
+    case UnaryOp::Sqrt: return T(0.5) / y;
+    case UnaryOp::Square: return T(2) * x;
+    case UnaryOp::Clip: return (x < p0 || x > p1) ? T(0) : T(1);  // TF clip_by_value: inclusive bounds pass
+    case UnaryOp::Scale: return p0;
+    case UnaryOp::AddScalar: return T(1);
+  }
+  return T(0);
+}
+
+template <typename T>
+SA_HD T binary(BinaryOp op, T a, T b) {
+  switch (op) {
+    case BinaryOp::Add: return a + b;
+    case BinaryOp::Sub: return a - b;
+    case BinaryOp::Mul: return a * b;
+    case BinaryOp::Div: return a / b;
+  }
+  return a;
+}
+
+// LSTM cell, TF1 LSTMCell semantics (gate order i, j, f, o; forget bias added at run time).
+template <typename T>
+struct LstmGates {
+  T i, j, f, o, c_raw;
+};
+
+template <typename T>
+SA_HD LstmGates<T> lstm_gates(T gi, T gj, T gf, T go, T c_prev, T forget_bias) {
+  LstmGates<T> g;
+  g.i = sigmoid(gi);
+  g.j = tanh(gj);
+  g.f = sigmoid(gf + forget_bias);
+  g.o = sigmoid(go);
+  g.c_raw = g.f * c_prev + g.i * g.j;
+  return g;
+}
+
+template <typename T>
+SA_HD T clip_cell(T c, T cell_clip) {
+  return cell_clip > T(0) ? (c < -cell_clip ? -cell_clip : (c > cell_clip ? cell_clip : c)) : c;
+}
+
+}  // namespace sa::math

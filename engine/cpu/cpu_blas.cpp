@@ -1,0 +1,29 @@
+// CPU GEMM through OpenBLAS (row-major cblas).
+#include <cblas.h>
+
+#include "engine/cpu/cpu_backend.h"
+
+namespace sa {
+
+void CpuBackend::gemm(const GemmArgs& g, const Tensor& a, const Tensor& b, Tensor& c) {
+  SA_CHECK(a.dtype() == b.dtype() && a.dtype() == c.dtype(), "gemm: mixed dtypes {} {} {} on the CPU",
+           dtype_name(a.dtype()), dtype_name(b.dtype()), dtype_name(c.dtype()));
+  const auto ta = g.trans_a ? CblasTrans : CblasNoTrans, tb = g.trans_b ? CblasTrans : CblasNoTrans;
+  const int m = static_cast<int>(g.m), n = static_cast<int>(g.n), k = static_cast<int>(g.k);
+  const int lda = g.trans_a ? m : k, ldb = g.trans_b ? k : n, ldc = n;
+  dispatch_float(a.dtype(), "gemm", [&](auto tag) {
+    using T = decltype(tag);
+    const T *A = a.data<T>(), *B = b.data<T>();
+    T* C = c.data<T>();
+    for (int64_t i = 0; i < g.batch; ++i) {
+      if constexpr (std::is_same_v<T, float>)
+        cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, static_cast<float>(g.alpha), A + i * g.stride_a, lda,
+                    B + i * g.stride_b, ldb, static_cast<float>(g.beta), C + i * g.stride_c, ldc);
+      else
+        cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, g.alpha, A + i * g.stride_a, lda, B + i * g.stride_b, ldb, g.beta,
+                    C + i * g.stride_c, ldc);
+    }
+  });
+}
+
+}  // namespace sa

@@ -1,0 +1,228 @@
+// CPU: fills, copies, casts and elementwise math.
+#include <cmath>
+#include <cstring>
+
+#include "engine/core/bf16.h"
+#include "engine/core/scalar_math.h"
+#include "engine/cpu/cpu_backend.h"
+
+namespace sa {
+
+void CpuBackend::fill(Tensor& t, double value) {
+  int64_t n = t.numel();
+  switch (t.dtype()) {
+    case DType::F32: std::fill_n(t.data<float>(), n, static_cast<float>(value)); break;
+    case DType::F64: std::fill_n(t.data<double>(), n, value); break;
+    case DType::BF16: std::fill_n(t.data<uint16_t>(), n, float_to_bf16(static_cast<float>(value))); break;
+    case DType::I32: std::fill_n(t.data<int32_t>(), n, static_cast<int32_t>(value)); break;
+    case DType::U8: std::fill_n(t.data<uint8_t>(), n, static_cast<uint8_t>(value)); break;
+  }
+}
+
+void CpuBackend::copy_strided(const Tensor& src, Tensor& dst, const CopyPlan& p) {
+  const size_t es = dtype_size(src.dtype());
+  const char* s = static_cast<const char*>(src.raw());
+  char* d = static_cast<char*>(dst.raw());
+  int64_t total = 1;
+  for (int k = 0; k < p.rank; ++k) total *= p.shape[k];
+  const int64_t inner = p.rank ? p.shape[p.rank - 1] : 1;
+  const bool inner_contig = p.rank && p.src_stride[p.rank - 1] == 1 && p.dst_stride[p.rank - 1] == 1;
+  const int64_t outer = inner ? total / inner : 0;
+#pragma omp parallel for if (total > kParallelMin)
+  for (int64_t o = 0; o < outer; ++o) {
+    int64_t so = p.src_offset, dof = p.dst_offset, rem = o;
+    for (int k = p.rank - 2; k >= 0; --k) {
+      int64_t i = rem % p.shape[k];
+      rem /= p.shape[k];
+      so += i * p.src_stride[k];
+      dof += i * p.dst_stride[k];
+    }
+    if (inner_contig) {
+      std::memcpy(d + dof * es, s + so * es, static_cast<size_t>(inner) * es);
+    } else {
+      int64_t ss = p.rank ? p.src_stride[p.rank - 1] : 0, ds = p.rank ? p.dst_stride[p.rank - 1] : 0;
+      for (int64_t i = 0; i < inner; ++i) std::memcpy(d + (dof + i * ds) * es, s + (so + i * ss) * es, es);
+    }
+  }
+}
+
+template <typename S, typename D>
+static void convert(const S* s, D* d, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) d[i] = static_cast<D>(s[i]);
+}
+
+void CpuBackend::cast(const Tensor& src, Tensor& dst) {
+  int64_t n = src.numel();
+  DType a = src.dtype(), b = dst.dtype();
+  if (a == b) {
+    std::memcpy(dst.raw(), src.raw(), src.nbytes());
+  } else if (a == DType::F32 && b == DType::BF16) {
+    for (int64_t i = 0; i < n; ++i) dst.data<uint16_t>()[i] = float_to_bf16(src.data<float>()[i]);
+  } else if (a == DType::BF16 && b == DType::F32) {
+    for (int64_t i = 0; i < n; ++i) dst.data<float>()[i] = bf16_to_float(src.data<uint16_t>()[i]);
+  } else if (a == DType::F32 && b == DType::F64) {
+    convert(src.data<float>(), dst.data<double>(), n);
+  } else if (a == DType::F64 && b == DType::F32) {
+    convert(src.data<double>(), dst.data<float>(), n);
+  } else if (a == DType::F64 && b == DType::BF16) {
+    for (int64_t i = 0; i < n; ++i)
+      dst.data<uint16_t>()[i] = float_to_bf16(static_cast<float>(src.data<double>()[i]));
+  } else if (a == DType::I32 && b == DType::F32) {
+    convert(src.data<int32_t>(), dst.data<float>(), n);
+  } else if (a == DType::I32 && b == DType::F64) {
+    convert(src.data<int32_t>(), dst.data<double>(), n);
+  } else if (a == DType::F64 && b == DType::I32) {
+    convert(src.data<double>(), dst.data<int32_t>(), n);
+  } else if (a == DType::F32 && b == DType::I32) {
+    convert(src.data<float>(), dst.data<int32_t>(), n);
+  } else if (a == DType::U8 && b == DType::F32) {
+    convert(src.data<uint8_t>(), dst.data<float>(), n);
+  } else if (a == DType::U8 && b == DType::F64) {
+    convert(src.data<uint8_t>(), dst.data<double>(), n);
+  } else if (a == DType::F64 && b == DType::U8) {
+    convert(src.data<double>(), dst.data<uint8_t>(), n);
+  } else if (a == DType::F32 && b == DType::U8) {
+    convert(src.data<float>(), dst.data<uint8_t>(), n);
+  } else {
+    fail("cast: {} to {} is not supported", dtype_name(a), dtype_name(b));
+  }
+}
+
+void CpuBackend::unary(UnaryOp op, const Tensor& x, Tensor& y, double p0, double p1) {
+  dispatch_float(x.dtype(), "unary", [&](auto tag) {
+    using T = decltype(tag);
+    const T* xs = x.data<T>();
+    T* ys = y.data<T>();
+    int64_t n = x.numel();
+#pragma omp parallel for if (n > kParallelMin)
+    for (int64_t i = 0; i < n; ++i) ys[i] = math::unary<T>(op, xs[i], T(p0), T(p1));
+  });
+}
+
+void CpuBackend::unary_backward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& gy, Tensor& gx,
+                                double p0, double p1, bool accumulate) {
+  dispatch_float(x.dtype(), "unary_backward", [&](auto tag) {
+    using T = decltype(tag);
+    const T *xs = x.data<T>(), *ys = y.data<T>(), *gys = gy.data<T>();
+    T* gxs = gx.data<T>();
+    int64_t n = x.numel();
+#pragma omp parallel for if (n > kParallelMin)
+    for (int64_t i = 0; i < n; ++i) {
+      T g = gys[i] * math::unary_grad<T>(op, xs[i], ys[i], T(p0), T(p1));
+      gxs[i] = accumulate ? gxs[i] + g : g;
+    }
+  });
+}
+
+// Offset of output element `i` in an input with broadcast strides `st`.
+static inline int64_t bcast_offset(const BroadcastPlan& p, const int64_t* st, int64_t i) {
+  int64_t off = 0;
+  for (int k = p.rank - 1; k >= 0; --k) {
+    off += (i % p.shape[k]) * st[k];
+    i /= p.shape[k];
+  }
+  return off;
+}
+
+void CpuBackend::binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out, const BroadcastPlan& p) {
+  dispatch_float(out.dtype(), "binary", [&](auto tag) {
+    using T = decltype(tag);
+    const T *as = a.data<T>(), *bs = b.data<T>();
+    T* os = out.data<T>();
+    int64_t n = out.numel();
+    if (a.numel() == n && b.numel() == n) {
+#pragma omp parallel for if (n > kParallelMin)
+      for (int64_t i = 0; i < n; ++i) os[i] = math::binary(op, as[i], bs[i]);
+    } else if (a.numel() == n && b.numel() == 1) {
+      T s = bs[0];
+#pragma omp parallel for if (n > kParallelMin)
+      for (int64_t i = 0; i < n; ++i) os[i] = math::binary(op, as[i], s);
+    } else {
+#pragma omp parallel for if (n > kParallelMin)
+      for (int64_t i = 0; i < n; ++i)
+        os[i] = math::binary(op, as[bcast_offset(p, p.stride_a, i)], bs[bcast_offset(p, p.stride_b, i)]);
+    }
+  });
+}
+
+void CpuBackend::sum_to(const Tensor& g, Tensor& out, const BroadcastPlan& p, bool accumulate) {
+  dispatch_float(g.dtype(), "sum_to", [&](auto tag) {
+    using T = decltype(tag);
+    const T* gs = g.data<T>();
+    T* os = out.data<T>();
+    int64_t n = g.numel(), m = out.numel();
+    if (!accumulate) std::fill_n(os, m, T(0));
+    if (m == n) {
+      for (int64_t i = 0; i < n; ++i) os[i] += gs[i];
+      return;
+    }
+    // Common case [rows, cols] -> [cols] (bias gradients): sum whole rows in order.
+    int64_t cols = p.rank ? p.shape[p.rank - 1] : 1;
+    bool trailing = m == cols && p.stride_b[p.rank - 1] == 1;
+    for (int k = 0; trailing && k < p.rank - 1; ++k) trailing = p.stride_b[k] == 0;
+    if (trailing) {
+#pragma omp parallel for if (n > kParallelMin)
+      for (int64_t c = 0; c < cols; ++c) {
+        T s = 0;
+        for (int64_t r = 0; r < n / cols; ++r) s += gs[r * cols + c];
+        os[c] += s;
+      }
+      return;
+    }
+    for (int64_t i = 0; i < n; ++i) os[bcast_offset(p, p.stride_b, i)] += gs[i];
+  });
+}
+
+void CpuBackend::axpy(double alpha, const Tensor& x, Tensor& y) {
+  dispatch_float(y.dtype(), "axpy", [&](auto tag) {
+    using T = decltype(tag);
+    const T* xs = x.data<T>();
+    T* ys = y.data<T>();
+    int64_t n = y.numel();
+    T a = T(alpha);
+#pragma omp parallel for if (n > kParallelMin)
+    for (int64_t i = 0; i < n; ++i) ys[i] += a * xs[i];
+  });
+}
+
+void CpuBackend::masked_fill(const Tensor& x, const Tensor& mask, double value, Tensor& y, const BroadcastPlan& p) {
+  dispatch_float(x.dtype(), "masked_fill", [&](auto tag) {
+    using T = decltype(tag);
+    const T* xs = x.data<T>();
+    const uint8_t* ms = mask.data<uint8_t>();
+    T* ys = y.data<T>();
+    int64_t n = y.numel();
+#pragma omp parallel for if (n > kParallelMin)
+    for (int64_t i = 0; i < n; ++i) ys[i] = ms[bcast_offset(p, p.stride_b, i)] ? T(value) : xs[i];
+  });
+}
+
+void CpuBackend::dropout_mask(uint64_t seed, uint64_t offset, double p, Tensor& mask) {
+  dispatch_float(mask.dtype(), "dropout", [&](auto tag) {
+    using T = decltype(tag);
+    T* ms = mask.data<T>();
+    int64_t n = mask.numel();
+    const float pf = static_cast<float>(p);
+    const T keep = T(1) / (T(1) - T(p));
+#pragma omp parallel for if (n > kParallelMin)
+    for (int64_t i = 0; i < n; ++i) ms[i] = philox_uniform(seed, offset + static_cast<uint64_t>(i)) < pf ? T(0) : keep;
+  });
+}
+
+int64_t CpuBackend::count_nonfinite(const Tensor& x) {
+  int64_t bad = 0;
+  if (x.dtype() == DType::BF16) {
+    for (double v : x.values()) bad += !std::isfinite(v);
+    return bad;
+  }
+  dispatch_float(x.dtype(), "count_nonfinite", [&](auto tag) {
+    using T = decltype(tag);
+    const T* xs = x.data<T>();
+    int64_t n = x.numel();
+#pragma omp parallel for reduction(+ : bad) if (n > kParallelMin)
+    for (int64_t i = 0; i < n; ++i) bad += !std::isfinite(xs[i]);
+  });
+  return bad;
+}
+
+}  // namespace sa

@@ -1,0 +1,155 @@
+// CPU: layer norm and the fused hot-path cells (LSTM pointwise math, highway combine).
+#include <cmath>
+
+#include "engine/core/scalar_math.h"
+#include "engine/cpu/cpu_backend.h"
+
+namespace sa {
+
+void CpuBackend::layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps, Tensor& y,
+                            Tensor& mean, Tensor& rstd) {
+  dispatch_float(x.dtype(), "layer_norm", [&](auto tag) {
+    using T = decltype(tag);
+    const int64_t d = x.dim(-1), rows = x.numel() / d;
+    const T *xs = x.data<T>(), *gs = gamma.data<T>(), *bs = beta.data<T>();
+    T *ys = y.data<T>(), *ms = mean.data<T>(), *rs = rstd.data<T>();
+#pragma omp parallel for if (x.numel() > kParallelMin)
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* xr = xs + r * d;
+      T m = 0, v = 0;
+      for (int64_t k = 0; k < d; ++k) m += xr[k];
+      m /= T(d);
+      for (int64_t k = 0; k < d; ++k) v += (xr[k] - m) * (xr[k] - m);
+      T rs_ = T(1) / math::sqrt(v / T(d) + T(eps));
+      ms[r] = m;
+      rs[r] = rs_;
+      for (int64_t k = 0; k < d; ++k) ys[r * d + k] = (xr[k] - m) * rs_ * gs[k] + bs[k];
+    }
+  });
+}
+
+void CpuBackend::layer_norm_backward(const Tensor& x, const Tensor& gamma, const Tensor& mean, const Tensor& rstd,
+                                     const Tensor& gy, Tensor* gx, Tensor* ggamma, Tensor* gbeta) {
+  dispatch_float(x.dtype(), "layer_norm_backward", [&](auto tag) {
+    using T = decltype(tag);
+    const int64_t d = x.dim(-1), rows = x.numel() / d;
+    const T *xs = x.data<T>(), *gs = gamma.data<T>(), *ms = mean.data<T>(), *rs = rstd.data<T>(),
+            *g = gy.data<T>();
+    if (gx) {
+      T* gxs = gx->data<T>();
+#pragma omp parallel for if (x.numel() > kParallelMin)
+      for (int64_t r = 0; r < rows; ++r) {
+        T s1 = 0, s2 = 0;  // mean of g*gamma and of g*gamma*xhat
+        for (int64_t k = 0; k < d; ++k) {
+          T xh = (xs[r * d + k] - ms[r]) * rs[r], gg = g[r * d + k] * gs[k];
+          s1 += gg;
+          s2 += gg * xh;
+        }
+        s1 /= T(d);
+        s2 /= T(d);
+        for (int64_t k = 0; k < d; ++k) {
+          T xh = (xs[r * d + k] - ms[r]) * rs[r];
+          gxs[r * d + k] = rs[r] * (g[r * d + k] * gs[k] - s1 - xh * s2);
+        }
+      }
+    }
+    if (ggamma || gbeta) {
+      T* gga = ggamma ? ggamma->data<T>() : nullptr;
+      T* gbe = gbeta ? gbeta->data<T>() : nullptr;
+#pragma omp parallel for if (x.numel() > kParallelMin)
+      for (int64_t k = 0; k < d; ++k) {
+        T sa_ = 0, sb = 0;
+        for (int64_t r = 0; r < rows; ++r) {
+          sa_ += g[r * d + k] * (xs[r * d + k] - ms[r]) * rs[r];
+          sb += g[r * d + k];
+        }
+        if (gga) gga[k] = sa_;
+        if (gbe) gbe[k] = sb;
+      }
+    }
+  });
+}
+
+void CpuBackend::lstm_cell(const Tensor& gates, const Tensor& c_prev, double forget_bias, double cell_clip, Tensor& c,
+                           Tensor& h) {
+  dispatch_float(gates.dtype(), "lstm_cell", [&](auto tag) {
+    using T = decltype(tag);
+    const int64_t H = c_prev.dim(-1), N = c_prev.numel() / H;
+    const T *gs = gates.data<T>(), *cp = c_prev.data<T>();
+    T *cs = c.data<T>(), *hs = h.data<T>();
+#pragma omp parallel for if (N * H > kParallelMin)
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t k = 0; k < H; ++k) {
+        const T* g = gs + n * 4 * H + k;
+        auto a = math::lstm_gates<T>(g[0], g[H], g[2 * H], g[3 * H], cp[n * H + k], T(forget_bias));
+        T cc = math::clip_cell<T>(a.c_raw, T(cell_clip));
+        cs[n * H + k] = cc;
+        hs[n * H + k] = a.o * math::tanh(cc);
+      }
+  });
+}
+
+void CpuBackend::lstm_cell_backward(const Tensor& gates, const Tensor& c_prev, const Tensor& c, double forget_bias,
+                                    double cell_clip, const Tensor* gc, const Tensor* gh, Tensor& ggates,
+                                    Tensor* gc_prev) {
+  dispatch_float(gates.dtype(), "lstm_cell_backward", [&](auto tag) {
+    using T = decltype(tag);
+    const int64_t H = c_prev.dim(-1), N = c_prev.numel() / H;
+    const T *gs = gates.data<T>(), *cp = c_prev.data<T>(), *cs = c.data<T>();
+    const T* gcs = gc ? gc->data<T>() : nullptr;
+    const T* ghs = gh ? gh->data<T>() : nullptr;
+    T* gg = ggates.data<T>();
+    T* gcp = gc_prev ? gc_prev->data<T>() : nullptr;
+    const T clip = T(cell_clip);
+#pragma omp parallel for if (N * H > kParallelMin)
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t k = 0; k < H; ++k) {
+        const int64_t e = n * H + k;
+        const T* g = gs + n * 4 * H + k;
+        auto a = math::lstm_gates<T>(g[0], g[H], g[2 * H], g[3 * H], cp[e], T(forget_bias));
+        const T tc = math::tanh(cs[e]);
+        const T dh = ghs ? ghs[e] : T(0);
+        T dc = (gcs ? gcs[e] : T(0)) + dh * a.o * (T(1) - tc * tc);
+        if (clip > T(0) && (a.c_raw < -clip || a.c_raw > clip)) dc = T(0);  // clipped: no gradient
+        T* out = gg + n * 4 * H + k;
+        out[0] = dc * a.j * a.i * (T(1) - a.i);
+        out[H] = dc * a.i * (T(1) - a.j * a.j);
+        out[2 * H] = dc * cp[e] * a.f * (T(1) - a.f);
+        out[3 * H] = dh * tc * a.o * (T(1) - a.o);
+        if (gcp) gcp[e] = dc * a.f;
+      }
+  });
+}
+
+void CpuBackend::highway(const Tensor& carry, const Tensor& transform, const Tensor& x, Tensor& y) {
+  dispatch_float(x.dtype(), "highway", [&](auto tag) {
+    using T = decltype(tag);
+    const T *a = carry.data<T>(), *b = transform.data<T>(), *xs = x.data<T>();
+    T* ys = y.data<T>();
+    const int64_t n = x.numel();
+#pragma omp parallel for if (n > kParallelMin)
+    for (int64_t i = 0; i < n; ++i) {
+      T g = math::sigmoid(a[i]), t = b[i] > T(0) ? b[i] : T(0);
+      ys[i] = g * t + (T(1) - g) * xs[i];
+    }
+  });
+}
+
+void CpuBackend::highway_backward(const Tensor& carry, const Tensor& transform, const Tensor& x, const Tensor& gy,
+                                  Tensor& gcarry, Tensor& gtransform, Tensor& gx) {
+  dispatch_float(x.dtype(), "highway_backward", [&](auto tag) {
+    using T = decltype(tag);
+    const T *a = carry.data<T>(), *b = transform.data<T>(), *xs = x.data<T>(), *g = gy.data<T>();
+    T *ga = gcarry.data<T>(), *gb = gtransform.data<T>(), *gxs = gx.data<T>();
+    const int64_t n = x.numel();
+#pragma omp parallel for if (n > kParallelMin)
+    for (int64_t i = 0; i < n; ++i) {
+      T s = math::sigmoid(a[i]), t = b[i] > T(0) ? b[i] : T(0);
+      ga[i] = g[i] * (t - xs[i]) * s * (T(1) - s);
+      gb[i] = b[i] > T(0) ? g[i] * s : T(0);
+      gxs[i] = g[i] * (T(1) - s);
+    }
+  });
+}
+
+}  // namespace sa

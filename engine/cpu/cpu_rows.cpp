@@ -1,0 +1,134 @@
+// CPU: row gathers/scatters (embedding lookups, sparse gradients) and the char-CNN
+// convolution with max over positions.
+#include <cblas.h>
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "engine/cpu/cpu_backend.h"
+
+namespace sa {
+
+void CpuBackend::gather_rows(const Tensor& table, const Tensor& idx, Tensor& out) {
+  const int64_t v = table.dim(0), d = table.numel() / std::max<int64_t>(v, 1), n = idx.numel();
+  const int32_t* ix = idx.data<int32_t>();
+  for (int64_t i = 0; i < n; ++i)
+    SA_CHECK(ix[i] >= 0 && ix[i] < v, "gather_rows: index {} at position {} is outside the table's {} rows", ix[i], i,
+             v);
+  const size_t row = static_cast<size_t>(d) * dtype_size(table.dtype());
+  const char* src = static_cast<const char*>(table.raw());
+  char* dst = static_cast<char*>(out.raw());
+#pragma omp parallel for if (n * d > kParallelMin)
+  for (int64_t i = 0; i < n; ++i) std::memcpy(dst + i * row, src + ix[i] * row, row);
+}
+
+void CpuBackend::scatter_add_rows(const Tensor& src, const Tensor& idx, Tensor& table) {
+  const int64_t v = table.dim(0), d = table.numel() / std::max<int64_t>(v, 1), n = idx.numel();
+  const int32_t* ix = idx.data<int32_t>();
+  for (int64_t i = 0; i < n; ++i)
+    SA_CHECK(ix[i] >= 0 && ix[i] < v, "scatter_add_rows: index {} at position {} is outside the table's {} rows",
+             ix[i], i, v);
+  dispatch_float(table.dtype(), "scatter_add_rows", [&](auto tag) {
+    using T = decltype(tag);
+    const T* s = src.data<T>();
+    T* t = table.data<T>();
+    // Columns in parallel: duplicate indices never race, and the sum order is fixed.
+#pragma omp parallel for if (n * d > kParallelMin)
+    for (int64_t c = 0; c < d; ++c)
+      for (int64_t i = 0; i < n; ++i) t[ix[i] * d + c] += s[i * d + c];
+  });
+}
+
+// Forward: im2col per chunk of samples, one GEMM, then bias + max over positions. Windows are
+// W*Cin contiguous values of x (rows of length Cin), so im2col is a copy of overlapping slices.
+void CpuBackend::conv1d_max(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, Tensor& argmax) {
+  const int64_t N = x.dim(0), L = x.dim(1), Cin = x.dim(2), W = w.dim(0), Cout = w.dim(2), P = L - W + 1,
+                K = W * Cin;
+  dispatch_float(x.dtype(), "conv1d_max", [&](auto tag) {
+    using T = decltype(tag);
+    const T *xs = x.data<T>(), *ws = w.data<T>(), *bs = b.data<T>();
+    T* ys = y.data<T>();
+    int32_t* am = argmax.data<int32_t>();
+    const int64_t chunk = std::max<int64_t>(1, (1 << 20) / std::max<int64_t>(1, P * std::max(K, Cout)));
+    std::vector<T> cols(static_cast<size_t>(std::min(chunk, N) * P * K)),
+        conv(static_cast<size_t>(std::min(chunk, N) * P * Cout));
+    for (int64_t n0 = 0; n0 < N; n0 += chunk) {
+      const int64_t nn = std::min(chunk, N - n0);
+#pragma omp parallel for if (nn * P * K > kParallelMin)
+      for (int64_t s = 0; s < nn; ++s)
+        for (int64_t p = 0; p < P; ++p)
+          std::memcpy(&cols[(s * P + p) * K], xs + ((n0 + s) * L + p) * Cin, static_cast<size_t>(K) * sizeof(T));
+      const int rows = static_cast<int>(nn * P);
+      if constexpr (std::is_same_v<T, float>)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, static_cast<int>(Cout), static_cast<int>(K), 1.f,
+                    cols.data(), static_cast<int>(K), ws, static_cast<int>(Cout), 0.f, conv.data(),
+                    static_cast<int>(Cout));
+      else
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, static_cast<int>(Cout), static_cast<int>(K), 1.0,
+                    cols.data(), static_cast<int>(K), ws, static_cast<int>(Cout), 0.0, conv.data(),
+                    static_cast<int>(Cout));
+#pragma omp parallel for if (nn * P * Cout > kParallelMin)
+      for (int64_t s = 0; s < nn; ++s) {
+        T* out = ys + (n0 + s) * Cout;
+        int32_t* arg = am + (n0 + s) * Cout;
+        for (int64_t c = 0; c < Cout; ++c) {
+          out[c] = -std::numeric_limits<T>::infinity();
+          arg[c] = 0;
+        }
+        for (int64_t p = 0; p < P; ++p) {
+          const T* row = &conv[(s * P + p) * Cout];
+          for (int64_t c = 0; c < Cout; ++c)
+            if (row[c] > out[c]) {
+              out[c] = row[c];
+              arg[c] = static_cast<int32_t>(p);
+            }
+        }
+        for (int64_t c = 0; c < Cout; ++c) out[c] += bs[c];  // bias is constant over positions
+      }
+    }
+  });
+}
+
+// Backward touches only the argmax window of each (sample, filter): O(N*Cout*W*Cin), no GEMM
+// over all positions.
+void CpuBackend::conv1d_max_backward(const Tensor& x, const Tensor& w, const Tensor& argmax, const Tensor& gy,
+                                     Tensor* gx, Tensor* gw, Tensor* gb) {
+  const int64_t N = x.dim(0), L = x.dim(1), Cin = x.dim(2), W = w.dim(0), Cout = w.dim(2), K = W * Cin;
+  dispatch_float(x.dtype(), "conv1d_max_backward", [&](auto tag) {
+    using T = decltype(tag);
+    const T *xs = x.data<T>(), *ws = w.data<T>(), *g = gy.data<T>();
+    const int32_t* am = argmax.data<int32_t>();
+    if (gb) {
+      T* gbs = gb->data<T>();
+      for (int64_t c = 0; c < Cout; ++c) {
+        T s = 0;
+        for (int64_t n = 0; n < N; ++n) s += g[n * Cout + c];
+        gbs[c] += s;
+      }
+    }
+    if (gw) {
+      T* gws = gw->data<T>();
+#pragma omp parallel for if (N * Cout * K > kParallelMin)
+      for (int64_t c = 0; c < Cout; ++c)
+        for (int64_t n = 0; n < N; ++n) {
+          const T gv = g[n * Cout + c];
+          const T* win = xs + (n * L + am[n * Cout + c]) * Cin;
+          for (int64_t k = 0; k < K; ++k) gws[k * Cout + c] += gv * win[k];
+        }
+    }
+    if (gx) {
+      T* gxs = gx->data<T>();
+#pragma omp parallel for if (N * Cout * K > kParallelMin)
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t c = 0; c < Cout; ++c) {
+          const T gv = g[n * Cout + c];
+          T* win = gxs + (n * L + am[n * Cout + c]) * Cin;
+          for (int64_t k = 0; k < K; ++k) win[k] += gv * ws[k * Cout + c];
+        }
+    }
+  });
+}
+
+}  // namespace sa

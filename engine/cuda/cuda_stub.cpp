@@ -1,0 +1,13 @@
+// Built instead of the CUDA backend when CUDA=0 (or no toolkit is found).
+#include "engine/backend.h"
+#include "engine/core/error.h"
+
+namespace sa::cuda {
+
+bool built() { return false; }
+int device_count() { return 0; }
+Backend& backend(int device) { fail("cuda:{} requested, but this binary was built without CUDA (make CUDA=0)", device); }
+void copy(void*, Device, const void*, Device, size_t) { fail("CUDA copy requested, but this binary was built without CUDA"); }
+std::string describe_device(int) { return "no CUDA (built with CUDA=0)"; }
+
+}  // namespace sa::cuda

@@ -1,0 +1,67 @@
+// Layer norm and the fused hot-path cells: LSTM pointwise math and the highway combine.
+#include "engine/ops/op_util.h"
+#include "engine/ops/ops.h"
+
+namespace sa::ops {
+using namespace detail;
+
+Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps) {
+  check_same("layer_norm", {x, gamma, beta});
+  const int64_t d = x.dim(-1);
+  SA_CHECK(gamma.shape() == Shape{d} && beta.shape() == Shape{d},
+           "layer_norm: gamma {} and beta {} must be [{}] for input {}", describe(gamma), describe(beta), d,
+           describe(x));
+  Tensor y = like(x);
+  Tensor mu = Tensor::empty({x.numel() / d}, x.dtype(), x.device()), rs = like(mu);
+  be(x).layer_norm(x, gamma, beta, eps, y, mu, rs);
+  record("layer_norm", {x, gamma, beta}, {y}, [=](const std::vector<Tensor>& gs) {
+    Tensor gx = x.requires_grad() ? like(x) : Tensor();
+    Tensor gg = gamma.requires_grad() ? like(gamma) : Tensor();
+    Tensor gb = beta.requires_grad() ? like(beta) : Tensor();
+    be(x).layer_norm_backward(x, gamma, mu, rs, gs[0], gx.defined() ? &gx : nullptr, gg.defined() ? &gg : nullptr,
+                              gb.defined() ? &gb : nullptr);
+    accumulate_grad(x, gx, true);
+    accumulate_grad(gamma, gg, true);
+    accumulate_grad(beta, gb, true);
+  });
+  return y;
+}
+
+std::pair<Tensor, Tensor> lstm_cell(const Tensor& gates, const Tensor& c_prev, double forget_bias, double cell_clip) {
+  check_same("lstm_cell", {gates, c_prev});
+  const int64_t h = c_prev.dim(-1);
+  Shape gshape = c_prev.shape();
+  gshape.back() = 4 * h;
+  SA_CHECK(gates.shape() == gshape, "lstm_cell: gates {} must be {} for c_prev {}", describe(gates), to_string(gshape),
+           describe(c_prev));
+  Tensor c = like(c_prev), hh = like(c_prev);
+  be(gates).lstm_cell(gates, c_prev, forget_bias, cell_clip, c, hh);
+  record("lstm_cell", {gates, c_prev}, {c, hh}, [=](const std::vector<Tensor>& gs) {
+    Tensor gg = like(gates);
+    Tensor gcp = c_prev.requires_grad() ? like(c_prev) : Tensor();
+    be(gates).lstm_cell_backward(gates, c_prev, c, forget_bias, cell_clip, gs[0].defined() ? &gs[0] : nullptr,
+                                 gs[1].defined() ? &gs[1] : nullptr, gg, gcp.defined() ? &gcp : nullptr);
+    accumulate_grad(gates, gg, true);
+    accumulate_grad(c_prev, gcp, true);
+  });
+  return {c, hh};
+}
+
+Tensor highway(const Tensor& carry, const Tensor& transform, const Tensor& x) {
+  check_same("highway", {carry, transform, x});
+  SA_CHECK(carry.shape() == x.shape() && transform.shape() == x.shape(),
+           "highway: carry {}, transform {} and x {} must have one shape", describe(carry), describe(transform),
+           describe(x));
+  Tensor y = like(x);
+  be(x).highway(carry, transform, x, y);
+  record("highway", {carry, transform, x}, {y}, [=](const std::vector<Tensor>& gs) {
+    Tensor ga = like(x), gt = like(x), gx = like(x);
+    be(x).highway_backward(carry, transform, x, gs[0], ga, gt, gx);
+    accumulate_grad(carry, ga, true);
+    accumulate_grad(transform, gt, true);
+    accumulate_grad(x, gx, true);
+  });
+  return y;
+}
+
+}  // namespace sa::ops

@@ -1,0 +1,42 @@
+// Helpers shared by the op implementations: argument checks and gradient plumbing.
+#pragma once
+#include "engine/backend.h"
+#include "engine/core/autograd.h"
+#include "engine/core/error.h"
+
+namespace sa::ops::detail {
+
+inline Backend& be(const Tensor& t) { return backend(t.device()); }
+inline Tensor like(const Tensor& t) { return Tensor::empty(t.shape(), t.dtype(), t.device()); }
+inline Tensor zeros_like(const Tensor& t) { return Tensor::zeros(t.shape(), t.dtype(), t.device()); }
+
+inline void check_defined(const char* op, std::initializer_list<Tensor> ts) {
+  for (const Tensor& t : ts) SA_CHECK(t.defined(), "{}: an input tensor is undefined", op);
+}
+
+// All inputs on one device, all of one float dtype.
+inline void check_same(const char* op, std::initializer_list<Tensor> ts) {
+  check_defined(op, ts);
+  const Tensor& f = *ts.begin();
+  SA_CHECK(is_float(f.dtype()), "{}: expected a float tensor, got {}", op, describe(f));
+  for (const Tensor& t : ts) {
+    SA_CHECK(t.device() == f.device(), "{}: tensors on different devices: {} and {}", op, describe(f), describe(t));
+    SA_CHECK(t.dtype() == f.dtype(), "{}: dtype mismatch: {} and {}", op, describe(f), describe(t));
+  }
+}
+
+inline void check_index(const char* op, const Tensor& idx, const Tensor& ref) {
+  SA_CHECK(idx.dtype() == DType::I32, "{}: indices must be i32, got {}", op, describe(idx));
+  SA_CHECK(idx.device() == ref.device(), "{}: indices {} and table {} are on different devices", op, describe(idx),
+           describe(ref));
+}
+
+// Sums g over its broadcast axes down to `shape` (returns g itself when the shapes agree).
+inline Tensor reduce_to(const Tensor& g, const Shape& shape) {
+  if (g.shape() == shape) return g;
+  Tensor out = Tensor::empty(shape, g.dtype(), g.device());
+  be(g).sum_to(g, out, make_broadcast_plan(g.shape(), g.shape(), shape), false);
+  return out;
+}
+
+}  // namespace sa::ops::detail

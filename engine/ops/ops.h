@@ -1,0 +1,101 @@
+// Differentiable ops. Each runs its forward on the inputs' device through the backend and, when an
+// input requires a gradient, records its backward on the tape (engine/core/autograd.h).
+// Rows/softmax axes are the last axis. Index tensors are i32, masks u8.
+#pragma once
+#include <utility>
+#include <vector>
+
+#include "engine/core/autograd.h"
+#include "engine/core/tensor.h"
+
+namespace sa {
+
+// Counter-based random stream (Philox): identical on CPU and CUDA for the same seed and offset.
+struct Generator {
+  uint64_t seed = 0;
+  uint64_t offset = 0;  // counter of the next unused value
+  explicit Generator(uint64_t s = 0) : seed(s) {}
+  // Reserves n values and returns the offset of the first.
+  uint64_t take(uint64_t n) {
+    uint64_t o = offset;
+    offset += (n + 3) & ~uint64_t(3);  // whole Philox blocks, so streams never overlap
+    return o;
+  }
+};
+
+namespace ops {
+
+// linear algebra
+Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);  // 2-D
+Tensor bmm(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);     // 3-D batched
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias = Tensor());  // x[..., in] w[in, out]
+
+// broadcasting elementwise arithmetic
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);
+Tensor scale(const Tensor& x, double s);
+Tensor add_scalar(const Tensor& x, double s);
+
+// activations and pointwise functions
+Tensor relu(const Tensor& x);
+Tensor sigmoid(const Tensor& x);
+Tensor tanh(const Tensor& x);
+Tensor gelu(const Tensor& x);  // tanh approximation
+Tensor exp(const Tensor& x);
+Tensor log(const Tensor& x);
+Tensor neg(const Tensor& x);
+Tensor sqrt(const Tensor& x);
+Tensor square(const Tensor& x);
+Tensor clip(const Tensor& x, double lo, double hi);
+Tensor cast(const Tensor& x, DType dtype);
+// y = mask ? value : x, mask u8 broadcast to x
+Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
+// inverted dropout with a Philox mask; identity when p == 0
+Tensor dropout(const Tensor& x, double p, Generator& gen);
+
+// softmax family and losses (last axis)
+Tensor softmax(const Tensor& x);
+Tensor log_softmax(const Tensor& x);
+Tensor logsumexp(const Tensor& x);
+// per-row loss [rows]; labels i32 [rows], -1 = ignored row (loss 0, no gradient)
+Tensor cross_entropy(const Tensor& logits, const Tensor& labels);
+// per-row loss [rows] against a target distribution of the logits' shape (targets are constants)
+Tensor soft_cross_entropy(const Tensor& logits, const Tensor& targets);
+
+// rows, embeddings, convolution
+// table [V, D], idx i32 of any shape -> [idx.shape..., D]. A table marked set_sparse_grad()
+// gets a row-sparse gradient (only the gathered rows); otherwise a dense one.
+Tensor gather_rows(const Tensor& table, const Tensor& idx);
+// base [V, D] plus src [n, D] added at rows idx [n] (duplicates sum)
+Tensor scatter_add_rows(const Tensor& base, const Tensor& idx, const Tensor& src);
+// x [N, L, Cin], w [W, Cin, Cout], b [Cout] -> [N, Cout]: max over positions of the valid
+// convolution plus bias (bias before the max, as bilm-tf)
+Tensor conv1d_max(const Tensor& x, const Tensor& w, const Tensor& b);
+
+// shapes
+Tensor reshape(const Tensor& x, const Shape& shape);  // one extent may be -1
+Tensor permute(const Tensor& x, const std::vector<int>& perm);
+Tensor transpose(const Tensor& x, int axis0, int axis1);
+Tensor slice(const Tensor& x, int axis, int64_t begin, int64_t end);
+Tensor concat(const std::vector<Tensor>& xs, int axis);
+std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int axis);
+
+// reductions
+Tensor sum(const Tensor& x);  // all elements -> [1]
+Tensor sum(const Tensor& x, int axis, bool keepdim = false);
+Tensor mean(const Tensor& x);
+Tensor mean(const Tensor& x, int axis, bool keepdim = false);
+Tensor max(const Tensor& x, int axis, bool keepdim = false);
+
+// normalization and fused cells
+Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps = 1e-12);
+// gates [N, 4H] (i, j, f, o), c_prev [N, H] -> (c, h) with h = sig(o) * tanh(c) (before projection)
+std::pair<Tensor, Tensor> lstm_cell(const Tensor& gates, const Tensor& c_prev, double forget_bias = 1.0,
+                                    double cell_clip = 0.0);
+// bilm-tf highway combine: g = sig(carry), y = g * relu(transform) + (1 - g) * x
+Tensor highway(const Tensor& carry, const Tensor& transform, const Tensor& x);
+
+}  // namespace ops
+}  // namespace sa

@@ -1,0 +1,76 @@
+// Row gathers (embedding lookups), scatter-add, and the char-CNN convolution with max over time.
+#include "engine/ops/op_util.h"
+#include "engine/ops/ops.h"
+
+namespace sa::ops {
+using namespace detail;
+
+Tensor gather_rows(const Tensor& table, const Tensor& idx) {
+  check_defined("gather_rows", {table, idx});
+  SA_CHECK(table.rank() == 2, "gather_rows: table must be 2-D, got {}", describe(table));
+  check_index("gather_rows", idx, table);
+  const int64_t n = idx.numel(), d = table.dim(1);
+  Shape os = idx.shape();
+  os.push_back(d);
+  Tensor out = Tensor::empty(os, table.dtype(), table.device());
+  Tensor flat_idx = idx.view({n});
+  Tensor flat_out = out.view({n, d});
+  be(table).gather_rows(table, flat_idx, flat_out);
+  record("gather_rows", {table}, {out}, [=](const std::vector<Tensor>& gs) {
+    Tensor g = gs[0].view({n, d});
+    if (table.is_sparse_grad()) {
+      accumulate_sparse_grad(table, flat_idx, g);
+    } else {
+      Tensor gt = zeros_like(table);
+      be(table).scatter_add_rows(g, flat_idx, gt);
+      accumulate_grad(table, gt, true);
+    }
+  });
+  return out;
+}
+
+Tensor scatter_add_rows(const Tensor& base, const Tensor& idx, const Tensor& src) {
+  check_same("scatter_add_rows", {base, src});
+  check_index("scatter_add_rows", idx, base);
+  SA_CHECK(base.rank() == 2 && src.rank() == 2 && idx.rank() == 1 && src.dim(0) == idx.dim(0) &&
+               src.dim(1) == base.dim(1),
+           "scatter_add_rows: expected base [V,D], idx [n], src [n,D]; got {}, {}, {}", describe(base), describe(idx),
+           describe(src));
+  Tensor out = base.clone();
+  be(base).scatter_add_rows(src, idx, out);
+  record("scatter_add_rows", {base, src}, {out}, [=](const std::vector<Tensor>& gs) {
+    const Tensor& g = gs[0];
+    if (src.requires_grad()) {
+      Tensor gsrc = like(src);
+      be(g).gather_rows(g, idx, gsrc);
+      accumulate_grad(src, gsrc, true);
+    }
+    accumulate_grad(base, g, true);
+  });
+  return out;
+}
+
+Tensor conv1d_max(const Tensor& x, const Tensor& w, const Tensor& b) {
+  check_same("conv1d_max", {x, w, b});
+  SA_CHECK(x.rank() == 3 && w.rank() == 3 && b.rank() == 1 && x.dim(2) == w.dim(1) && b.dim(0) == w.dim(2) &&
+               w.dim(0) >= 1 && w.dim(0) <= x.dim(1),
+           "conv1d_max: expected x [N,L,Cin], w [W,Cin,Cout] with W <= L, b [Cout]; got {}, {}, {}", describe(x),
+           describe(w), describe(b));
+  const int64_t n = x.dim(0), cout = w.dim(2);
+  Tensor y = Tensor::empty({n, cout}, x.dtype(), x.device());
+  Tensor arg = Tensor::empty({n, cout}, DType::I32, x.device());
+  be(x).conv1d_max(x, w, b, y, arg);
+  record("conv1d_max", {x, w, b}, {y}, [=](const std::vector<Tensor>& gs) {
+    Tensor gx = x.requires_grad() ? zeros_like(x) : Tensor();
+    Tensor gw = w.requires_grad() ? zeros_like(w) : Tensor();
+    Tensor gb = b.requires_grad() ? zeros_like(b) : Tensor();
+    be(x).conv1d_max_backward(x, w, arg, gs[0], gx.defined() ? &gx : nullptr, gw.defined() ? &gw : nullptr,
+                              gb.defined() ? &gb : nullptr);
+    accumulate_grad(x, gx, true);
+    accumulate_grad(w, gw, true);
+    accumulate_grad(b, gb, true);
+  });
+  return y;
+}
+
+}  // namespace sa::ops

@@ -1,0 +1,273 @@
+#include "tests/op_cases.h"
+
+namespace sa::testing {
+namespace {
+
+using Rng = std::mt19937_64;
+
+int64_t dim(Rng& r, int lo = 1, int hi = 7) { return std::uniform_int_distribution<int64_t>(lo, hi)(r); }
+
+Tensor uniform(Rng& r, const Shape& s, double lo = -1, double hi = 1) {
+  std::uniform_real_distribution<double> u(lo, hi);
+  std::vector<double> v(static_cast<size_t>(numel(s)));
+  for (double& x : v) x = u(r);
+  return Tensor::from(v, s);
+}
+
+Tensor indices(Rng& r, const Shape& s, int lo, int hi) {
+  std::uniform_int_distribution<int> u(lo, hi - 1);
+  std::vector<int32_t> v(static_cast<size_t>(numel(s)));
+  for (int32_t& x : v) x = u(r);
+  return Tensor::from(v, s);
+}
+
+Tensor mask(Rng& r, const Shape& s) {
+  std::bernoulli_distribution b(0.4);
+  std::vector<uint8_t> v(static_cast<size_t>(numel(s)));
+  for (uint8_t& x : v) x = b(r);
+  return Tensor::from(v, s);
+}
+
+CaseInput in(Tensor t) { return {std::move(t), true, false}; }
+CaseInput fixed(Tensor t) { return {std::move(t), false, false}; }
+
+using In = std::vector<Tensor>;
+using Out = std::vector<Tensor>;
+
+std::vector<OpCase> build() {
+  std::vector<OpCase> c;
+  auto add = [&](std::string op, std::string name, auto make, auto run) {
+    c.push_back({std::move(op), std::move(name), make, run});
+  };
+
+  // linear algebra: every transpose combination, 2-D and batched
+  for (int t = 0; t < 4; ++t) {
+    bool ta = t & 1, tb = t & 2;
+    std::string nm = std::string(ta ? "T" : "N") + (tb ? "T" : "N");
+    add("matmul", "matmul_" + nm,
+        [=](Rng& r) {
+          int64_t m = dim(r), n = dim(r), k = dim(r);
+          return std::vector<CaseInput>{in(uniform(r, ta ? Shape{k, m} : Shape{m, k})),
+                                        in(uniform(r, tb ? Shape{n, k} : Shape{k, n}))};
+        },
+        [=](const In& x) { return Out{ops::matmul(x[0], x[1], ta, tb)}; });
+    add("bmm", "bmm_" + nm,
+        [=](Rng& r) {
+          int64_t b = dim(r, 1, 3), m = dim(r), n = dim(r), k = dim(r);
+          return std::vector<CaseInput>{in(uniform(r, ta ? Shape{b, k, m} : Shape{b, m, k})),
+                                        in(uniform(r, tb ? Shape{b, n, k} : Shape{b, k, n}))};
+        },
+        [=](const In& x) { return Out{ops::bmm(x[0], x[1], ta, tb)}; });
+  }
+  add("linear", "linear_3d",
+      [](Rng& r) {
+        int64_t a = dim(r), b = dim(r), i = dim(r), o = dim(r);
+        return std::vector<CaseInput>{in(uniform(r, {a, b, i})), in(uniform(r, {i, o})), in(uniform(r, {o}))};
+      },
+      [](const In& x) { return Out{ops::linear(x[0], x[1], x[2])}; });
+
+  // broadcasting arithmetic
+  struct Bin {
+    const char* op;
+    Tensor (*fn)(const Tensor&, const Tensor&);
+  };
+  for (Bin b : {Bin{"add", ops::add}, Bin{"sub", ops::sub}, Bin{"mul", ops::mul}, Bin{"div", ops::div}}) {
+    bool div = std::string(b.op) == "div";
+    add(b.op, std::string(b.op) + "_same",
+        [=](Rng& r) {
+          Shape s{dim(r), dim(r)};
+          return std::vector<CaseInput>{in(uniform(r, s)), in(div ? uniform(r, s, 0.5, 2) : uniform(r, s))};
+        },
+        [=](const In& x) { return Out{b.fn(x[0], x[1])}; });
+    add(b.op, std::string(b.op) + "_broadcast",
+        [=](Rng& r) {
+          int64_t p = dim(r), q = dim(r), s = dim(r);
+          return std::vector<CaseInput>{in(uniform(r, {p, 1, s})),
+                                        in(div ? uniform(r, {q, 1}, 0.5, 2) : uniform(r, {q, 1}))};
+        },
+        [=](const In& x) { return Out{b.fn(x[0], x[1])}; });
+    add(b.op, std::string(b.op) + "_reuse",  // the same tensor on both sides
+        [=](Rng& r) { return std::vector<CaseInput>{in(uniform(r, {dim(r), dim(r)}, 0.5, 2))}; },
+        [=](const In& x) { return Out{b.fn(x[0], x[0])}; });
+  }
+
+  // pointwise
+  struct Un {
+    const char* op;
+    std::function<Tensor(const Tensor&)> fn;
+    double lo, hi;
+  };
+  std::vector<Un> unary = {
+      {"relu", ops::relu, -1, 1},
+      {"sigmoid", ops::sigmoid, -3, 3},
+      {"tanh", ops::tanh, -3, 3},
+      {"gelu", ops::gelu, -3, 3},
+      {"exp", ops::exp, -2, 2},
+      {"log", ops::log, 0.2, 3},
+      {"neg", ops::neg, -1, 1},
+      {"sqrt", ops::sqrt, 0.2, 3},
+      {"square", ops::square, -2, 2},
+      {"clip", [](const Tensor& t) { return ops::clip(t, -0.5, 0.7); }, -1, 1},
+      {"scale", [](const Tensor& t) { return ops::scale(t, -1.7); }, -1, 1},
+      {"add_scalar", [](const Tensor& t) { return ops::add_scalar(t, 0.3); }, -1, 1},
+  };
+  for (const Un& u : unary)
+    add(u.op, u.op,
+        [=](Rng& r) { return std::vector<CaseInput>{in(uniform(r, {dim(r), dim(r), dim(r)}, u.lo, u.hi))}; },
+        [=](const In& x) { return Out{u.fn(x[0])}; });
+
+  add("masked_fill", "masked_fill_broadcast",
+      [](Rng& r) {
+        int64_t a = dim(r), b = dim(r);
+        return std::vector<CaseInput>{in(uniform(r, {a, b})), fixed(mask(r, {1, b}))};
+      },
+      [](const In& x) { return Out{ops::masked_fill(x[0], x[1], -3.0)}; });
+  add("dropout", "dropout",
+      [](Rng& r) { return std::vector<CaseInput>{in(uniform(r, {dim(r, 2, 9), dim(r, 2, 9)}))}; },
+      [](const In& x) {
+        Generator g(1234);  // fixed stream: each evaluation draws the same mask
+        g.take(5);
+        return Out{ops::dropout(x[0], 0.3, g)};
+      });
+
+  // softmax family and losses
+  add("softmax", "softmax", [](Rng& r) { return std::vector<CaseInput>{in(uniform(r, {dim(r), dim(r), dim(r)}, -2, 2))}; },
+      [](const In& x) { return Out{ops::softmax(x[0])}; });
+  add("log_softmax", "log_softmax",
+      [](Rng& r) { return std::vector<CaseInput>{in(uniform(r, {dim(r), dim(r)}, -2, 2))}; },
+      [](const In& x) { return Out{ops::log_softmax(x[0])}; });
+  add("logsumexp", "logsumexp", [](Rng& r) { return std::vector<CaseInput>{in(uniform(r, {dim(r), dim(r), dim(r)}, -2, 2))}; },
+      [](const In& x) { return Out{ops::logsumexp(x[0])}; });
+  add("cross_entropy", "cross_entropy_with_ignored",
+      [](Rng& r) {
+        int64_t n = dim(r, 2, 9), k = dim(r, 1, 9);
+        Tensor lab = indices(r, {n}, 0, static_cast<int>(k));
+        std::vector<double> lv = lab.values();
+        lv[0] = -1;  // an ignored row
+        std::vector<int32_t> li(lv.begin(), lv.end());
+        return std::vector<CaseInput>{in(uniform(r, {n, k}, -2, 2)), fixed(Tensor::from(li, {n}))};
+      },
+      [](const In& x) { return Out{ops::cross_entropy(x[0], x[1])}; });
+  add("soft_cross_entropy", "soft_cross_entropy",
+      [](Rng& r) {
+        int64_t n = dim(r), k = dim(r);
+        Tensor t = uniform(r, {n, k}, 0, 1);
+        std::vector<double> tv = t.values();
+        tv[0] = 0;  // a zero target weight
+        return std::vector<CaseInput>{in(uniform(r, {n, k}, -2, 2)), fixed(Tensor::from(tv, {n, k}))};
+      },
+      [](const In& x) { return Out{ops::soft_cross_entropy(x[0], x[1])}; });
+
+  // rows and convolution
+  add("gather_rows", "gather_rows_dense",
+      [](Rng& r) {
+        int64_t v = dim(r, 2, 9);
+        return std::vector<CaseInput>{in(uniform(r, {v, dim(r)})), fixed(indices(r, {dim(r), dim(r)}, 0, static_cast<int>(v)))};
+      },
+      [](const In& x) { return Out{ops::gather_rows(x[0], x[1])}; });
+  add("gather_rows", "gather_rows_sparse",
+      [](Rng& r) {
+        int64_t v = dim(r, 2, 9);
+        CaseInput t = in(uniform(r, {v, dim(r)}));
+        t.sparse = true;
+        return std::vector<CaseInput>{t, fixed(indices(r, {dim(r, 3, 12)}, 0, static_cast<int>(v)))};
+      },
+      [](const In& x) { return Out{ops::gather_rows(x[0], x[1])}; });
+  add("scatter_add_rows", "scatter_add_rows",
+      [](Rng& r) {
+        int64_t v = dim(r, 2, 9), d = dim(r), n = dim(r, 3, 12);
+        return std::vector<CaseInput>{in(uniform(r, {v, d})), fixed(indices(r, {n}, 0, static_cast<int>(v))),
+                                      in(uniform(r, {n, d}))};
+      },
+      [](const In& x) { return Out{ops::scatter_add_rows(x[0], x[1], x[2])}; });
+  add("conv1d_max", "conv1d_max",
+      [](Rng& r) {
+        int64_t n = dim(r, 1, 5), l = dim(r, 3, 11), cin = dim(r, 1, 5), w = dim(r, 1, 3), cout = dim(r, 1, 6);
+        return std::vector<CaseInput>{in(uniform(r, {n, l, cin})), in(uniform(r, {w, cin, cout})),
+                                      in(uniform(r, {cout}))};
+      },
+      [](const In& x) { return Out{ops::conv1d_max(x[0], x[1], x[2])}; });
+
+  // shapes
+  add("reshape", "reshape",
+      [](Rng& r) { return std::vector<CaseInput>{in(uniform(r, {dim(r), 6, dim(r)}))}; },
+      [](const In& x) { return Out{ops::reshape(x[0], {-1, 3})}; });
+  add("permute", "permute",
+      [](Rng& r) { return std::vector<CaseInput>{in(uniform(r, {dim(r), dim(r), dim(r), dim(r)}))}; },
+      [](const In& x) { return Out{ops::permute(x[0], {2, 0, 3, 1})}; });
+  add("transpose", "transpose",
+      [](Rng& r) { return std::vector<CaseInput>{in(uniform(r, {dim(r), dim(r), dim(r)}))}; },
+      [](const In& x) { return Out{ops::transpose(x[0], 0, -1)}; });
+  add("slice", "slice_middle_axis",
+      [](Rng& r) { return std::vector<CaseInput>{in(uniform(r, {dim(r), dim(r, 4, 9), dim(r)}))}; },
+      [](const In& x) { return Out{ops::slice(x[0], 1, 1, x[0].dim(1) - 1)}; });
+  add("concat", "concat_axis1",
+      [](Rng& r) {
+        int64_t a = dim(r), c = dim(r);
+        return std::vector<CaseInput>{in(uniform(r, {a, dim(r), c})), in(uniform(r, {a, dim(r), c})),
+                                      in(uniform(r, {a, dim(r), c}))};
+      },
+      [](const In& x) { return Out{ops::concat({x[0], x[1], x[2]}, 1)}; });
+  add("split", "split_last",
+      [](Rng& r) { return std::vector<CaseInput>{in(uniform(r, {dim(r), 7}))}; },
+      [](const In& x) { return ops::split(x[0], {2, 4, 1}, -1); });
+
+  // reductions
+  add("sum", "sum_all", [](Rng& r) { return std::vector<CaseInput>{in(uniform(r, {dim(r), dim(r)}))}; },
+      [](const In& x) { return Out{ops::sum(x[0])}; });
+  add("sum", "sum_axis", [](Rng& r) { return std::vector<CaseInput>{in(uniform(r, {dim(r), dim(r), dim(r)}))}; },
+      [](const In& x) { return Out{ops::sum(x[0], 1)}; });
+  add("mean", "mean_all", [](Rng& r) { return std::vector<CaseInput>{in(uniform(r, {dim(r), dim(r)}))}; },
+      [](const In& x) { return Out{ops::mean(x[0])}; });
+  add("mean", "mean_axis_keepdim",
+      [](Rng& r) { return std::vector<CaseInput>{in(uniform(r, {dim(r), dim(r), dim(r)}))}; },
+      [](const In& x) { return Out{ops::mean(x[0], -1, true)}; });
+  add("max", "max_axis0", [](Rng& r) { return std::vector<CaseInput>{in(uniform(r, {dim(r), dim(r), dim(r)}))}; },
+      [](const In& x) { return Out{ops::max(x[0], 0)}; });
+
+  // normalization and fused cells
+  add("layer_norm", "layer_norm",
+      [](Rng& r) {
+        int64_t d = dim(r, 2, 9);
+        return std::vector<CaseInput>{in(uniform(r, {dim(r), dim(r), d})), in(uniform(r, {d}, 0.5, 1.5)),
+                                      in(uniform(r, {d}))};
+      },
+      [](const In& x) { return Out{ops::layer_norm(x[0], x[1], x[2], 1e-5)}; });
+  for (double clip : {0.0, 0.6}) {
+    add("lstm_cell", clip > 0 ? "lstm_cell_clipped" : "lstm_cell",
+        [](Rng& r) {
+          int64_t n = dim(r), h = dim(r);
+          return std::vector<CaseInput>{in(uniform(r, {n, 4 * h}, -2, 2)), in(uniform(r, {n, h}, -1, 1))};
+        },
+        [=](const In& x) {
+          auto [cc, hh] = ops::lstm_cell(x[0], x[1], 1.0, clip);
+          return Out{cc, hh};
+        });
+  }
+  add("highway", "highway",
+      [](Rng& r) {
+        Shape s{dim(r), dim(r)};
+        return std::vector<CaseInput>{in(uniform(r, s, -2, 2)), in(uniform(r, s)), in(uniform(r, s))};
+      },
+      [](const In& x) { return Out{ops::highway(x[0], x[1], x[2])}; });
+  return c;
+}
+
+}  // namespace
+
+const std::vector<OpCase>& op_cases() {
+  static const std::vector<OpCase> c = build();
+  return c;
+}
+
+const std::vector<std::string>& all_ops() {
+  static const std::vector<std::string> ops = {
+      "matmul", "bmm", "linear", "add", "sub", "mul", "div", "scale", "add_scalar", "relu", "sigmoid", "tanh",
+      "gelu", "exp", "log", "neg", "sqrt", "square", "clip", "masked_fill", "dropout", "softmax", "log_softmax",
+      "logsumexp", "cross_entropy", "soft_cross_entropy", "gather_rows", "scatter_add_rows", "conv1d_max",
+      "reshape", "permute", "transpose", "slice", "concat", "split", "sum", "mean", "max", "layer_norm",
+      "lstm_cell", "highway"};
+  return ops;
+}
+
+}  // namespace sa::testing
