@@ -10,6 +10,9 @@ struct Error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// For code that cannot include fmt (CUDA translation units).
+[[noreturn]] void fail_message(const std::string& message);
+
 template <typename... Args>
 [[noreturn]] void fail(fmt::format_string<Args...> f, Args&&... args) {
   throw Error(fmt::format(f, std::forward<Args>(args)...));

@@ -2,7 +2,7 @@
 // CUDA backend is tested against, and what CI and GPU-less users run.
 #pragma once
 #include "engine/backend.h"
-#include "engine/core/error.h"
+#include "engine/core/dispatch.h"
 
 namespace sa {
 
@@ -55,16 +55,6 @@ class CpuBackend final : public Backend {
                         Tensor& gcarry, Tensor& gtransform, Tensor& gx) override;
   int64_t count_nonfinite(const Tensor& x) override;
 };
-
-// Calls f(T{}) with T = float or double for the tensor's dtype; fails naming `op` otherwise.
-template <typename F>
-void dispatch_float(DType t, const char* op, F&& f) {
-  switch (t) {
-    case DType::F32: f(float{}); break;
-    case DType::F64: f(double{}); break;
-    default: fail("{}: dtype {} is not supported on the CPU here (f32 or f64 expected)", op, dtype_name(t));
-  }
-}
 
 // Parallelize a loop only when it is large enough to pay for the threads.
 constexpr int64_t kParallelMin = 1 << 14;

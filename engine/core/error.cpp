@@ -1,0 +1,7 @@
+#include "engine/core/error.h"
+
+namespace sa {
+
+void fail_message(const std::string& message) { throw Error(message); }
+
+}  // namespace sa

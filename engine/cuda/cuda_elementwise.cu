@@ -1,0 +1,309 @@
+// CUDA: fills, strided copies, casts and elementwise math.
+#include "engine/core/bf16.h"
+#include "engine/core/scalar_math.h"
+#include "engine/cuda/cuda_backend.cuh"
+
+namespace sa {
+using namespace cudak;
+
+template <typename T>
+__global__ void fill_kernel(T* p, int64_t n, T v) {
+  CUDA_LOOP(i, n) p[i] = v;
+}
+
+template <typename T>
+static void launch_fill(void* p, int64_t n, T v, cudaStream_t s) {
+  fill_kernel<<<blocks_for(n), kThreads, 0, s>>>(static_cast<T*>(p), n, v);
+  CUDA_LAUNCHED("fill");
+}
+
+void CudaBackend::fill(Tensor& t, double value) {
+  int64_t n = t.numel();
+  if (n == 0) return;
+  switch (t.dtype()) {
+    case DType::F32: launch_fill<float>(t.raw(), n, static_cast<float>(value), stream_); break;
+    case DType::F64: launch_fill<double>(t.raw(), n, value, stream_); break;
+    case DType::BF16: launch_fill<uint16_t>(t.raw(), n, float_to_bf16(static_cast<float>(value)), stream_); break;
+    case DType::I32: launch_fill<int32_t>(t.raw(), n, static_cast<int32_t>(value), stream_); break;
+    case DType::U8: launch_fill<uint8_t>(t.raw(), n, static_cast<uint8_t>(value), stream_); break;
+  }
+}
+
+template <typename E>
+__global__ void copy_strided_kernel(const E* src, E* dst, CopyPlan p, int64_t total) {
+  CUDA_LOOP(i, total) {
+    int64_t rem = i, so = p.src_offset, d = p.dst_offset;
+    for (int k = p.rank - 1; k >= 0; --k) {
+      int64_t c = rem % p.shape[k];
+      rem /= p.shape[k];
+      so += c * p.src_stride[k];
+      d += c * p.dst_stride[k];
+    }
+    dst[d] = src[so];
+  }
+}
+
+void CudaBackend::copy_strided(const Tensor& src, Tensor& dst, const CopyPlan& p) {
+  int64_t total = 1;
+  for (int k = 0; k < p.rank; ++k) total *= p.shape[k];
+  if (total == 0) return;
+  unsigned b = blocks_for(total);
+  switch (dtype_size(src.dtype())) {
+    case 1: copy_strided_kernel<<<b, kThreads, 0, stream_>>>(static_cast<const uint8_t*>(src.raw()), static_cast<uint8_t*>(dst.raw()), p, total); break;
+    case 2: copy_strided_kernel<<<b, kThreads, 0, stream_>>>(static_cast<const uint16_t*>(src.raw()), static_cast<uint16_t*>(dst.raw()), p, total); break;
+    case 4: copy_strided_kernel<<<b, kThreads, 0, stream_>>>(static_cast<const uint32_t*>(src.raw()), static_cast<uint32_t*>(dst.raw()), p, total); break;
+    default: copy_strided_kernel<<<b, kThreads, 0, stream_>>>(static_cast<const uint64_t*>(src.raw()), static_cast<uint64_t*>(dst.raw()), p, total); break;
+  }
+  CUDA_LAUNCHED("copy_strided");
+}
+
+// Element conversion; bf16 travels as its uint16_t bits.
+template <typename S, typename D>
+struct Convert {
+  __device__ static D go(S v) { return static_cast<D>(v); }
+};
+template <typename D>
+struct Convert<uint16_t, D> {
+  __device__ static D go(uint16_t v) { return static_cast<D>(bf16_to_float(v)); }
+};
+template <typename S>
+struct Convert<S, uint16_t> {
+  __device__ static uint16_t go(S v) { return float_to_bf16(static_cast<float>(v)); }
+};
+
+template <>
+struct Convert<uint16_t, uint16_t> {
+  __device__ static uint16_t go(uint16_t v) { return v; }
+};
+
+template <typename S, typename D>
+__global__ void cast_kernel(const S* s, D* d, int64_t n) {
+  CUDA_LOOP(i, n) d[i] = Convert<S, D>::go(s[i]);
+}
+
+template <typename S>
+static void cast_from(const Tensor& src, Tensor& dst, cudaStream_t st) {
+  const S* s = static_cast<const S*>(src.raw());
+  int64_t n = src.numel();
+  unsigned b = blocks_for(n);
+  switch (dst.dtype()) {
+    case DType::F32: cast_kernel<<<b, kThreads, 0, st>>>(s, static_cast<float*>(dst.raw()), n); break;
+    case DType::F64: cast_kernel<<<b, kThreads, 0, st>>>(s, static_cast<double*>(dst.raw()), n); break;
+    case DType::BF16: cast_kernel<<<b, kThreads, 0, st>>>(s, static_cast<uint16_t*>(dst.raw()), n); break;
+    case DType::I32: cast_kernel<<<b, kThreads, 0, st>>>(s, static_cast<int32_t*>(dst.raw()), n); break;
+    case DType::U8: cast_kernel<<<b, kThreads, 0, st>>>(s, static_cast<uint8_t*>(dst.raw()), n); break;
+  }
+  CUDA_LAUNCHED("cast");
+}
+
+void CudaBackend::cast(const Tensor& src, Tensor& dst) {
+  if (src.numel() == 0) return;
+  switch (src.dtype()) {
+    case DType::F32: cast_from<float>(src, dst, stream_); break;
+    case DType::F64: cast_from<double>(src, dst, stream_); break;
+    case DType::BF16: cast_from<uint16_t>(src, dst, stream_); break;
+    case DType::I32: cast_from<int32_t>(src, dst, stream_); break;
+    case DType::U8: cast_from<uint8_t>(src, dst, stream_); break;
+  }
+}
+
+template <typename T>
+__global__ void unary_kernel(UnaryOp op, const T* x, T* y, int64_t n, T p0, T p1) {
+  CUDA_LOOP(i, n) y[i] = math::unary<T>(op, x[i], p0, p1);
+}
+
+void CudaBackend::unary(UnaryOp op, const Tensor& x, Tensor& y, double p0, double p1) {
+  int64_t n = x.numel();
+  if (n == 0) return;
+  dispatch(x.dtype(), "unary", [&](auto tag) {
+    using T = decltype(tag);
+    unary_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(op, x.data<T>(), y.data<T>(), n, T(p0), T(p1));
+  });
+  CUDA_LAUNCHED("unary");
+}
+
+template <typename T>
+__global__ void unary_backward_kernel(UnaryOp op, const T* x, const T* y, const T* gy, T* gx, int64_t n, T p0, T p1,
+                                      bool acc) {
+  CUDA_LOOP(i, n) {
+    T g = gy[i] * math::unary_grad<T>(op, x[i], y[i], p0, p1);
+    gx[i] = acc ? gx[i] + g : g;
+  }
+}
+
+void CudaBackend::unary_backward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& gy, Tensor& gx,
+                                 double p0, double p1, bool accumulate) {
+  int64_t n = x.numel();
+  if (n == 0) return;
+  dispatch(x.dtype(), "unary_backward", [&](auto tag) {
+    using T = decltype(tag);
+    unary_backward_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(op, x.data<T>(), y.data<T>(), gy.data<T>(),
+                                                                   gx.data<T>(), n, T(p0), T(p1), accumulate);
+  });
+  CUDA_LAUNCHED("unary_backward");
+}
+
+__device__ __forceinline__ int64_t bcast_offset(const BroadcastPlan& p, const int64_t* st, int64_t i) {
+  int64_t off = 0;
+  for (int k = p.rank - 1; k >= 0; --k) {
+    off += (i % p.shape[k]) * st[k];
+    i /= p.shape[k];
+  }
+  return off;
+}
+
+template <typename T>
+__global__ void binary_kernel(BinaryOp op, const T* a, const T* b, T* out, BroadcastPlan p, int64_t n, bool same) {
+  CUDA_LOOP(i, n) {
+    out[i] = same ? math::binary(op, a[i], b[i])
+                  : math::binary(op, a[bcast_offset(p, p.stride_a, i)], b[bcast_offset(p, p.stride_b, i)]);
+  }
+}
+
+void CudaBackend::binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out, const BroadcastPlan& p) {
+  int64_t n = out.numel();
+  if (n == 0) return;
+  bool same = a.numel() == n && b.numel() == n;
+  dispatch(out.dtype(), "binary", [&](auto tag) {
+    using T = decltype(tag);
+    binary_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(op, a.data<T>(), b.data<T>(), out.data<T>(), p, n, same);
+  });
+  CUDA_LAUNCHED("binary");
+}
+
+// One thread per output element sums its preimage: deterministic, no atomics.
+struct SumToPlan {
+  int n_kept = 0, n_red = 0;
+  int64_t kept_shape[BroadcastPlan::kMaxRank], kept_gstride[BroadcastPlan::kMaxRank];
+  int64_t red_shape[BroadcastPlan::kMaxRank], red_gstride[BroadcastPlan::kMaxRank];
+  int64_t red_total = 1;
+};
+
+template <typename T>
+__global__ void sum_to_kernel(const T* g, T* out, SumToPlan p, int64_t m, bool acc) {
+  CUDA_LOOP(j, m) {
+    int64_t rem = j, base = 0;
+    for (int k = p.n_kept - 1; k >= 0; --k) {
+      base += (rem % p.kept_shape[k]) * p.kept_gstride[k];
+      rem /= p.kept_shape[k];
+    }
+    T s = 0;
+    for (int64_t r = 0; r < p.red_total; ++r) {
+      int64_t rr = r, off = base;
+      for (int k = p.n_red - 1; k >= 0; --k) {
+        off += (rr % p.red_shape[k]) * p.red_gstride[k];
+        rr /= p.red_shape[k];
+      }
+      s += g[off];
+    }
+    out[j] = acc ? out[j] + s : s;
+  }
+}
+
+void CudaBackend::sum_to(const Tensor& g, Tensor& out, const BroadcastPlan& bp, bool accumulate) {
+  SumToPlan p;
+  int64_t gstride = 1;
+  int64_t gst[BroadcastPlan::kMaxRank];
+  for (int k = bp.rank - 1; k >= 0; --k) {
+    gst[k] = gstride;
+    gstride *= bp.shape[k];
+  }
+  for (int k = 0; k < bp.rank; ++k) {
+    if (bp.stride_b[k] == 0 && bp.shape[k] != 1) {
+      p.red_shape[p.n_red] = bp.shape[k];
+      p.red_gstride[p.n_red++] = gst[k];
+      p.red_total *= bp.shape[k];
+    } else {
+      p.kept_shape[p.n_kept] = bp.shape[k];
+      p.kept_gstride[p.n_kept++] = gst[k];
+    }
+  }
+  int64_t m = out.numel();
+  if (m == 0) return;
+  dispatch(g.dtype(), "sum_to", [&](auto tag) {
+    using T = decltype(tag);
+    sum_to_kernel<<<blocks_for(m), kThreads, 0, stream_>>>(g.data<T>(), out.data<T>(), p, m, accumulate);
+  });
+  CUDA_LAUNCHED("sum_to");
+}
+
+template <typename T>
+__global__ void axpy_kernel(T a, const T* x, T* y, int64_t n) {
+  CUDA_LOOP(i, n) y[i] += a * x[i];
+}
+
+void CudaBackend::axpy(double alpha, const Tensor& x, Tensor& y) {
+  int64_t n = y.numel();
+  if (n == 0) return;
+  dispatch(y.dtype(), "axpy", [&](auto tag) {
+    using T = decltype(tag);
+    axpy_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(T(alpha), x.data<T>(), y.data<T>(), n);
+  });
+  CUDA_LAUNCHED("axpy");
+}
+
+template <typename T>
+__global__ void masked_fill_kernel(const T* x, const uint8_t* m, T v, T* y, BroadcastPlan p, int64_t n) {
+  CUDA_LOOP(i, n) y[i] = m[bcast_offset(p, p.stride_b, i)] ? v : x[i];
+}
+
+void CudaBackend::masked_fill(const Tensor& x, const Tensor& mask, double value, Tensor& y, const BroadcastPlan& p) {
+  int64_t n = y.numel();
+  if (n == 0) return;
+  dispatch(x.dtype(), "masked_fill", [&](auto tag) {
+    using T = decltype(tag);
+    masked_fill_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(x.data<T>(), mask.data<uint8_t>(), T(value),
+                                                                y.data<T>(), p, n);
+  });
+  CUDA_LAUNCHED("masked_fill");
+}
+
+template <typename T>
+__global__ void dropout_kernel(uint64_t seed, uint64_t offset, float p, T keep, T* m, int64_t n) {
+  CUDA_LOOP(i, n) m[i] = philox_uniform(seed, offset + static_cast<uint64_t>(i)) < p ? T(0) : keep;
+}
+
+void CudaBackend::dropout_mask(uint64_t seed, uint64_t offset, double p, Tensor& mask) {
+  int64_t n = mask.numel();
+  if (n == 0) return;
+  dispatch(mask.dtype(), "dropout", [&](auto tag) {
+    using T = decltype(tag);
+    dropout_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(seed, offset, static_cast<float>(p), T(1) / (T(1) - T(p)),
+                                                            mask.data<T>(), n);
+  });
+  CUDA_LAUNCHED("dropout");
+}
+
+template <typename T>
+__global__ void nonfinite_kernel(const T* x, int64_t n, unsigned long long* count) {
+  unsigned long long c = 0;
+  CUDA_LOOP(i, n) c += !isfinite(static_cast<double>(x[i]));
+  if (c) atomicAdd(count, c);
+}
+
+__global__ void nonfinite_bf16_kernel(const uint16_t* x, int64_t n, unsigned long long* count) {
+  unsigned long long c = 0;
+  CUDA_LOOP(i, n) c += (x[i] & 0x7f80u) == 0x7f80u;  // exponent all ones: Inf or NaN
+  if (c) atomicAdd(count, c);
+}
+
+int64_t CudaBackend::count_nonfinite(const Tensor& x) {
+  int64_t n = x.numel();
+  if (n == 0) return 0;
+  Tensor counter = Tensor::zeros({2}, DType::I32, device());  // 8 bytes for one 64-bit counter
+  auto* c = static_cast<unsigned long long*>(counter.raw());
+  if (x.dtype() == DType::BF16) {
+    nonfinite_bf16_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(static_cast<const uint16_t*>(x.raw()), n, c);
+  } else {
+    dispatch(x.dtype(), "count_nonfinite", [&](auto tag) {
+      using T = decltype(tag);
+      nonfinite_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(x.data<T>(), n, c);
+    });
+  }
+  CUDA_LAUNCHED("count_nonfinite");
+  unsigned long long host = 0;
+  CUDA_CHECK(cudaMemcpy(&host, c, sizeof(host), cudaMemcpyDeviceToHost));
+  return static_cast<int64_t>(host);
+}
+
+}  // namespace sa

@@ -1,0 +1,188 @@
+// CUDA: layer norm and the fused LSTM-cell and highway kernels.
+#include "engine/core/scalar_math.h"
+#include "engine/cuda/cuda_backend.cuh"
+
+namespace sa {
+using namespace cudak;
+
+constexpr int kRowThreads = 256;
+
+template <typename T>
+__global__ void layer_norm_kernel(const T* x, const T* gamma, const T* beta, T eps, T* y, T* mean, T* rstd, int64_t d) {
+  const T* xr = x + blockIdx.x * d;
+  T s = 0;
+  for (int64_t k = threadIdx.x; k < d; k += blockDim.x) s += xr[k];
+  T m = block_reduce<T, false>(s) / T(d);
+  T v = 0;
+  for (int64_t k = threadIdx.x; k < d; k += blockDim.x) v += (xr[k] - m) * (xr[k] - m);
+  T r = T(1) / math::sqrt(block_reduce<T, false>(v) / T(d) + eps);
+  for (int64_t k = threadIdx.x; k < d; k += blockDim.x) y[blockIdx.x * d + k] = (xr[k] - m) * r * gamma[k] + beta[k];
+  if (threadIdx.x == 0) {
+    mean[blockIdx.x] = m;
+    rstd[blockIdx.x] = r;
+  }
+}
+
+void CudaBackend::layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps, Tensor& y,
+                             Tensor& mean, Tensor& rstd) {
+  const int64_t d = x.dim(-1), rows = x.numel() / d;
+  if (rows == 0) return;
+  dispatch(x.dtype(), "layer_norm", [&](auto tag) {
+    using T = decltype(tag);
+    layer_norm_kernel<<<rows, kRowThreads, 0, stream_>>>(x.data<T>(), gamma.data<T>(), beta.data<T>(), T(eps),
+                                                         y.data<T>(), mean.data<T>(), rstd.data<T>(), d);
+  });
+  CUDA_LAUNCHED("layer_norm");
+}
+
+template <typename T>
+__global__ void layer_norm_gx_kernel(const T* x, const T* gamma, const T* mean, const T* rstd, const T* gy, T* gx,
+                                     int64_t d) {
+  const int64_t r = blockIdx.x;
+  T s1 = 0, s2 = 0;
+  for (int64_t k = threadIdx.x; k < d; k += blockDim.x) {
+    T xh = (x[r * d + k] - mean[r]) * rstd[r], gg = gy[r * d + k] * gamma[k];
+    s1 += gg;
+    s2 += gg * xh;
+  }
+  s1 = block_reduce<T, false>(s1) / T(d);
+  s2 = block_reduce<T, false>(s2) / T(d);
+  for (int64_t k = threadIdx.x; k < d; k += blockDim.x) {
+    T xh = (x[r * d + k] - mean[r]) * rstd[r];
+    gx[r * d + k] = rstd[r] * (gy[r * d + k] * gamma[k] - s1 - xh * s2);
+  }
+}
+
+template <typename T>
+__global__ void layer_norm_gparams_kernel(const T* x, const T* mean, const T* rstd, const T* gy, T* gg, T* gb,
+                                          int64_t rows, int64_t d) {
+  CUDA_LOOP(k, d) {
+    T a = 0, b = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      a += gy[r * d + k] * (x[r * d + k] - mean[r]) * rstd[r];
+      b += gy[r * d + k];
+    }
+    if (gg) gg[k] = a;
+    if (gb) gb[k] = b;
+  }
+}
+
+void CudaBackend::layer_norm_backward(const Tensor& x, const Tensor& gamma, const Tensor& mean, const Tensor& rstd,
+                                      const Tensor& gy, Tensor* gx, Tensor* ggamma, Tensor* gbeta) {
+  const int64_t d = x.dim(-1), rows = x.numel() / d;
+  if (rows == 0) return;
+  dispatch(x.dtype(), "layer_norm_backward", [&](auto tag) {
+    using T = decltype(tag);
+    if (gx)
+      layer_norm_gx_kernel<<<rows, kRowThreads, 0, stream_>>>(x.data<T>(), gamma.data<T>(), mean.data<T>(),
+                                                              rstd.data<T>(), gy.data<T>(), gx->data<T>(), d);
+    if (ggamma || gbeta)
+      layer_norm_gparams_kernel<<<blocks_for(d), kThreads, 0, stream_>>>(
+          x.data<T>(), mean.data<T>(), rstd.data<T>(), gy.data<T>(), ggamma ? ggamma->data<T>() : nullptr,
+          gbeta ? gbeta->data<T>() : nullptr, rows, d);
+  });
+  CUDA_LAUNCHED("layer_norm_backward");
+}
+
+template <typename T>
+__global__ void lstm_cell_kernel(const T* gates, const T* c_prev, T fb, T clip, T* c, T* h, int64_t N, int64_t H) {
+  CUDA_LOOP(e, N * H) {
+    int64_t n = e / H, k = e % H;
+    const T* g = gates + n * 4 * H + k;
+    auto a = math::lstm_gates<T>(g[0], g[H], g[2 * H], g[3 * H], c_prev[e], fb);
+    T cc = math::clip_cell<T>(a.c_raw, clip);
+    c[e] = cc;
+    h[e] = a.o * math::tanh(cc);
+  }
+}
+
+void CudaBackend::lstm_cell(const Tensor& gates, const Tensor& c_prev, double forget_bias, double cell_clip, Tensor& c,
+                            Tensor& h) {
+  const int64_t H = c_prev.dim(-1), N = c_prev.numel() / H;
+  if (N * H == 0) return;
+  dispatch(gates.dtype(), "lstm_cell", [&](auto tag) {
+    using T = decltype(tag);
+    lstm_cell_kernel<<<blocks_for(N * H), kThreads, 0, stream_>>>(gates.data<T>(), c_prev.data<T>(), T(forget_bias),
+                                                                  T(cell_clip), c.data<T>(), h.data<T>(), N, H);
+  });
+  CUDA_LAUNCHED("lstm_cell");
+}
+
+template <typename T>
+__global__ void lstm_cell_backward_kernel(const T* gates, const T* c_prev, const T* c, T fb, T clip, const T* gc,
+                                          const T* gh, T* gg, T* gcp, int64_t N, int64_t H) {
+  CUDA_LOOP(e, N * H) {
+    int64_t n = e / H, k = e % H;
+    const T* g = gates + n * 4 * H + k;
+    auto a = math::lstm_gates<T>(g[0], g[H], g[2 * H], g[3 * H], c_prev[e], fb);
+    T tc = math::tanh(c[e]);
+    T dh = gh ? gh[e] : T(0);
+    T dc = (gc ? gc[e] : T(0)) + dh * a.o * (T(1) - tc * tc);
+    if (clip > T(0) && (a.c_raw < -clip || a.c_raw > clip)) dc = T(0);
+    T* out = gg + n * 4 * H + k;
+    out[0] = dc * a.j * a.i * (T(1) - a.i);
+    out[H] = dc * a.i * (T(1) - a.j * a.j);
+    out[2 * H] = dc * c_prev[e] * a.f * (T(1) - a.f);
+    out[3 * H] = dh * tc * a.o * (T(1) - a.o);
+    if (gcp) gcp[e] = dc * a.f;
+  }
+}
+
+void CudaBackend::lstm_cell_backward(const Tensor& gates, const Tensor& c_prev, const Tensor& c, double forget_bias,
+                                     double cell_clip, const Tensor* gc, const Tensor* gh, Tensor& ggates,
+                                     Tensor* gc_prev) {
+  const int64_t H = c_prev.dim(-1), N = c_prev.numel() / H;
+  if (N * H == 0) return;
+  dispatch(gates.dtype(), "lstm_cell_backward", [&](auto tag) {
+    using T = decltype(tag);
+    lstm_cell_backward_kernel<<<blocks_for(N * H), kThreads, 0, stream_>>>(
+        gates.data<T>(), c_prev.data<T>(), c.data<T>(), T(forget_bias), T(cell_clip), gc ? gc->data<T>() : nullptr,
+        gh ? gh->data<T>() : nullptr, ggates.data<T>(), gc_prev ? gc_prev->data<T>() : nullptr, N, H);
+  });
+  CUDA_LAUNCHED("lstm_cell_backward");
+}
+
+template <typename T>
+__global__ void highway_kernel(const T* a, const T* b, const T* x, T* y, int64_t n) {
+  CUDA_LOOP(i, n) {
+    T g = math::sigmoid(a[i]), t = b[i] > T(0) ? b[i] : T(0);
+    y[i] = g * t + (T(1) - g) * x[i];
+  }
+}
+
+void CudaBackend::highway(const Tensor& carry, const Tensor& transform, const Tensor& x, Tensor& y) {
+  const int64_t n = x.numel();
+  if (n == 0) return;
+  dispatch(x.dtype(), "highway", [&](auto tag) {
+    using T = decltype(tag);
+    highway_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(carry.data<T>(), transform.data<T>(), x.data<T>(),
+                                                            y.data<T>(), n);
+  });
+  CUDA_LAUNCHED("highway");
+}
+
+template <typename T>
+__global__ void highway_backward_kernel(const T* a, const T* b, const T* x, const T* gy, T* ga, T* gb, T* gx,
+                                        int64_t n) {
+  CUDA_LOOP(i, n) {
+    T s = math::sigmoid(a[i]), t = b[i] > T(0) ? b[i] : T(0);
+    ga[i] = gy[i] * (t - x[i]) * s * (T(1) - s);
+    gb[i] = b[i] > T(0) ? gy[i] * s : T(0);
+    gx[i] = gy[i] * (T(1) - s);
+  }
+}
+
+void CudaBackend::highway_backward(const Tensor& carry, const Tensor& transform, const Tensor& x, const Tensor& gy,
+                                   Tensor& gcarry, Tensor& gtransform, Tensor& gx) {
+  const int64_t n = x.numel();
+  if (n == 0) return;
+  dispatch(x.dtype(), "highway_backward", [&](auto tag) {
+    using T = decltype(tag);
+    highway_backward_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(carry.data<T>(), transform.data<T>(), x.data<T>(),
+                                                                     gy.data<T>(), gcarry.data<T>(),
+                                                                     gtransform.data<T>(), gx.data<T>(), n);
+  });
+  CUDA_LAUNCHED("highway_backward");
+}
+
+}  // namespace sa

@@ -1,0 +1,271 @@
+// CUDA: reductions, softmax family and cross entropy. Row-wise ops run one block per row.
+#include "engine/core/scalar_math.h"
+#include "engine/cuda/cuda_backend.cuh"
+
+namespace sa {
+using namespace cudak;
+
+constexpr int kRowThreads = 256;
+
+// inner == 1: one block per output, a tree reduction over n.
+template <typename T, bool kMax>
+__global__ void reduce_rows_kernel(const T* x, int64_t n, T* out, int32_t* argmax) {
+  const T* row = x + blockIdx.x * n;
+  T best = kMax ? T(-INFINITY) : T(0);
+  int64_t arg = 0;
+  for (int64_t k = threadIdx.x; k < n; k += blockDim.x) {
+    if (kMax) {
+      if (row[k] > best) best = row[k], arg = k;
+    } else {
+      best += row[k];
+    }
+  }
+  T total = block_reduce<T, kMax>(best);
+  if (kMax) {
+    // The first position holding the maximum, as the CPU loop picks.
+    __shared__ unsigned long long first;
+    if (threadIdx.x == 0) first = ~0ull;
+    __syncthreads();
+    if (best == total && n > 0) atomicMin(&first, static_cast<unsigned long long>(arg));
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      out[blockIdx.x] = total;
+      if (argmax) argmax[blockIdx.x] = static_cast<int32_t>(first == ~0ull ? 0 : first);
+    }
+  } else if (threadIdx.x == 0) {
+    out[blockIdx.x] = total;
+  }
+}
+
+// inner > 1: one thread per output (o, i), coalesced over i.
+template <typename T, bool kMax>
+__global__ void reduce_strided_kernel(const T* x, int64_t outer, int64_t n, int64_t inner, T* out, int32_t* argmax) {
+  CUDA_LOOP(j, outer * inner) {
+    int64_t o = j / inner, i = j % inner;
+    const T* base = x + o * n * inner + i;
+    T best = kMax ? T(-INFINITY) : T(0);
+    int32_t arg = 0;
+    for (int64_t k = 0; k < n; ++k) {
+      T v = base[k * inner];
+      if (kMax) {
+        if (v > best) best = v, arg = static_cast<int32_t>(k);
+      } else {
+        best += v;
+      }
+    }
+    out[j] = best;
+    if (kMax && argmax) argmax[j] = arg;
+  }
+}
+
+void CudaBackend::reduce(ReduceOp op, const Tensor& x, int64_t outer, int64_t n, int64_t inner, Tensor& out,
+                         Tensor* argmax) {
+  if (outer * inner == 0) return;
+  int32_t* am = argmax ? argmax->data<int32_t>() : nullptr;
+  dispatch(x.dtype(), "reduce", [&](auto tag) {
+    using T = decltype(tag);
+    if (inner == 1) {
+      if (op == ReduceOp::Max)
+        reduce_rows_kernel<T, true><<<outer, kRowThreads, 0, stream_>>>(x.data<T>(), n, out.data<T>(), am);
+      else
+        reduce_rows_kernel<T, false><<<outer, kRowThreads, 0, stream_>>>(x.data<T>(), n, out.data<T>(), am);
+    } else {
+      unsigned b = blocks_for(outer * inner);
+      if (op == ReduceOp::Max)
+        reduce_strided_kernel<T, true><<<b, kThreads, 0, stream_>>>(x.data<T>(), outer, n, inner, out.data<T>(), am);
+      else
+        reduce_strided_kernel<T, false><<<b, kThreads, 0, stream_>>>(x.data<T>(), outer, n, inner, out.data<T>(), am);
+    }
+  });
+  CUDA_LAUNCHED("reduce");
+}
+
+template <typename T>
+__global__ void reduce_max_backward_kernel(const T* gy, const int32_t* am, int64_t outer, int64_t n, int64_t inner,
+                                           T* gx) {
+  CUDA_LOOP(j, outer * inner) {
+    int64_t o = j / inner, i = j % inner;
+    gx[(o * n + am[j]) * inner + i] += gy[j];
+  }
+}
+
+void CudaBackend::reduce_max_backward(const Tensor& gy, const Tensor& argmax, int64_t outer, int64_t n, int64_t inner,
+                                      Tensor& gx) {
+  if (outer * inner == 0) return;
+  dispatch(gy.dtype(), "reduce_max_backward", [&](auto tag) {
+    using T = decltype(tag);
+    reduce_max_backward_kernel<<<blocks_for(outer * inner), kThreads, 0, stream_>>>(
+        gy.data<T>(), argmax.data<int32_t>(), outer, n, inner, gx.data<T>());
+  });
+  CUDA_LAUNCHED("reduce_max_backward");
+}
+
+// log-sum-exp of row r (all threads of the block get it); a row of all -inf gives -inf.
+template <typename T>
+__device__ T row_lse(const T* x, int64_t c) {
+  T m = T(-INFINITY);
+  for (int64_t k = threadIdx.x; k < c; k += blockDim.x) m = x[k] > m ? x[k] : m;
+  m = block_reduce<T, true>(m);
+  if (m == T(-INFINITY)) return m;
+  T s = 0;
+  for (int64_t k = threadIdx.x; k < c; k += blockDim.x) s += math::exp(x[k] - m);
+  s = block_reduce<T, false>(s);
+  return m + math::log(s);
+}
+
+template <typename T>
+__global__ void softmax_kernel(const T* x, T* y, int64_t c, bool log) {
+  const T* xr = x + blockIdx.x * c;
+  T* yr = y + blockIdx.x * c;
+  T lse = row_lse(xr, c);
+  for (int64_t k = threadIdx.x; k < c; k += blockDim.x) yr[k] = log ? xr[k] - lse : math::exp(xr[k] - lse);
+}
+
+void CudaBackend::softmax(const Tensor& x, Tensor& y, bool log) {
+  int64_t c = x.dim(-1), rows = x.numel() / c;
+  if (rows == 0) return;
+  dispatch(x.dtype(), "softmax", [&](auto tag) {
+    using T = decltype(tag);
+    softmax_kernel<<<rows, kRowThreads, 0, stream_>>>(x.data<T>(), y.data<T>(), c, log);
+  });
+  CUDA_LAUNCHED("softmax");
+}
+
+template <typename T>
+__global__ void softmax_backward_kernel(const T* y, const T* gy, T* gx, int64_t c, bool log, bool acc) {
+  const T *yr = y + blockIdx.x * c, *gr = gy + blockIdx.x * c;
+  T* out = gx + blockIdx.x * c;
+  T dot = 0;
+  for (int64_t k = threadIdx.x; k < c; k += blockDim.x) dot += log ? gr[k] : gr[k] * yr[k];
+  dot = block_reduce<T, false>(dot);
+  for (int64_t k = threadIdx.x; k < c; k += blockDim.x) {
+    T v = log ? gr[k] - math::exp(yr[k]) * dot : yr[k] * (gr[k] - dot);
+    out[k] = acc ? out[k] + v : v;
+  }
+}
+
+void CudaBackend::softmax_backward(const Tensor& y, const Tensor& gy, Tensor& gx, bool log, bool accumulate) {
+  int64_t c = y.dim(-1), rows = y.numel() / c;
+  if (rows == 0) return;
+  dispatch(y.dtype(), "softmax_backward", [&](auto tag) {
+    using T = decltype(tag);
+    softmax_backward_kernel<<<rows, kRowThreads, 0, stream_>>>(y.data<T>(), gy.data<T>(), gx.data<T>(), c, log,
+                                                               accumulate);
+  });
+  CUDA_LAUNCHED("softmax_backward");
+}
+
+template <typename T>
+__global__ void logsumexp_kernel(const T* x, T* out, int64_t c) {
+  T lse = row_lse(x + blockIdx.x * c, c);
+  if (threadIdx.x == 0) out[blockIdx.x] = lse;
+}
+
+void CudaBackend::logsumexp(const Tensor& x, Tensor& out) {
+  int64_t c = x.dim(-1), rows = x.numel() / c;
+  if (rows == 0) return;
+  dispatch(x.dtype(), "logsumexp", [&](auto tag) {
+    using T = decltype(tag);
+    logsumexp_kernel<<<rows, kRowThreads, 0, stream_>>>(x.data<T>(), out.data<T>(), c);
+  });
+  CUDA_LAUNCHED("logsumexp");
+}
+
+// Labels outside [-1, c) give a NaN loss, which the numerics check reports by op name.
+template <typename T>
+__global__ void cross_entropy_kernel(const T* x, const int32_t* labels, T* loss, T* lse, int64_t c) {
+  const T* xr = x + blockIdx.x * c;
+  T l = row_lse(xr, c);
+  if (threadIdx.x == 0) {
+    int32_t y = labels[blockIdx.x];
+    lse[blockIdx.x] = l;
+    loss[blockIdx.x] = y < -1 || y >= c ? T(NAN) : (y < 0 ? T(0) : l - xr[y]);
+  }
+}
+
+void CudaBackend::cross_entropy(const Tensor& x, const Tensor& labels, Tensor& loss, Tensor& lse) {
+  int64_t c = x.dim(-1), rows = x.numel() / c;
+  if (rows == 0) return;
+  dispatch(x.dtype(), "cross_entropy", [&](auto tag) {
+    using T = decltype(tag);
+    cross_entropy_kernel<<<rows, kRowThreads, 0, stream_>>>(x.data<T>(), labels.data<int32_t>(), loss.data<T>(),
+                                                            lse.data<T>(), c);
+  });
+  CUDA_LAUNCHED("cross_entropy");
+}
+
+template <typename T>
+__global__ void cross_entropy_backward_kernel(const T* x, const int32_t* labels, const T* lse, const T* gl, T* gx,
+                                              int64_t c, bool acc) {
+  const int64_t r = blockIdx.x;
+  const int32_t y = labels[r];
+  const T g = y < 0 ? T(0) : gl[r];
+  for (int64_t k = threadIdx.x; k < c; k += blockDim.x) {
+    T v = g * (math::exp(x[r * c + k] - lse[r]) - (k == y ? T(1) : T(0)));
+    gx[r * c + k] = acc ? gx[r * c + k] + v : v;
+  }
+}
+
+void CudaBackend::cross_entropy_backward(const Tensor& x, const Tensor& labels, const Tensor& lse,
+                                         const Tensor& gloss, Tensor& gx, bool accumulate) {
+  int64_t c = x.dim(-1), rows = x.numel() / c;
+  if (rows == 0) return;
+  dispatch(x.dtype(), "cross_entropy_backward", [&](auto tag) {
+    using T = decltype(tag);
+    cross_entropy_backward_kernel<<<rows, kRowThreads, 0, stream_>>>(
+        x.data<T>(), labels.data<int32_t>(), lse.data<T>(), gloss.data<T>(), gx.data<T>(), c, accumulate);
+  });
+  CUDA_LAUNCHED("cross_entropy_backward");
+}
+
+template <typename T>
+__global__ void soft_cross_entropy_kernel(const T* x, const T* t, T* loss, T* lse, int64_t c) {
+  const T *xr = x + blockIdx.x * c, *tr = t + blockIdx.x * c;
+  T l = row_lse(xr, c);
+  T s = 0;
+  for (int64_t k = threadIdx.x; k < c; k += blockDim.x)
+    if (tr[k] != T(0)) s += tr[k] * (l - xr[k]);  // 0 * -inf stays 0
+  s = block_reduce<T, false>(s);
+  if (threadIdx.x == 0) {
+    lse[blockIdx.x] = l;
+    loss[blockIdx.x] = s;
+  }
+}
+
+void CudaBackend::soft_cross_entropy(const Tensor& x, const Tensor& t, Tensor& loss, Tensor& lse) {
+  int64_t c = x.dim(-1), rows = x.numel() / c;
+  if (rows == 0) return;
+  dispatch(x.dtype(), "soft_cross_entropy", [&](auto tag) {
+    using T = decltype(tag);
+    soft_cross_entropy_kernel<<<rows, kRowThreads, 0, stream_>>>(x.data<T>(), t.data<T>(), loss.data<T>(),
+                                                                 lse.data<T>(), c);
+  });
+  CUDA_LAUNCHED("soft_cross_entropy");
+}
+
+template <typename T>
+__global__ void soft_cross_entropy_backward_kernel(const T* x, const T* t, const T* lse, const T* gl, T* gx, int64_t c,
+                                                   bool acc) {
+  const int64_t r = blockIdx.x;
+  T tsum = 0;
+  for (int64_t k = threadIdx.x; k < c; k += blockDim.x) tsum += t[r * c + k];
+  tsum = block_reduce<T, false>(tsum);
+  for (int64_t k = threadIdx.x; k < c; k += blockDim.x) {
+    T v = gl[r] * (tsum * math::exp(x[r * c + k] - lse[r]) - t[r * c + k]);
+    gx[r * c + k] = acc ? gx[r * c + k] + v : v;
+  }
+}
+
+void CudaBackend::soft_cross_entropy_backward(const Tensor& x, const Tensor& t, const Tensor& lse,
+                                              const Tensor& gloss, Tensor& gx, bool accumulate) {
+  int64_t c = x.dim(-1), rows = x.numel() / c;
+  if (rows == 0) return;
+  dispatch(x.dtype(), "soft_cross_entropy_backward", [&](auto tag) {
+    using T = decltype(tag);
+    soft_cross_entropy_backward_kernel<<<rows, kRowThreads, 0, stream_>>>(
+        x.data<T>(), t.data<T>(), lse.data<T>(), gloss.data<T>(), gx.data<T>(), c, accumulate);
+  });
+  CUDA_LAUNCHED("soft_cross_entropy_backward");
+}
+
+}  // namespace sa
