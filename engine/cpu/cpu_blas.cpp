@@ -6,6 +6,11 @@
 namespace sa {
 
 void CpuBackend::gemm(const GemmArgs& g, const Tensor& a, const Tensor& b, Tensor& c) {
+  if (a.dtype() == DType::BF16 && b.dtype() == DType::BF16 && c.dtype() == DType::F32) {
+    // bf16 operands, f32 accumulation: widen (exactly) and run the f32 GEMM.
+    gemm(g, a.to(DType::F32), b.to(DType::F32), c);
+    return;
+  }
   SA_CHECK(a.dtype() == b.dtype() && a.dtype() == c.dtype(), "gemm: mixed dtypes {} {} {} on the CPU",
            dtype_name(a.dtype()), dtype_name(b.dtype()), dtype_name(c.dtype()));
   const auto ta = g.trans_a ? CblasTrans : CblasNoTrans, tb = g.trans_b ? CblasTrans : CblasNoTrans;

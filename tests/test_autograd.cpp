@@ -1,0 +1,127 @@
+// The tape: reuse and accumulation, no-grad scopes, row-sparse gradients, NaN detection.
+#include <gtest/gtest.h>
+
+#include "engine/engine.h"
+
+namespace sa {
+namespace {
+
+Tensor param(std::vector<double> v, Shape s) { return Tensor::of(v, s, DType::F64).set_requires_grad(); }
+
+TEST(Autograd, ValueUsedTwiceAccumulates) {
+  Tensor x = param({1.5, -2.0, 0.5}, {3});
+  // y = sum(x*x + 3x) -> dy/dx = 2x + 3
+  Tensor y = ops::sum(ops::add(ops::mul(x, x), ops::scale(x, 3.0)));
+  backward(y);
+  std::vector<double> g = x.grad().values();
+  EXPECT_DOUBLE_EQ(g[0], 6.0);
+  EXPECT_DOUBLE_EQ(g[1], -1.0);
+  EXPECT_DOUBLE_EQ(g[2], 4.0);
+  EXPECT_EQ(tape_size(), 0u);
+}
+
+TEST(Autograd, GradientsAccumulateAcrossBackwardCallsUntilZeroed) {
+  Tensor x = param({2.0}, {1});
+  backward(ops::sum(ops::scale(x, 5.0)));
+  backward(ops::sum(ops::scale(x, 5.0)));
+  EXPECT_DOUBLE_EQ(x.grad().item(), 10.0);
+  x.zero_grad();
+  EXPECT_FALSE(x.grad().defined());
+  backward(ops::sum(ops::square(x)));
+  EXPECT_DOUBLE_EQ(x.grad().item(), 4.0);
+}
+
+TEST(Autograd, DiamondGraphSumsBothPaths) {
+  Tensor x = param({0.3, -0.7}, {2});
+  Tensor a = ops::tanh(x);
+  Tensor b = ops::mul(a, a);          // a used twice
+  Tensor c = ops::add(a, ops::exp(x));
+  Tensor y = ops::sum(ops::mul(b, c));
+  backward(y);
+  std::vector<double> xv = x.values(), g = x.grad().values();
+  for (int i = 0; i < 2; ++i) {
+    double t = std::tanh(xv[i]), dt = 1 - t * t, e = std::exp(xv[i]);
+    // y_i = t^2 (t + e) -> dy/dx = (3 t^2 dt + 2 t dt e + t^2 e)
+    double expect = 3 * t * t * dt + 2 * t * dt * e + t * t * e;
+    EXPECT_NEAR(g[i], expect, 1e-12);
+  }
+}
+
+TEST(Autograd, NoGradRecordsNothing) {
+  Tensor x = param({1.0, 2.0}, {2});
+  {
+    NoGrad ng;
+    Tensor y = ops::mul(x, x);
+    EXPECT_FALSE(y.requires_grad());
+    EXPECT_EQ(tape_size(), 0u);
+  }
+  Tensor y = ops::mul(x, x);
+  EXPECT_TRUE(y.requires_grad());
+  EXPECT_EQ(tape_size(), 1u);
+  clear_tape();
+}
+
+TEST(Autograd, ConstantsGetNoGradient) {
+  Tensor x = param({1.0, 2.0}, {2});
+  Tensor c = Tensor::of({3.0, 4.0}, {2}, DType::F64);
+  backward(ops::sum(ops::mul(x, c)));
+  EXPECT_FALSE(c.grad().defined());
+  EXPECT_EQ(x.grad().values(), (std::vector<double>{3.0, 4.0}));
+}
+
+TEST(Autograd, SparseTableGetsOnlyTouchedRows) {
+  Tensor table = Tensor::of({1, 2, 3, 4, 5, 6, 7, 8}, {4, 2}, DType::F64).set_requires_grad().set_sparse_grad();
+  Tensor idx = Tensor::from(std::vector<int32_t>{3, 1, 3}, {3});
+  Tensor w = Tensor::of({1, 10, 100, 1000, 2, 20}, {3, 2}, DType::F64);
+  backward(ops::sum(ops::mul(ops::gather_rows(table, idx), w)));
+  EXPECT_FALSE(table.grad().defined()) << "a sparse table must not get a dense gradient";
+  auto [ids, rows] = table.sparse_grad().coalesce();
+  EXPECT_EQ(ids.values(), (std::vector<double>{1, 3}));
+  EXPECT_EQ(rows.values(), (std::vector<double>{100, 1000, 3, 30}));  // row 3 used twice: summed
+  Tensor dense = table.sparse_grad().to_dense(4, 2);
+  EXPECT_EQ(dense.values(), (std::vector<double>{0, 0, 100, 1000, 0, 0, 3, 30}));
+}
+
+TEST(Autograd, SparseAndDenseGradientsAgree) {
+  std::vector<double> v(5 * 3);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = 0.1 * static_cast<double>(i) - 0.4;
+  Tensor idx = Tensor::from(std::vector<int32_t>{4, 0, 4, 2, 2, 2}, {2, 3});
+  Tensor dense_t = Tensor::of(v, {5, 3}, DType::F64).set_requires_grad();
+  Tensor sparse_t = Tensor::of(v, {5, 3}, DType::F64).set_requires_grad().set_sparse_grad();
+  backward(ops::sum(ops::square(ops::gather_rows(dense_t, idx))));
+  backward(ops::sum(ops::square(ops::gather_rows(sparse_t, idx))));
+  EXPECT_EQ(dense_t.grad().values(), sparse_t.sparse_grad().to_dense(5, 3).values());
+}
+
+TEST(Autograd, NumericsCheckNamesTheOp) {
+  set_check_numerics(true);
+  Tensor x = param({1.0, -1.0}, {2});
+  try {
+    ops::log(x);
+    ADD_FAILURE() << "log(-1) should have been reported";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'log'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("forward"), std::string::npos) << e.what();
+  }
+  clear_tape();
+  // Finite forward, infinite gradient: sqrt at 0.
+  Tensor z = param({0.0, 4.0}, {2});
+  Tensor y = ops::sum(ops::sqrt(z));
+  try {
+    backward(y);
+    ADD_FAILURE() << "d sqrt(0) should have been reported";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'sqrt'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("gradient"), std::string::npos) << e.what();
+  }
+  set_check_numerics(false);
+  clear_tape();
+}
+
+TEST(Autograd, BackwardOfConstantFails) {
+  Tensor c = Tensor::of({1.0}, {1}, DType::F64);
+  EXPECT_THROW(backward(c), Error);
+}
+
+}  // namespace
+}  // namespace sa

@@ -1,0 +1,135 @@
+// Tensors, views, casts, the allocator, Philox, device fallback and error messages.
+#include <gtest/gtest.h>
+
+#include "engine/core/bf16.h"
+#include "engine/core/philox.h"
+#include "engine/engine.h"
+
+namespace sa {
+namespace {
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Tensor, RowsViewSharesStorage) {
+  Tensor t = Tensor::of({0, 1, 2, 3, 4, 5}, {3, 2});
+  Tensor r = t.rows(1, 3);
+  EXPECT_EQ(r.shape(), (Shape{2, 2}));
+  EXPECT_EQ(r.values(), (std::vector<double>{2, 3, 4, 5}));
+  r.data<float>()[0] = 42;
+  EXPECT_EQ(t.values()[2], 42);
+  EXPECT_THROW(t.rows(2, 4), Error);
+}
+
+TEST(Tensor, Bf16RoundTripRoundsToNearestEven) {
+  // 1 + 2^-8 lies halfway between two bf16 values: ties go to the even mantissa (1.0).
+  EXPECT_EQ(bf16_to_float(float_to_bf16(1.0f + 1.0f / 256)), 1.0f);
+  EXPECT_EQ(bf16_to_float(float_to_bf16(1.0f + 3.0f / 256)), 1.0f + 4.0f / 256);
+  Tensor x = Tensor::of({0.1, -3.75, 1e10, 0}, {4});
+  Tensor b = x.to(DType::BF16);
+  EXPECT_EQ(b.dtype(), DType::BF16);
+  std::vector<double> back = b.to(DType::F32).values();
+  EXPECT_EQ(back[1], -3.75);
+  EXPECT_NEAR(back[0], 0.1, 0.1 / 128);
+  EXPECT_NEAR(back[2], 1e10, 1e10 / 128);
+}
+
+TEST(Tensor, Bf16MatmulAccumulatesInF32AndPassesGradients) {
+  Tensor a = Tensor::of({0.5, -1.25, 2.0, 0.75, 1.5, -0.5}, {2, 3}).set_requires_grad();
+  Tensor b = Tensor::of({1.0, 2.0, -1.0, 0.5, 0.25, -2.0}, {3, 2}).set_requires_grad();
+  Tensor c = ops::matmul(ops::cast(a, DType::BF16), ops::cast(b, DType::BF16));
+  EXPECT_EQ(c.dtype(), DType::F32);
+  Tensor ref = ops::matmul(a, b);  // these values are exact in bf16
+  EXPECT_EQ(c.values(), ref.values());
+  backward(ops::sum(c));
+  // d sum(AB)/dA = 1 B^T: row sums of B
+  EXPECT_EQ(a.grad().values(), (std::vector<double>{3.0, -0.5, -1.75, 3.0, -0.5, -1.75}));
+}
+
+TEST(Philox, MatchesRandom123KnownAnswers) {
+  Philox4 z = philox4x32(Philox4{{0, 0, 0, 0}}, 0, 0);
+  EXPECT_EQ(z.v[0], 0x6627e8d5u);
+  EXPECT_EQ(z.v[1], 0xe169c58du);
+  EXPECT_EQ(z.v[2], 0xbc57ac4cu);
+  EXPECT_EQ(z.v[3], 0x9b00dbd8u);
+  Philox4 f = philox4x32(Philox4{{0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu}}, 0xffffffffu, 0xffffffffu);
+  EXPECT_EQ(f.v[0], 0x408f276du);
+  EXPECT_EQ(f.v[1], 0x41c83b0eu);
+  EXPECT_EQ(f.v[2], 0xa20bc7c6u);
+  EXPECT_EQ(f.v[3], 0x6d5451fdu);
+}
+
+TEST(Philox, DropoutMaskIsDeterministicAndHasTheRightRate) {
+  Tensor x = Tensor::full({200, 100}, 1.0);
+  Generator g1(7), g2(7);
+  Tensor a = ops::dropout(x, 0.25, g1), b = ops::dropout(x, 0.25, g2);
+  EXPECT_EQ(a.values(), b.values());
+  Tensor c = ops::dropout(x, 0.25, g1);  // the stream moves on
+  EXPECT_NE(a.values(), c.values());
+  int zeros = 0;
+  for (double v : a.values()) {
+    if (v == 0) ++zeros;
+    else EXPECT_FLOAT_EQ(v, 1 / 0.75);
+  }
+  EXPECT_NEAR(zeros / 20000.0, 0.25, 0.015);
+}
+
+TEST(Philox, CudaAndCpuDrawTheSameMask) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU present: CPU/CUDA Philox comparison skipped";
+  Tensor x = Tensor::full({37, 53}, 1.0);
+  Generator g1(99), g2(99);
+  Tensor cpu = ops::dropout(x, 0.4, g1);
+  Tensor gpu = ops::dropout(x.to(Device::cuda(0)), 0.4, g2);
+  EXPECT_EQ(cpu.values(), gpu.values());
+}
+
+TEST(Allocator, ReusesFreedBlocks) {
+  CachingAllocator& a = host_allocator();
+  { Tensor warm = Tensor::empty({1000, 100}); }
+  size_t raw = a.stats().raw_allocs;
+  for (int i = 0; i < 10; ++i) Tensor t = Tensor::empty({1000, 100});
+  EXPECT_EQ(a.stats().raw_allocs, raw);
+}
+
+TEST(Errors, ShapeMismatchNamesOpAndShapes) {
+  Tensor a = Tensor::zeros({2, 3}), b = Tensor::zeros({4, 5});
+  std::string m = error_of([&] { ops::matmul(a, b); });
+  EXPECT_NE(m.find("matmul"), std::string::npos) << m;
+  EXPECT_NE(m.find("[2,3]"), std::string::npos) << m;
+  EXPECT_NE(m.find("[4,5]"), std::string::npos) << m;
+  m = error_of([&] { ops::add(Tensor::zeros({2, 3}), Tensor::zeros({3, 2})); });
+  EXPECT_NE(m.find("add"), std::string::npos) << m;
+  EXPECT_NE(m.find("[3,2]"), std::string::npos) << m;
+}
+
+TEST(Errors, DtypeMismatchNamesOp) {
+  std::string m = error_of([&] { ops::mul(Tensor::zeros({2}), Tensor::zeros({2}, DType::F64)); });
+  EXPECT_NE(m.find("mul"), std::string::npos) << m;
+  EXPECT_NE(m.find("f64"), std::string::npos) << m;
+}
+
+TEST(Errors, BadIndicesAndLabelsAreReported) {
+  Tensor table = Tensor::zeros({3, 2});
+  std::string m = error_of([&] { ops::gather_rows(table, Tensor::from(std::vector<int32_t>{0, 3}, {2})); });
+  EXPECT_NE(m.find("index 3"), std::string::npos) << m;
+  m = error_of([&] { ops::cross_entropy(Tensor::zeros({2, 4}), Tensor::from(std::vector<int32_t>{1, 4}, {2})); });
+  EXPECT_NE(m.find("label 4"), std::string::npos) << m;
+}
+
+TEST(Device, ParsesNamesAndFallsBackWithoutGpu) {
+  EXPECT_EQ(parse_device("cpu"), Device::cpu());
+  EXPECT_EQ(parse_device("cuda:1"), Device::cuda(1));
+  EXPECT_THROW(parse_device("tpu"), Error);
+  EXPECT_THROW(parse_device("cuda:x"), Error);
+  if (cuda_device_count() == 0) EXPECT_EQ(resolve_device("cuda"), Device::cpu());
+  EXPECT_EQ(resolve_device("cpu"), Device::cpu());
+}
+
+}  // namespace
+}  // namespace sa
