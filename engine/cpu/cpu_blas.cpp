@@ -32,3 +32,27 @@ void CpuBackend::gemm(const GemmArgs& g, const Tensor& a, const Tensor& b, Tenso
 }
 
 }  // namespace sa
+
+#include <chrono>
+#include <vector>
+
+#include "engine/bench_support.h"
+
+namespace sa {
+
+double raw_gemm_seconds(Device d, int64_t m, int64_t n, int64_t k, int iters) {
+  if (d.is_cuda()) return cuda::raw_gemm_seconds(d.index, m, n, k, iters);
+  std::vector<float> a(static_cast<size_t>(m * k), 0.5f), b(static_cast<size_t>(k * n), 0.25f),
+      c(static_cast<size_t>(m * n));
+  auto call = [&] {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
+                static_cast<int>(k), 1.f, a.data(), static_cast<int>(k), b.data(), static_cast<int>(n), 0.f, c.data(),
+                static_cast<int>(n));
+  };
+  call();
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < iters; ++i) call();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / iters;
+}
+
+}  // namespace sa

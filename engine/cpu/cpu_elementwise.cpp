@@ -138,9 +138,16 @@ void CpuBackend::binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& o
 #pragma omp parallel for if (n > kParallelMin)
       for (int64_t i = 0; i < n; ++i) os[i] = math::binary(op, as[i], s);
     } else {
+      // Row by row over the last axis: offsets are computed once per row, not per element.
+      const int64_t inner = p.shape[p.rank - 1], rows = n / inner;
+      const int64_t sa = p.stride_a[p.rank - 1], sb = p.stride_b[p.rank - 1];
 #pragma omp parallel for if (n > kParallelMin)
-      for (int64_t i = 0; i < n; ++i)
-        os[i] = math::binary(op, as[bcast_offset(p, p.stride_a, i)], bs[bcast_offset(p, p.stride_b, i)]);
+      for (int64_t r = 0; r < rows; ++r) {
+        const T* ar = as + bcast_offset(p, p.stride_a, r * inner);
+        const T* br = bs + bcast_offset(p, p.stride_b, r * inner);
+        T* orow = os + r * inner;
+        for (int64_t i = 0; i < inner; ++i) orow[i] = math::binary(op, ar[i * sa], br[i * sb]);
+      }
     }
   });
 }

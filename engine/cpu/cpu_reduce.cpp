@@ -14,6 +14,14 @@ void CpuBackend::reduce(ReduceOp op, const Tensor& x, int64_t outer, int64_t n, 
     const T* xs = x.data<T>();
     T* os = out.data<T>();
     int32_t* am = argmax ? argmax->data<int32_t>() : nullptr;
+    if (op == ReduceOp::Sum && outer * inner == 1 && n > kParallelMin) {
+      // One long sum: split it across threads (static schedule, so the order is fixed).
+      T s = 0;
+#pragma omp parallel for reduction(+ : s) schedule(static)
+      for (int64_t k = 0; k < n; ++k) s += xs[k];
+      os[0] = s;
+      return;
+    }
 #pragma omp parallel for if (outer * n * inner > kParallelMin)
     for (int64_t o = 0; o < outer; ++o) {
       for (int64_t i = 0; i < inner; ++i) {

@@ -34,3 +34,41 @@ void CudaBackend::gemm(const GemmArgs& g, const Tensor& a, const Tensor& b, Tens
 }
 
 }  // namespace sa
+
+#include "engine/bench_support.h"
+
+namespace sa::cuda {
+
+double raw_gemm_seconds(int device, int64_t m, int64_t n, int64_t k, int iters) {
+  auto& be = static_cast<CudaBackend&>(backend(device));
+  float *a = nullptr, *b = nullptr, *c = nullptr;
+  CUDA_CHECK(cudaMalloc(&a, sizeof(float) * m * k));
+  CUDA_CHECK(cudaMalloc(&b, sizeof(float) * k * n));
+  CUDA_CHECK(cudaMalloc(&c, sizeof(float) * m * n));
+  CUDA_CHECK(cudaMemset(a, 0, sizeof(float) * m * k));
+  CUDA_CHECK(cudaMemset(b, 0, sizeof(float) * k * n));
+  const float alpha = 1.f, beta = 0.f;
+  auto call = [&] {
+    CUBLAS_CHECK(cublasSgemm(be.blas(), CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m),
+                             static_cast<int>(k), &alpha, b, static_cast<int>(n), a, static_cast<int>(k), &beta, c,
+                             static_cast<int>(n)));
+  };
+  call();
+  cudaEvent_t e0, e1;
+  CUDA_CHECK(cudaEventCreate(&e0));
+  CUDA_CHECK(cudaEventCreate(&e1));
+  CUDA_CHECK(cudaEventRecord(e0, be.stream()));
+  for (int i = 0; i < iters; ++i) call();
+  CUDA_CHECK(cudaEventRecord(e1, be.stream()));
+  CUDA_CHECK(cudaEventSynchronize(e1));
+  float ms = 0;
+  CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  cudaFree(a);
+  cudaFree(b);
+  cudaFree(c);
+  return ms / 1e3 / iters;
+}
+
+}  // namespace sa::cuda

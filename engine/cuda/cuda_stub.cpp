@@ -11,3 +11,9 @@ void copy(void*, Device, const void*, Device, size_t) { fail("CUDA copy requeste
 std::string describe_device(int) { return "no CUDA (built with CUDA=0)"; }
 
 }  // namespace sa::cuda
+
+#include "engine/bench_support.h"
+
+namespace sa::cuda {
+double raw_gemm_seconds(int, int64_t, int64_t, int64_t, int) { fail("CUDA benchmark requested, but built without CUDA"); }
+}  // namespace sa::cuda

@@ -1,0 +1,16 @@
+// Baselines for bin/bench: the raw BLAS/cuBLAS call of a GEMM shape, timed on the same device,
+// so the engine's overhead over the library can be measured. No CUDA header here.
+#pragma once
+#include "engine/core/device.h"
+
+namespace sa {
+
+// Seconds per call of a plain row-major f32 GEMM [m,k]x[k,n] through the device's BLAS, averaged
+// over `iters` calls after one warm-up call.
+double raw_gemm_seconds(Device d, int64_t m, int64_t n, int64_t k, int iters);
+
+namespace cuda {
+double raw_gemm_seconds(int device, int64_t m, int64_t n, int64_t k, int iters);
+}
+
+}  // namespace sa
