@@ -36,12 +36,36 @@ LIB_SRC := $(ENGINE_SRC) $(wildcard layers/*.cpp sense/*.cpp train/*.cpp data/*.
 LIB_OBJ := $(LIB_SRC:%.cpp=$(BUILD)/%.o) $(CUDA_SRC:%.cu=$(BUILD)/%.cu.o) $(CUDNN_SRC:%.cpp=$(BUILD)/%.cudnn.o)
 LIB := $(BUILD)/libsensealign.a
 
-TOOLS := $(patsubst tools/%.cpp,bin/%,$(wildcard tools/*.cpp))
+# Each module's command-line tools live in MODULE/tools/NAME.cpp and build to bin/NAME.
+TOOL_SRC := $(wildcard */tools/*.cpp)
+TOOLS := $(addprefix bin/,$(notdir $(TOOL_SRC:.cpp=)))
 TEST_SRC := $(wildcard tests/*.cpp)
 TEST_OBJ := $(TEST_SRC:%.cpp=$(BUILD)/%.o)
 
-.PHONY: all test bench clean
+.PHONY: all test bench clean deps corpus quickstart
 all: $(TOOLS) bin/tests
+
+# Debian packages the build, the tests and the default corpus need; `make deps` installs the
+# missing ones (with sudo when not root).
+DEB_PACKAGES := g++ make python3 libopenblas-dev libfmt-dev libgtest-dev libcli11-dev libhdf5-dev \
+  nlohmann-json3-dev debian-handbook
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+deps:
+	@missing=$$(for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then echo "installing:" $$missing; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
+	else echo "all Debian packages present"; fi
+
+# The small real default corpus: Debian's handbook (English), one sentence per line.
+CORPUS := build/corpus/handbook-en.train.txt build/corpus/handbook-en.heldout.txt
+corpus: $(CORPUS)
+$(CORPUS) &:
+	@mkdir -p build/corpus
+	python3 data/scripts/handbook_corpus.py $(CORPUS)
+
+quickstart: deps
+	$(MAKE) -j$$(nproc) all corpus
+	./bin/char_lm
 
 # The CUDA flag set is part of every object: rebuild when it changes.
 $(BUILD)/.cuda-$(CUDA):
@@ -64,18 +88,23 @@ $(LIB): $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-bin/%: $(BUILD)/tools/%.o $(LIB)
+define tool_rule
+bin/$(notdir $(1:.cpp=)): $(BUILD)/$(1:.cpp=.o) $(LIB)
 	@mkdir -p bin
-	$(CXX) -o $@ $< $(LIB) $(LDLIBS)
+	$$(CXX) -o $$@ $$< $(LIB) $$(LDLIBS)
+endef
+$(foreach t,$(TOOL_SRC),$(eval $(call tool_rule,$(t))))
 
 bin/tests: $(TEST_OBJ) $(LIB)
 	@mkdir -p bin
-	$(CXX) -o $@ $(TEST_OBJ) $(LIB) $(LDLIBS) -lgtest -lgtest_main
+	$(CXX) -o $@ $(TEST_OBJ) $(LIB) $(LDLIBS) -lgtest
 
-test: bin/tests
+test:
+	$(MAKE) -j$$(nproc) bin/tests
 	./bin/tests
 
-bench: bin/bench
+bench:
+	$(MAKE) -j$$(nproc) bin/bench
 	./bin/bench ops
 
 clean:

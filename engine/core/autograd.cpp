@@ -67,6 +67,7 @@ void accumulate_sparse_grad(const Tensor& t, const Tensor& indices, const Tensor
   if (g_current_op) check_finite(g_current_op, "sparse gradient", rows);
   t.impl()->sparse_grad.indices.push_back(indices);
   t.impl()->sparse_grad.rows.push_back(rows);
+  t.impl()->sparse_grad.coalesced = false;
 }
 
 void backward(const Tensor& root, const Tensor& seed) {

@@ -29,7 +29,7 @@ int cuda_device_count() { return cuda::built() ? cuda::device_count() : 0; }
 Device resolve_device(const std::string& requested) {
   static std::once_flag said;
   auto fallback = [&](const char* why) {
-    std::call_once(said, [&] { std::fprintf(stderr, "senseal: %s; running on the CPU.\n", why); });
+    std::call_once(said, [&] { std::fprintf(stderr, "sensealign: %s; running on the CPU.\n", why); });
     return Device::cpu();
   };
   if (requested == "cpu") return Device::cpu();

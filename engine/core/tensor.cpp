@@ -193,6 +193,16 @@ std::string describe(const Tensor& t) {
 void SparseGrad::clear() {
   indices.clear();
   rows.clear();
+  coalesced = false;
+}
+
+void SparseGrad::coalesce_in_place() {
+  if (empty() || coalesced) return;
+  auto [ids, summed] = coalesce();
+  clear();
+  indices.push_back(ids);
+  rows.push_back(summed);
+  coalesced = true;
 }
 
 std::pair<Tensor, Tensor> SparseGrad::coalesce() const {

@@ -30,10 +30,13 @@ class Tensor;
 struct SparseGrad {
   std::vector<Tensor> indices;  // each i32 [n_k]
   std::vector<Tensor> rows;     // each [n_k, row_width], the table's dtype and device
+  bool coalesced = false;       // one entry with unique sorted ids (set by coalesce_in_place)
   bool empty() const { return indices.empty(); }
   void clear();
   // Returns unique sorted row ids (i32 [u]) and summed rows ([u, width]); empty tensors if none.
   std::pair<Tensor, Tensor> coalesce() const;
+  // Replaces the entries by their coalesced form.
+  void coalesce_in_place();
   // The dense [n_rows, width] gradient (for tests and small tables).
   Tensor to_dense(int64_t n_rows, int64_t width) const;
 };
@@ -90,6 +93,8 @@ class Tensor {
 
   // Views share storage and are not recorded on the tape (use ops::reshape / ops::slice for that).
   Tensor view(const Shape& shape) const;
+  // The same storage, cut from the tape (for state carried across batches).
+  Tensor detach() const { return view(shape()); }
   Tensor rows(int64_t begin, int64_t end) const;
 
   // autograd

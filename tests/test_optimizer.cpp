@@ -1,0 +1,63 @@
+// Adagrad (dense and row-sparse) and global-norm clipping.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "train/optimizer.h"
+
+namespace sa {
+namespace {
+
+TEST(Adagrad, DenseStepMatchesTheFormula) {
+  Tensor w = Tensor::of({1.0, -2.0}, {2}, DType::F64).set_requires_grad();
+  backward(ops::sum(ops::mul(w, Tensor::of({3.0, 0.5}, {2}, DType::F64))));  // g = (3, 0.5)
+  Adagrad opt(0.2, 1.0);
+  opt.step({w});
+  std::vector<double> v = w.values();
+  EXPECT_NEAR(v[0], 1.0 - 0.2 * 3.0 / std::sqrt(1.0 + 9.0), 1e-15);
+  EXPECT_NEAR(v[1], -2.0 - 0.2 * 0.5 / std::sqrt(1.0 + 0.25), 1e-15);
+  EXPECT_FALSE(w.grad().defined());
+}
+
+TEST(Adagrad, SparseUpdatesEqualDenseAndLeaveOtherRowsAlone) {
+  std::vector<double> init(6 * 3);
+  for (size_t i = 0; i < init.size(); ++i) init[i] = std::cos(static_cast<double>(i));
+  Tensor dense = Tensor::of(init, {6, 3}, DType::F64).set_requires_grad();
+  Tensor sparse = Tensor::of(init, {6, 3}, DType::F64).set_requires_grad().set_sparse_grad();
+  Adagrad od(0.2), os(0.2);
+  std::vector<std::vector<int32_t>> batches = {{1, 4, 1}, {0, 1, 1, 5}, {4}};  // with duplicates
+  for (const auto& b : batches) {
+    Tensor idx = Tensor::from(b, {static_cast<int64_t>(b.size())});
+    for (Tensor t : {dense, sparse}) backward(ops::sum(ops::square(ops::add_scalar(ops::gather_rows(t, idx), 0.3))));
+    od.step({dense});
+    os.step({sparse});
+  }
+  std::vector<double> a = dense.values(), b = sparse.values();
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-14) << "element " << i;
+  // rows 2 and 3 were never gathered: parameters and accumulators untouched
+  std::vector<double> acc = os.accumulator(sparse).values();
+  for (int r : {2, 3})
+    for (int c = 0; c < 3; ++c) {
+      EXPECT_EQ(b[r * 3 + c], init[r * 3 + c]);
+      EXPECT_EQ(acc[r * 3 + c], 1.0);
+    }
+}
+
+TEST(ClipGlobalNorm, CountsSparseRowsAndScalesEverything) {
+  Tensor w = Tensor::of({0.0, 0.0}, {2}, DType::F64).set_requires_grad();
+  Tensor t = Tensor::of({0, 0, 0, 0}, {2, 2}, DType::F64).set_requires_grad().set_sparse_grad();
+  Tensor idx = Tensor::from(std::vector<int32_t>{1, 1}, {2});
+  Tensor loss = ops::add(ops::sum(ops::mul(w, Tensor::of({3.0, 4.0}, {2}, DType::F64))),
+                         ops::sum(ops::mul(ops::gather_rows(t, idx), Tensor::of({6, 0, 0, 0}, {2, 2}, DType::F64))));
+  backward(loss);
+  coalesce_sparse_grads({w, t});
+  double norm = clip_global_norm({w, t}, 5.0);
+  EXPECT_NEAR(norm, std::sqrt(9.0 + 16.0 + 36.0), 1e-12);
+  double s = 5.0 / norm;
+  EXPECT_NEAR(w.grad().values()[0], 3.0 * s, 1e-12);
+  EXPECT_NEAR(t.sparse_grad().rows[0].values()[0], 6.0 * s, 1e-12);
+  EXPECT_NEAR(clip_global_norm({w, t}, 5.0), 5.0, 1e-12);  // already within the limit: unchanged
+}
+
+}  // namespace
+}  // namespace sa

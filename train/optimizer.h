@@ -1,0 +1,32 @@
+// Adagrad as TF implements it (acc += g^2; w -= lr * g / sqrt(acc)), with row-sparse updates for
+// tables whose gradient is a SparseGrad (only touched rows are read or written), and global-norm
+// clipping over dense and sparse gradients together (bilm-tf's all_clip_norm_val).
+#pragma once
+#include <unordered_map>
+#include <vector>
+
+#include "engine/engine.h"
+
+namespace sa {
+
+// Sums each sparse gradient's duplicate rows in place (one entry of unique rows per table).
+void coalesce_sparse_grads(const std::vector<Tensor>& params);
+
+// Global L2 norm of all gradients; when it exceeds max_norm, scales them all by max_norm / norm.
+// Returns the norm before clipping. Call after coalesce_sparse_grads (duplicates change the norm).
+double clip_global_norm(const std::vector<Tensor>& params, double max_norm);
+
+class Adagrad {
+ public:
+  Adagrad(double lr, double initial_accumulator = 1.0) : lr_(lr), init_(initial_accumulator) {}
+  // Applies and clears the gradients of `params` (dense or row-sparse).
+  void step(const std::vector<Tensor>& params);
+  // The accumulator of a parameter (created on first use), e.g. for checkpoints.
+  Tensor& accumulator(const Tensor& p);
+
+ private:
+  double lr_, init_;
+  std::unordered_map<TensorImpl*, Tensor> acc_;
+};
+
+}  // namespace sa
