@@ -106,4 +106,39 @@ SA_HD T clip_cell(T c, T cell_clip) {
   return cell_clip > T(0) ? (c < -cell_clip ? -cell_clip : (c > cell_clip ? cell_clip : c)) : c;
 }
 
+// Gradients of one LSTM cell element: d gates (i, j, f, o), d c_prev. dc_in is the gradient
+// arriving at c, dh the one at h; a clipped cell passes no gradient (TF clip_by_value).
+template <typename T>
+struct LstmGrads {
+  T di, dj, df, do_, dc_prev;
+};
+
+template <typename T>
+SA_HD LstmGrads<T> lstm_cell_grads(T gi, T gj, T gf, T go, T c_prev, T c, T forget_bias, T cell_clip, T dc_in, T dh) {
+  LstmGates<T> a = lstm_gates<T>(gi, gj, gf, go, c_prev, forget_bias);
+  T tc = tanh(c);
+  T dc = dc_in + dh * a.o * (T(1) - tc * tc);
+  if (cell_clip > T(0) && (a.c_raw < -cell_clip || a.c_raw > cell_clip)) dc = T(0);
+  return {dc * a.j * a.i * (T(1) - a.i), dc * a.i * (T(1) - a.j * a.j), dc * c_prev * a.f * (T(1) - a.f),
+          dh * tc * a.o * (T(1) - a.o), dc * a.f};
+}
+
+// bilm-tf highway: y = sig(carry) * relu(transform) + (1 - sig(carry)) * x.
+template <typename T>
+SA_HD T highway(T carry, T transform, T x) {
+  T g = sigmoid(carry), t = transform > T(0) ? transform : T(0);
+  return g * t + (T(1) - g) * x;
+}
+
+template <typename T>
+struct HighwayGrads {
+  T dcarry, dtransform, dx;
+};
+
+template <typename T>
+SA_HD HighwayGrads<T> highway_grads(T carry, T transform, T x, T dy) {
+  T s = sigmoid(carry), t = transform > T(0) ? transform : T(0);
+  return {dy * (t - x) * s * (T(1) - s), transform > T(0) ? dy * s : T(0), dy * (T(1) - s)};
+}
+
 }  // namespace sa::math

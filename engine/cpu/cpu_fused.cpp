@@ -106,17 +106,11 @@ void CpuBackend::lstm_cell_backward(const Tensor& gates, const Tensor& c_prev, c
       for (int64_t k = 0; k < H; ++k) {
         const int64_t e = n * H + k;
         const T* g = gs + n * 4 * H + k;
-        auto a = math::lstm_gates<T>(g[0], g[H], g[2 * H], g[3 * H], cp[e], T(forget_bias));
-        const T tc = math::tanh(cs[e]);
-        const T dh = ghs ? ghs[e] : T(0);
-        T dc = (gcs ? gcs[e] : T(0)) + dh * a.o * (T(1) - tc * tc);
-        if (clip > T(0) && (a.c_raw < -clip || a.c_raw > clip)) dc = T(0);  // clipped: no gradient
+        auto d = math::lstm_cell_grads<T>(g[0], g[H], g[2 * H], g[3 * H], cp[e], cs[e], T(forget_bias), clip,
+                                          gcs ? gcs[e] : T(0), ghs ? ghs[e] : T(0));
         T* out = gg + n * 4 * H + k;
-        out[0] = dc * a.j * a.i * (T(1) - a.i);
-        out[H] = dc * a.i * (T(1) - a.j * a.j);
-        out[2 * H] = dc * cp[e] * a.f * (T(1) - a.f);
-        out[3 * H] = dh * tc * a.o * (T(1) - a.o);
-        if (gcp) gcp[e] = dc * a.f;
+        out[0] = d.di, out[H] = d.dj, out[2 * H] = d.df, out[3 * H] = d.do_;
+        if (gcp) gcp[e] = d.dc_prev;
       }
   });
 }
@@ -128,10 +122,7 @@ void CpuBackend::highway(const Tensor& carry, const Tensor& transform, const Ten
     T* ys = y.data<T>();
     const int64_t n = x.numel();
 #pragma omp parallel for if (n > kParallelMin)
-    for (int64_t i = 0; i < n; ++i) {
-      T g = math::sigmoid(a[i]), t = b[i] > T(0) ? b[i] : T(0);
-      ys[i] = g * t + (T(1) - g) * xs[i];
-    }
+    for (int64_t i = 0; i < n; ++i) ys[i] = math::highway(a[i], b[i], xs[i]);
   });
 }
 
@@ -144,10 +135,8 @@ void CpuBackend::highway_backward(const Tensor& carry, const Tensor& transform, 
     const int64_t n = x.numel();
 #pragma omp parallel for if (n > kParallelMin)
     for (int64_t i = 0; i < n; ++i) {
-      T s = math::sigmoid(a[i]), t = b[i] > T(0) ? b[i] : T(0);
-      ga[i] = g[i] * (t - xs[i]) * s * (T(1) - s);
-      gb[i] = b[i] > T(0) ? g[i] * s : T(0);
-      gxs[i] = g[i] * (T(1) - s);
+      auto d = math::highway_grads(a[i], b[i], xs[i], g[i]);
+      ga[i] = d.dcarry, gb[i] = d.dtransform, gxs[i] = d.dx;
     }
   });
 }

@@ -114,17 +114,11 @@ __global__ void lstm_cell_backward_kernel(const T* gates, const T* c_prev, const
   CUDA_LOOP(e, N * H) {
     int64_t n = e / H, k = e % H;
     const T* g = gates + n * 4 * H + k;
-    auto a = math::lstm_gates<T>(g[0], g[H], g[2 * H], g[3 * H], c_prev[e], fb);
-    T tc = math::tanh(c[e]);
-    T dh = gh ? gh[e] : T(0);
-    T dc = (gc ? gc[e] : T(0)) + dh * a.o * (T(1) - tc * tc);
-    if (clip > T(0) && (a.c_raw < -clip || a.c_raw > clip)) dc = T(0);
+    auto d = math::lstm_cell_grads<T>(g[0], g[H], g[2 * H], g[3 * H], c_prev[e], c[e], fb, clip, gc ? gc[e] : T(0),
+                                      gh ? gh[e] : T(0));
     T* out = gg + n * 4 * H + k;
-    out[0] = dc * a.j * a.i * (T(1) - a.i);
-    out[H] = dc * a.i * (T(1) - a.j * a.j);
-    out[2 * H] = dc * c_prev[e] * a.f * (T(1) - a.f);
-    out[3 * H] = dh * tc * a.o * (T(1) - a.o);
-    if (gcp) gcp[e] = dc * a.f;
+    out[0] = d.di, out[H] = d.dj, out[2 * H] = d.df, out[3 * H] = d.do_;
+    if (gcp) gcp[e] = d.dc_prev;
   }
 }
 
@@ -144,10 +138,7 @@ void CudaBackend::lstm_cell_backward(const Tensor& gates, const Tensor& c_prev, 
 
 template <typename T>
 __global__ void highway_kernel(const T* a, const T* b, const T* x, T* y, int64_t n) {
-  CUDA_LOOP(i, n) {
-    T g = math::sigmoid(a[i]), t = b[i] > T(0) ? b[i] : T(0);
-    y[i] = g * t + (T(1) - g) * x[i];
-  }
+  CUDA_LOOP(i, n) y[i] = math::highway(a[i], b[i], x[i]);
 }
 
 void CudaBackend::highway(const Tensor& carry, const Tensor& transform, const Tensor& x, Tensor& y) {
@@ -165,10 +156,8 @@ template <typename T>
 __global__ void highway_backward_kernel(const T* a, const T* b, const T* x, const T* gy, T* ga, T* gb, T* gx,
                                         int64_t n) {
   CUDA_LOOP(i, n) {
-    T s = math::sigmoid(a[i]), t = b[i] > T(0) ? b[i] : T(0);
-    ga[i] = gy[i] * (t - x[i]) * s * (T(1) - s);
-    gb[i] = b[i] > T(0) ? gy[i] * s : T(0);
-    gx[i] = gy[i] * (T(1) - s);
+    auto d = math::highway_grads(a[i], b[i], x[i], gy[i]);
+    ga[i] = d.dcarry, gb[i] = d.dtransform, gx[i] = d.dx;
   }
 }
 

@@ -10,33 +10,21 @@ using namespace detail;
 
 namespace {
 
-// Copies `src` into the block of `dst` that starts at `begin` along `axis` (dst already allocated).
-void copy_into_block(const Tensor& src, Tensor& dst, int axis, int64_t begin) {
+// Copies between a whole tensor `small` and the block [begin, begin + small.dim(axis)) along
+// `axis` of `big`: into the block when `into_block`, out of it otherwise.
+void copy_block(const Tensor& small, const Tensor& big, int axis, int64_t begin, bool into_block) {
   CopyPlan p;
-  p.rank = src.rank();
+  p.rank = small.rank();
   SA_CHECK(p.rank <= CopyPlan::kMaxRank, "copy: rank {} exceeds {}", p.rank, CopyPlan::kMaxRank);
-  Shape ss = strides_of(src.shape()), ds = strides_of(dst.shape());
+  Shape ss = strides_of(small.shape()), bs = strides_of(big.shape());
   for (int k = 0; k < p.rank; ++k) {
-    p.shape[k] = src.dim(k);
-    p.src_stride[k] = ss[k];
-    p.dst_stride[k] = ds[k];
+    p.shape[k] = small.dim(k);
+    p.src_stride[k] = into_block ? ss[k] : bs[k];
+    p.dst_stride[k] = into_block ? bs[k] : ss[k];
   }
-  p.dst_offset = begin * ds[axis];
-  if (src.numel()) be(src).copy_strided(src, dst, p);
-}
-
-// Copies the block [begin, begin + out.dim(axis)) along `axis` of `src` into `out`.
-void copy_from_block(const Tensor& src, Tensor& out, int axis, int64_t begin) {
-  CopyPlan p;
-  p.rank = src.rank();
-  Shape ss = strides_of(src.shape()), os = strides_of(out.shape());
-  for (int k = 0; k < p.rank; ++k) {
-    p.shape[k] = out.dim(k);
-    p.src_stride[k] = ss[k];
-    p.dst_stride[k] = os[k];
-  }
-  p.src_offset = begin * ss[axis];
-  if (out.numel()) be(src).copy_strided(src, out, p);
+  (into_block ? p.dst_offset : p.src_offset) = begin * bs[axis];
+  Tensor dst = into_block ? big : small;
+  if (small.numel()) be(small).copy_strided(into_block ? small : big, dst, p);
 }
 
 Tensor permute_raw(const Tensor& x, const std::vector<int>& perm) {
@@ -112,10 +100,10 @@ Tensor slice(const Tensor& x, int axis, int64_t begin, int64_t end) {
   Shape os = x.shape();
   os[ax] = end - begin;
   Tensor y = Tensor::empty(os, x.dtype(), x.device());
-  copy_from_block(x, y, ax, begin);
+  copy_block(y, x, ax, begin, false);
   record("slice", {x}, {y}, [=](const std::vector<Tensor>& gs) {
     Tensor gx = zeros_like(x);
-    copy_into_block(gs[0], gx, ax, begin);
+    copy_block(gs[0], gx, ax, begin, true);
     accumulate_grad(x, gx, true);
   });
   return y;
@@ -140,14 +128,14 @@ Tensor concat(const std::vector<Tensor>& xs, int axis) {
   int64_t at = 0;
   for (const Tensor& t : xs) {
     begins.push_back(at);
-    copy_into_block(t, y, ax, at);
+    copy_block(t, y, ax, at, true);
     at += t.dim(ax);
   }
   record("concat", xs, {y}, [=](const std::vector<Tensor>& gs) {
     for (size_t i = 0; i < xs.size(); ++i) {
       if (!xs[i].requires_grad()) continue;
       Tensor gx = like(xs[i]);
-      copy_from_block(gs[0], gx, ax, begins[i]);
+      copy_block(gx, gs[0], ax, begins[i], false);
       accumulate_grad(xs[i], gx, true);
     }
   });
