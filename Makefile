@@ -13,8 +13,8 @@ CUDA_ARCH ?= -gencode arch=compute_90,code=sm_90
 CXX ?= g++
 BUILD := build
 OPT ?= -O3 -march=x86-64-v3
-CXXFLAGS := -std=c++20 $(OPT) -g -fopenmp -Wall -Wextra -Wno-unused-parameter -I. -MMD -MP $(EXTRA_CXXFLAGS)
-LDLIBS := -lopenblas -lfmt -fopenmp -lpthread
+CXXFLAGS := -std=c++20 $(OPT) -g -fopenmp -Wall -Wextra -Wno-unused-parameter -I. -I/usr/include/hdf5/serial -MMD -MP $(EXTRA_CXXFLAGS)
+LDLIBS := -lopenblas -lfmt -lhdf5_serial -fopenmp -lpthread
 NVCCFLAGS := -std=c++20 -O3 -I. $(CUDA_ARCH) -Xcompiler -fopenmp --expt-relaxed-constexpr -MMD -MP
 
 ENGINE_SRC := $(wildcard engine/core/*.cpp engine/ops/*.cpp engine/cpu/*.cpp)

@@ -1,0 +1,112 @@
+#include "data/hdf5_file.h"
+
+#include <hdf5.h>
+
+namespace sa {
+
+namespace {
+// Our errors replace HDF5's own stack dump on stderr.
+void quiet() {
+  static bool done = (H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr), true);
+  (void)done;
+}
+}  // namespace
+
+H5File H5File::open(const std::string& path) {
+  quiet();
+  hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  SA_CHECK(id >= 0, "{}: cannot open as HDF5 (missing, truncated or not an HDF5 file)", path);
+  return H5File(id, path);
+}
+
+H5File H5File::create(const std::string& path) {
+  quiet();
+  hid_t id = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  SA_CHECK(id >= 0, "{}: cannot create HDF5 file", path);
+  return H5File(id, path);
+}
+
+H5File::~H5File() {
+  if (id_ >= 0) H5Fclose(id_);
+}
+
+bool H5File::has(const std::string& name) const {
+  // Check each path prefix: H5Lexists fails on a missing intermediate group.
+  size_t at = 0;
+  while (true) {
+    size_t slash = name.find('/', at + 1);
+    std::string prefix = name.substr(0, slash);
+    if (!prefix.empty() && prefix != "/" && H5Lexists(id_, prefix.c_str(), H5P_DEFAULT) <= 0) return false;
+    if (slash == std::string::npos) return true;
+    at = slash;
+  }
+}
+
+Tensor H5File::read(const std::string& name) const {
+  SA_CHECK(has(name), "{}: dataset '{}' not found", path_, name);
+  hid_t ds = H5Dopen2(id_, name.c_str(), H5P_DEFAULT);
+  SA_CHECK(ds >= 0, "{}: cannot open dataset '{}'", path_, name);
+  hid_t space = H5Dget_space(ds);
+  int rank = H5Sget_simple_extent_ndims(space);
+  std::vector<hsize_t> dims(static_cast<size_t>(std::max(rank, 0)));
+  H5Sget_simple_extent_dims(space, dims.data(), nullptr);
+  H5Sclose(space);
+  hid_t type = H5Dget_type(ds);
+  bool is_float = H5Tget_class(type) == H5T_FLOAT;
+  H5Tclose(type);
+  if (!is_float) {
+    H5Dclose(ds);
+    fail("{}: dataset '{}' is not a float dataset", path_, name);
+  }
+  Shape s(dims.begin(), dims.end());
+  Tensor t = Tensor::empty(s, DType::F32);
+  herr_t st = t.numel() ? H5Dread(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, t.raw()) : 0;
+  H5Dclose(ds);
+  SA_CHECK(st >= 0, "{}: reading dataset '{}' failed (file truncated or corrupt?)", path_, name);
+  return t;
+}
+
+std::vector<std::string> H5File::list(const std::string& group) const {
+  std::vector<std::string> names;
+  H5Literate_by_name(
+      id_, group.c_str(), H5_INDEX_NAME, H5_ITER_INC, nullptr,
+      [](hid_t, const char* n, const H5L_info_t*, void* out) -> herr_t {
+        static_cast<std::vector<std::string>*>(out)->push_back(n);
+        return 0;
+      },
+      &names, H5P_DEFAULT);
+  return names;
+}
+
+void H5File::write(const std::string& name, const Tensor& t) {
+  Tensor h = t.to(Device::cpu()).to(DType::F32);
+  std::vector<hsize_t> dims(h.shape().begin(), h.shape().end());
+  hid_t space = H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr);
+  hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
+  H5Pset_create_intermediate_group(lcpl, 1);
+  hid_t ds = H5Dcreate2(id_, name.c_str(), H5T_IEEE_F32LE, space, lcpl, H5P_DEFAULT, H5P_DEFAULT);
+  H5Pclose(lcpl);
+  H5Sclose(space);
+  SA_CHECK(ds >= 0, "{}: cannot create dataset '{}'", path_, name);
+  herr_t st = h.numel() ? H5Dwrite(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, h.raw()) : 0;
+  H5Dclose(ds);
+  SA_CHECK(st >= 0, "{}: writing dataset '{}' failed", path_, name);
+}
+
+void H5File::write_string(const std::string& name, const std::string& value) {
+  hid_t type = H5Tcopy(H5T_C_S1);
+  H5Tset_size(type, H5T_VARIABLE);
+  H5Tset_cset(type, H5T_CSET_UTF8);
+  hsize_t one = 1;
+  hid_t space = H5Screate_simple(1, &one, nullptr);
+  hid_t ds = H5Dcreate2(id_, name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  SA_CHECK(ds >= 0, "{}: cannot create dataset '{}'", path_, name);
+  const char* p = value.c_str();
+  herr_t st = H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, &p);
+  H5Dclose(ds);
+  H5Sclose(space);
+  H5Tclose(type);
+  SA_CHECK(st >= 0, "{}: writing dataset '{}' failed", path_, name);
+}
+
+}  // namespace sa

@@ -1,0 +1,73 @@
+#include "data/vocab.h"
+
+#include <fstream>
+
+#include "engine/core/error.h"
+
+namespace sa {
+
+bool valid_utf8(const std::string& s, size_t* bad) {
+  for (size_t i = 0; i < s.size();) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    const int n = c < 0x80 ? 0 : (c & 0xe0) == 0xc0 ? 1 : (c & 0xf0) == 0xe0 ? 2 : (c & 0xf8) == 0xf0 ? 3 : -1;
+    bool ok = n >= 0 && !(n == 1 && c < 0xc2) && !(n == 3 && c > 0xf4) && i + static_cast<size_t>(n) < s.size();
+    for (int k = 1; ok && k <= n; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xc0) == 0x80;
+    if (!ok) {
+      if (bad) *bad = i;
+      return false;
+    }
+    i += static_cast<size_t>(n) + 1;
+  }
+  return true;
+}
+
+void Vocab::build(const std::string& origin, bool require_unk) {
+  index_.clear();
+  for (size_t i = 0; i < words_.size(); ++i) index_.emplace(words_[i], static_cast<int>(i));
+  auto find = [&](const char* w) { auto it = index_.find(w); return it == index_.end() ? -1 : it->second; };
+  bos_ = find("<S>");
+  eos_ = find("</S>");
+  unk_ = find("<UNK>");
+  SA_CHECK(bos_ >= 0 && eos_ >= 0 && (unk_ >= 0 || !require_unk),
+           "{}: the vocabulary must contain <S>, </S>{} (bilm-tf format: those first, then words by descending count)",
+           origin, require_unk ? " and <UNK>" : "");
+}
+
+Vocab Vocab::load(const std::string& path, bool require_unk) {
+  std::ifstream f(path);
+  SA_CHECK(f, "{}: cannot open vocabulary file", path);
+  Vocab v;
+  std::string line;
+  for (int lineno = 1; std::getline(f, line); ++lineno) {
+    size_t bad = 0;
+    SA_CHECK(valid_utf8(line, &bad), "{}:{}: invalid UTF-8 at byte {}", path, lineno, bad + 1);
+    size_t b = line.find_first_not_of(" \t\r"), e = line.find_last_not_of(" \t\r");
+    std::string w = b == std::string::npos ? "" : line.substr(b, e - b + 1);
+    if (w.empty() || w == "!!!MAXTERMID") continue;
+    v.words_.push_back(w);
+  }
+  SA_CHECK(!v.words_.empty(), "{}: the vocabulary file is empty", path);
+  v.build(path, require_unk);
+  return v;
+}
+
+Vocab Vocab::from_words(std::vector<std::string> words) {
+  Vocab v;
+  v.words_ = std::move(words);
+  v.build("vocabulary", true);
+  return v;
+}
+
+void Vocab::save(const std::string& path) const {
+  std::ofstream f(path);
+  SA_CHECK(f, "{}: cannot write vocabulary file", path);
+  for (const std::string& w : words_) f << w << '\n';
+  SA_CHECK(f.good(), "{}: writing the vocabulary failed", path);
+}
+
+int Vocab::id(const std::string& w) const {
+  auto it = index_.find(w);
+  return it == index_.end() ? unk_ : it->second;
+}
+
+}  // namespace sa

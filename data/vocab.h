@@ -1,0 +1,37 @@
+// The bilm-tf vocabulary file: one token per line, <S> </S> <UNK> first, then by descending
+// count. Word id = line index. It defines the softmax output space (inputs are characters).
+#pragma once
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace sa {
+
+class Vocab {
+ public:
+  // Reads `path`; fails naming the file when <S> or </S> (or <UNK>, when required) is missing or a
+  // line is not valid UTF-8.
+  static Vocab load(const std::string& path, bool require_unk = true);
+  static Vocab from_words(std::vector<std::string> words);  // <S> </S> <UNK> must come first
+  void save(const std::string& path) const;
+
+  int size() const { return static_cast<int>(words_.size()); }
+  // Id of a word, or <UNK>'s id when absent.
+  int id(const std::string& w) const;
+  bool contains(const std::string& w) const { return index_.count(w) > 0; }
+  const std::string& word(int i) const { return words_.at(static_cast<size_t>(i)); }
+  int bos() const { return bos_; }
+  int eos() const { return eos_; }
+  int unk() const { return unk_; }
+
+ private:
+  std::vector<std::string> words_;
+  std::unordered_map<std::string, int> index_;
+  int bos_ = -1, eos_ = -1, unk_ = -1;
+  void build(const std::string& origin, bool require_unk);
+};
+
+// True when s is valid UTF-8; otherwise `bad` gets the byte offset of the first invalid byte.
+bool valid_utf8(const std::string& s, size_t* bad = nullptr);
+
+}  // namespace sa

@@ -1,0 +1,111 @@
+// bin/embed: contextual embeddings of a text file in the bilm-tf/AllenNLP HDF5 layout.
+//   bin/embed --model RUN_DIR --input FILE --output OUT.hdf5
+//   bin/embed --options options.json --weights weights.hdf5 [--vocab vocab.txt] --input FILE --output OUT.hdf5
+// One dataset per input line named by its 0-based index: [n_layers+1, n_tokens, 2P] float32
+// (--layers all), or [n_tokens, 2P] (top, average); plus sentence_to_index.
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "data/hdf5_file.h"
+#include "data/vocab.h"
+#include "layers/elmo_embedder.h"
+
+using namespace sa;
+
+namespace {
+
+std::vector<std::vector<std::string>> read_sentences(const std::string& path, std::vector<std::string>& lines) {
+  std::ifstream f(path);
+  SA_CHECK(f, "{}: cannot open input file", path);
+  std::vector<std::vector<std::string>> out;
+  std::string line;
+  for (int lineno = 1; std::getline(f, line); ++lineno) {
+    size_t bad = 0;
+    SA_CHECK(valid_utf8(line, &bad), "{}:{}: invalid UTF-8 at byte {}", path, lineno, bad + 1);
+    std::istringstream ss(line);
+    std::vector<std::string> toks;
+    for (std::string w; ss >> w;) toks.push_back(w);
+    SA_CHECK(!toks.empty(), "{}:{}: empty line (one tokenized sentence per line expected; keys follow line numbers)",
+             path, lineno);
+    out.push_back(std::move(toks));
+    lines.push_back(line);
+  }
+  SA_CHECK(!out.empty(), "{}: no sentences", path);
+  return out;
+}
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream f(path);
+  SA_CHECK(f, "{}: cannot open", path);
+  try {
+    return nlohmann::json::parse(f);
+  } catch (const nlohmann::json::exception& e) {
+    fail("{}: invalid JSON: {}", path, e.what());
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Contextual ELMo embeddings in the bilm-tf/AllenNLP HDF5 layout"};
+  std::string model_dir, options, weights, vocab, input, output, layers = "all", device = "auto";
+  int batch = 64;
+  bool stateful = false;
+  app.add_option("--model", model_dir, "a run directory (options.json + weights.hdf5)");
+  app.add_option("--options", options, "bilm-tf options.json");
+  app.add_option("--weights", weights, "bilm-tf weights.hdf5");
+  app.add_option("--vocab", vocab, "bilm-tf vocabulary (checked, not needed for embeddings)");
+  app.add_option("--input", input, "one tokenized sentence per line")->required();
+  app.add_option("--output", output, "HDF5 file to write")->required();
+  app.add_option("--layers", layers, "all, top or average")->check(CLI::IsMember({"all", "top", "average"}));
+  app.add_option("--batch-size", batch, "sentences per batch")->check(CLI::PositiveNumber);
+  app.add_flag("--stateful", stateful, "carry LSTM state from batch row k to row k of the next batch (bilm-tf)");
+  app.add_option("--device", device, "auto, cpu, cuda or cuda:N");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (!model_dir.empty()) {
+      options = model_dir + "/options.json";
+      weights = model_dir + "/weights.hdf5";
+    }
+    SA_CHECK(!options.empty() && !weights.empty(), "give --model RUN_DIR, or --options and --weights");
+    if (!vocab.empty()) Vocab::load(vocab, false);
+    Device dev = resolve_device(device);
+    ElmoOptions opt = ElmoOptions::from_json(read_json(options), options);
+    ElmoModel model = ElmoModel::load_bilm(opt, weights, dev);
+    std::vector<std::string> lines;
+    auto sents = read_sentences(input, lines);
+    ElmoEmbedder embedder(model, stateful, batch);
+    H5File out = H5File::create(output);
+    nlohmann::json index = nlohmann::json::object();
+    auto t0 = std::chrono::steady_clock::now();
+    size_t tokens = 0;
+    for (size_t b = 0; b < sents.size(); b += static_cast<size_t>(batch)) {
+      std::vector<std::vector<std::string>> chunk(sents.begin() + static_cast<long>(b),
+                                                  sents.begin() + static_cast<long>(std::min(sents.size(), b + batch)));
+      std::vector<Tensor> embs = embedder.embed(chunk);
+      for (size_t i = 0; i < embs.size(); ++i) {
+        NoGrad ng;
+        Tensor e = embs[i];
+        if (layers == "top") e = ops::reshape(ops::slice(e, 0, e.dim(0) - 1, e.dim(0)), {e.dim(1), e.dim(2)});
+        if (layers == "average") e = ops::mean(e, 0);
+        std::string key = std::to_string(b + i);
+        out.write(key, e);
+        index[lines[b + i]] = key;
+        tokens += chunk[i].size();
+      }
+      double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      std::fprintf(stderr, "\rembed: %zu/%zu sentences, %.0f tokens/s", std::min(sents.size(), b + batch), sents.size(),
+                   tokens / std::max(el, 1e-9));
+    }
+    std::fprintf(stderr, "\n");
+    out.write_string("sentence_to_index", index.dump());
+  } catch (const Error& e) {
+    std::fprintf(stderr, "embed: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

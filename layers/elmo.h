@@ -1,0 +1,48 @@
+// The ELMo biLM of bilm-tf: a character token encoder (char embedding, char-CNN with max over
+// positions, highway layers, projection) shared by both directions, and per direction a stack of
+// LSTMs with projection. Parameters carry bilm-tf's weights.hdf5 names.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "layers/elmo_options.h"
+#include "layers/lstm.h"
+
+namespace sa {
+
+struct HighwayWeights {
+  Tensor W_carry, b_carry, W_transform, b_transform;
+};
+
+struct NamedTensor {
+  std::string name;  // bilm-tf dataset path
+  Tensor* tensor;
+};
+
+class ElmoModel {
+ public:
+  ElmoOptions opt;
+  Tensor char_embed;                // [261, C]: training char ids index it directly
+  std::vector<Tensor> cnn_w, cnn_b;  // [width, C, n] and [n]
+  std::vector<HighwayWeights> highway;
+  Tensor proj_w, proj_b;             // [F, P], [P] when opt.use_proj()
+  std::vector<LstmWeights> lstm[2];  // [direction 0 = forward, 1 = backward][layer]
+
+  // bilm-tf's initializers (method.md Part 2 §1.7), from a seed.
+  static ElmoModel init(const ElmoOptions& opt, uint64_t seed, Device dev = Device::cpu(), DType dt = DType::F32);
+  // A bilm-tf weights.hdf5 (float32), converted to `dt` on `dev`.
+  static ElmoModel load_bilm(const ElmoOptions& opt, const std::string& path, Device dev = Device::cpu(),
+                             DType dt = DType::F32);
+  void save_bilm(const std::string& path) const;
+
+  // Every parameter with its bilm-tf name, in a fixed order.
+  std::vector<NamedTensor> named();
+  std::vector<Tensor> params();
+  ElmoModel to(Device dev, DType dt) const;
+  Device device() const { return char_embed.device(); }
+
+  // Token vectors [..., P] from training char ids i32 [..., 50].
+  Tensor encode(const Tensor& char_ids) const;
+};
+
+}  // namespace sa

@@ -1,0 +1,36 @@
+// The ELMo architecture as bilm-tf's options.json describes it (keys and defaults as bilm-tf).
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace sa {
+
+struct ElmoOptions {
+  // char_cnn
+  int char_dim = 16;
+  std::vector<std::pair<int, int>> filters = {{1, 32}, {2, 32}, {3, 64}, {4, 128}, {5, 256}, {6, 512}, {7, 1024}};
+  int n_highway = 2;
+  int n_characters = 261;
+  int max_characters_per_token = 50;
+  std::string activation = "relu";
+  // lstm
+  int lstm_dim = 4096;
+  int projection_dim = 512;
+  int n_layers = 2;
+  double cell_clip = 3;
+  double proj_clip = 3;
+  bool use_skip_connections = true;
+
+  int n_filters() const;
+  // bilm-tf creates the token projection only when the filter count differs from projection_dim.
+  bool use_proj() const { return n_filters() != projection_dim; }
+
+  // Reads the "char_cnn" and "lstm" sections; `origin` names the file in errors.
+  static ElmoOptions from_json(const nlohmann::json& j, const std::string& origin);
+  // bilm-tf layout (merge into a larger options object for training keys).
+  nlohmann::json to_json() const;
+};
+
+}  // namespace sa
