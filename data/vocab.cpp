@@ -1,6 +1,9 @@
 #include "data/vocab.h"
 
+#include <algorithm>
 #include <fstream>
+
+#include "data/corpus.h"
 
 #include "engine/core/error.h"
 
@@ -63,6 +66,27 @@ void Vocab::save(const std::string& path) const {
   SA_CHECK(f, "{}: cannot write vocabulary file", path);
   for (const std::string& w : words_) f << w << '\n';
   SA_CHECK(f.good(), "{}: writing the vocabulary failed", path);
+}
+
+Vocab build_vocab(const std::vector<std::string>& corpora, int min_count, int max_size, bool lowercase) {
+  std::unordered_map<std::string, int64_t> counts;
+  for (const std::string& pattern : corpora)
+    for (const std::string& f : expand_glob(pattern))
+      for (const Sentence& s : read_sentences(f, lowercase))
+        for (const std::string& w : s) ++counts[w];
+  std::vector<std::pair<std::string, int64_t>> items;
+  for (auto& [w, c] : counts)
+    if (c >= min_count && w != "<S>" && w != "</S>" && w != "<UNK>") items.emplace_back(w, c);
+  std::sort(items.begin(), items.end(), [](const auto& a, const auto& b) {
+    return a.second != b.second ? a.second > b.second : a.first < b.first;
+  });
+  std::vector<std::string> words = {"<S>", "</S>", "<UNK>"};
+  for (auto& [w, c] : items) {
+    if (max_size > 0 && static_cast<int>(words.size()) >= max_size) break;
+    words.push_back(w);
+  }
+  SA_CHECK(words.size() > 3, "vocabulary: no word of the corpus occurs at least {} time(s)", min_count);
+  return Vocab::from_words(std::move(words));
 }
 
 int Vocab::id(const std::string& w) const {

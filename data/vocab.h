@@ -31,6 +31,11 @@ class Vocab {
   void build(const std::string& origin, bool require_unk);
 };
 
+// Counts the tokens of the corpora (files or globs): <S> </S> <UNK> first, then words with at
+// least min_count occurrences by descending count (ties alphabetically), at most max_size words
+// in all (0: no limit).
+Vocab build_vocab(const std::vector<std::string>& corpora, int min_count, int max_size, bool lowercase);
+
 // True when s is valid UTF-8; otherwise `bad` gets the byte offset of the first invalid byte.
 bool valid_utf8(const std::string& s, size_t* bad = nullptr);
 

@@ -1,0 +1,80 @@
+#include "data/corpus.h"
+
+#include <glob.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "data/vocab.h"
+#include "engine/core/error.h"
+
+namespace sa {
+
+std::vector<std::string> expand_glob(const std::string& pattern) {
+  glob_t g{};
+  int rc = ::glob(pattern.c_str(), 0, nullptr, &g);
+  std::vector<std::string> files;
+  if (rc == 0)
+    for (size_t i = 0; i < g.gl_pathc; ++i) files.emplace_back(g.gl_pathv[i]);
+  globfree(&g);
+  SA_CHECK(!files.empty(), "{}: no such file (or no file matches the pattern)", pattern);
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+std::vector<Sentence> read_sentences(const std::string& path, bool lowercase) {
+  std::ifstream f(path);
+  SA_CHECK(f, "{}: cannot open", path);
+  std::vector<Sentence> out;
+  std::string line;
+  for (int lineno = 1; std::getline(f, line); ++lineno) {
+    size_t bad = 0;
+    SA_CHECK(valid_utf8(line, &bad), "{}:{}: invalid UTF-8 at byte {} (the corpus must be UTF-8 text)", path, lineno,
+             bad + 1);
+    if (lowercase)
+      for (char& ch : line)
+        if (ch >= 'A' && ch <= 'Z') ch = static_cast<char>(ch - 'A' + 'a');
+    std::istringstream ss(line);
+    Sentence s;
+    for (std::string w; ss >> w;) s.push_back(std::move(w));
+    if (!s.empty()) out.push_back(std::move(s));
+  }
+  return out;
+}
+
+ShardedCorpus::ShardedCorpus(const std::string& pattern, uint64_t seed, bool lowercase, bool shuffle)
+    : files_(expand_glob(pattern)), rng_(seed), lowercase_(lowercase), shuffle_(shuffle) {
+  load_next_shard();
+}
+
+void ShardedCorpus::load_next_shard() {
+  for (size_t tries = 0; tries <= files_.size(); ++tries) {
+    if (next_file_ == order_.size()) {
+      if (!order_.empty()) ++epoch_;
+      order_.resize(files_.size());
+      for (size_t i = 0; i < order_.size(); ++i) order_[i] = i;
+      if (shuffle_) std::shuffle(order_.begin(), order_.end(), rng_);
+      next_file_ = 0;
+    }
+    shard_ = read_sentences(files_[order_[next_file_++]], lowercase_);
+    if (shuffle_) std::shuffle(shard_.begin(), shard_.end(), rng_);
+    next_sentence_ = 0;
+    if (!shard_.empty()) return;
+  }
+  fail("{}: the corpus has no sentences (every shard is empty)", files_.size() == 1 ? files_[0] : files_[0] + "...");
+}
+
+const Sentence& ShardedCorpus::next() {
+  if (next_sentence_ == shard_.size()) load_next_shard();
+  return shard_[next_sentence_++];
+}
+
+int64_t count_tokens(const std::string& pattern, bool lowercase) {
+  int64_t n = 0;
+  for (const std::string& f : expand_glob(pattern))
+    for (const Sentence& s : read_sentences(f, lowercase)) n += static_cast<int64_t>(s.size()) + 1;
+  return n;
+}
+
+}  // namespace sa

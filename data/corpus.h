@@ -1,0 +1,44 @@
+// Tokenized corpora: one sentence per line, whitespace-separated tokens, UTF-8, in one file or
+// many shards named by a glob. Only one shard is in memory at a time.
+#pragma once
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace sa {
+
+using Sentence = std::vector<std::string>;
+
+// The files a pattern names (a plain path or a glob), sorted; fails when there are none.
+std::vector<std::string> expand_glob(const std::string& pattern);
+
+// The sentences of one file; blank lines are skipped. Invalid UTF-8 is an error naming the file,
+// line and byte. `lowercase` lowercases ASCII letters.
+std::vector<Sentence> read_sentences(const std::string& path, bool lowercase);
+
+// Streams the sentences of all shards forever: shards in a random order without replacement
+// (reshuffled when all were used), sentences shuffled within each shard (bilm-tf's LMDataset).
+class ShardedCorpus {
+ public:
+  ShardedCorpus(const std::string& pattern, uint64_t seed, bool lowercase, bool shuffle = true);
+  const Sentence& next();
+  // Passes over all shards so far (0 during the first).
+  int64_t epoch() const { return epoch_; }
+
+ private:
+  void load_next_shard();
+  std::vector<std::string> files_;
+  std::vector<size_t> order_;
+  size_t next_file_ = 0;
+  std::vector<Sentence> shard_;
+  size_t next_sentence_ = 0;
+  std::mt19937_64 rng_;
+  bool lowercase_, shuffle_;
+  int64_t epoch_ = 0;
+};
+
+// Tokens (with </S>: one per sentence) over all shards.
+int64_t count_tokens(const std::string& pattern, bool lowercase);
+
+}  // namespace sa

@@ -1,0 +1,69 @@
+#include "layers/softmax.h"
+
+#include <cmath>
+#include <limits>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace sa {
+
+std::vector<int32_t> LogUniformSampler::sample_unique(int n, std::mt19937_64& rng, int64_t& tries) const {
+  SA_CHECK(n > 0 && n <= range_, "sampled softmax: {} samples requested from a vocabulary of {}", n, range_);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  std::unordered_set<int32_t> seen;
+  std::vector<int32_t> out;
+  out.reserve(static_cast<size_t>(n));
+  tries = 0;
+  while (static_cast<int>(out.size()) < n) {
+    ++tries;
+    int64_t k = static_cast<int64_t>(std::exp(u(rng) * log_range_)) - 1;
+    k = std::min<int64_t>(std::max<int64_t>(k, 0), range_ - 1);
+    if (seen.insert(static_cast<int32_t>(k)).second) out.push_back(static_cast<int32_t>(k));
+  }
+  return out;
+}
+
+double LogUniformSampler::expected_count(int64_t k, int n, int64_t tries) const {
+  double p = prob(k);
+  return tries == n ? p * n : -std::expm1(static_cast<double>(tries) * std::log1p(-p));
+}
+
+Tensor sampled_softmax_loss(const Tensor& x, const Tensor& W, const Tensor& b, const std::vector<int32_t>& labels,
+                            const LogUniformSampler& sampler, int n_samples, std::mt19937_64& rng) {
+  const int64_t N = x.dim(0), S = n_samples;
+  SA_CHECK(static_cast<int64_t>(labels.size()) == N, "sampled softmax: {} labels for {} rows", labels.size(), N);
+  const Device dev = x.device();
+  const DType dt = x.dtype();
+  int64_t tries = 0;
+  std::vector<int32_t> sampled = sampler.sample_unique(n_samples, rng, tries);
+  std::vector<double> logq_true(static_cast<size_t>(N)), logq_s(static_cast<size_t>(S));
+  for (int64_t r = 0; r < N; ++r) logq_true[r] = std::log(sampler.expected_count(labels[r], n_samples, tries));
+  std::unordered_map<int32_t, int32_t> slot;
+  for (int64_t s = 0; s < S; ++s) {
+    logq_s[s] = std::log(sampler.expected_count(sampled[s], n_samples, tries));
+    slot[sampled[s]] = static_cast<int32_t>(s);
+  }
+  // Accidental hits: a sampled id equal to the row's label is excluded from that row.
+  std::vector<uint8_t> hits(static_cast<size_t>(N * S), 0);
+  for (int64_t r = 0; r < N; ++r)
+    if (auto it = slot.find(labels[r]); it != slot.end()) hits[r * S + it->second] = 1;
+
+  Tensor lab = Tensor::from(labels, {N}, dev), smp = Tensor::from(sampled, {S}, dev);
+  Tensor w_true = ops::gather_rows(W, lab);                                  // [N, P]
+  Tensor logit_true = ops::add(ops::sum(ops::mul(x, w_true), 1, true), ops::gather_rows(b, lab));  // [N, 1]
+  logit_true = ops::sub(logit_true, Tensor::of(logq_true, {N, 1}, dt, dev));
+  Tensor logit_s = ops::matmul(x, ops::gather_rows(W, smp), false, true);    // [N, S]
+  logit_s = ops::add(logit_s, ops::reshape(ops::gather_rows(b, smp), {1, S}));
+  logit_s = ops::sub(logit_s, Tensor::of(logq_s, {1, S}, dt, dev));
+  logit_s = ops::masked_fill(logit_s, Tensor::from(hits, {N, S}, dev), -std::numeric_limits<double>::infinity());
+  Tensor logits = ops::concat({logit_true, logit_s}, 1);
+  return ops::cross_entropy(logits, Tensor::zeros({N}, DType::I32, dev));  // the true class is column 0
+}
+
+Tensor full_softmax_loss(const Tensor& x, const Tensor& W, const Tensor& b, const std::vector<int32_t>& labels) {
+  const int64_t N = x.dim(0), V = W.dim(0);
+  Tensor logits = ops::add(ops::matmul(x, W, false, true), ops::reshape(b, {1, V}));
+  return ops::cross_entropy(logits, Tensor::from(labels, {N}, x.device()));
+}
+
+}  // namespace sa

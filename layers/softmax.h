@@ -1,0 +1,37 @@
+// Output layers of the plain ELMo LM: TF's sampled_softmax_loss as bilm-tf calls it (a
+// log-uniform candidate sampler over the frequency-sorted vocabulary with unique samples,
+// accidental hits removed, logits corrected by log expected count), and the full softmax.
+#pragma once
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "engine/engine.h"
+
+namespace sa {
+
+// TF's LogUniformSampler: P(k) = log((k+2)/(k+1)) / log(V+1).
+class LogUniformSampler {
+ public:
+  explicit LogUniformSampler(int64_t range) : range_(range), log_range_(std::log(static_cast<double>(range) + 1)) {}
+  double prob(int64_t k) const { return (std::log(k + 2.0) - std::log(k + 1.0)) / log_range_; }
+  // `n` distinct ids (n <= range); `tries` gets the number of draws it took.
+  std::vector<int32_t> sample_unique(int n, std::mt19937_64& rng, int64_t& tries) const;
+  // Expected count of id k in a unique sample of n drawn in `tries` draws (TF's formula).
+  double expected_count(int64_t k, int n, int64_t tries) const;
+  int64_t range() const { return range_; }
+
+ private:
+  int64_t range_;
+  double log_range_;
+};
+
+// Per-row loss [N] of x [N, P] against labels (vocab ids) with the sampled softmax over table
+// W [V, P] and bias b [V, 1]; draws its candidates from `rng`.
+Tensor sampled_softmax_loss(const Tensor& x, const Tensor& W, const Tensor& b, const std::vector<int32_t>& labels,
+                            const LogUniformSampler& sampler, int n_samples, std::mt19937_64& rng);
+
+// Per-row loss [N] with the full softmax over all V rows.
+Tensor full_softmax_loss(const Tensor& x, const Tensor& W, const Tensor& b, const std::vector<int32_t>& labels);
+
+}  // namespace sa

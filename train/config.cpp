@@ -1,0 +1,228 @@
+#include "train/config.h"
+
+#include <functional>
+#include <sstream>
+#include <toml++/toml.h>
+
+#include "engine/core/error.h"
+
+namespace sa {
+
+namespace {
+
+// One entry per key: its dotted name, its TOML type, how to set it and how to print it.
+struct Key {
+  std::string name;
+  const char* type;
+  std::function<void(TrainConfig&, const toml::node&)> set;
+  std::function<void(const TrainConfig&, toml::table&)> put;
+};
+
+template <typename T>
+std::optional<T> as(const toml::node& n) {
+  if constexpr (std::is_same_v<T, double>) {
+    if (auto v = n.value<double>()) return *v;  // integers are accepted as floats
+  } else {
+    if (auto v = n.value_exact<T>()) return *v;
+  }
+  return std::nullopt;
+}
+
+template <typename T, typename Get>
+Key scalar(std::string name, const char* type, Get get) {
+  return Key{name, type,
+             [name, type, get](TrainConfig& c, const toml::node& n) {
+               auto v = as<T>(n);
+               if (!v) throw std::invalid_argument(std::string("expected ") + type);
+               get(c) = static_cast<std::remove_reference_t<decltype(get(c))>>(*v);
+             },
+             [name, get](const TrainConfig& c, toml::table& t) {
+               auto& cc = const_cast<TrainConfig&>(c);
+               using V = std::remove_reference_t<decltype(get(cc))>;
+               if constexpr (std::is_same_v<V, std::string> || std::is_same_v<V, bool> || std::is_same_v<V, double>)
+                 t.insert_or_assign(name, get(cc));
+               else
+                 t.insert_or_assign(name, static_cast<int64_t>(get(cc)));
+             }};
+}
+
+#define SA_KEY(T, type, name, field) scalar<T>(name, type, [](TrainConfig& c) -> auto& { return c.field; })
+
+const std::vector<Key>& schema() {
+  static const std::vector<Key> k = [] {
+    std::vector<Key> v = {
+        SA_KEY(int64_t, "an integer", "batch_size", batch_size),
+        SA_KEY(int64_t, "an integer", "unroll_steps", unroll_steps),
+        SA_KEY(int64_t, "an integer", "n_negative_samples_batch", n_negative_samples_batch),
+        SA_KEY(double, "a number", "dropout", dropout),
+        SA_KEY(double, "a number", "all_clip_norm_val", all_clip_norm_val),
+        SA_KEY(double, "a number", "learning_rate", learning_rate),
+        SA_KEY(int64_t, "an integer", "n_epochs", n_epochs),
+        SA_KEY(int64_t, "an integer", "n_train_tokens", n_train_tokens),
+        SA_KEY(std::string, "a string", "train_prefix", train_prefix),
+        SA_KEY(std::string, "a string", "heldout_prefix", heldout_prefix),
+        SA_KEY(std::string, "a string", "vocab_file", vocab_file),
+        SA_KEY(int64_t, "an integer", "vocab_min_count", vocab_min_count),
+        SA_KEY(int64_t, "an integer", "vocab_max_size", vocab_max_size),
+        SA_KEY(bool, "true or false", "lowercase", lowercase),
+        SA_KEY(std::string, "a string", "run_dir", run_dir),
+        SA_KEY(std::string, "a string", "device", device),
+        SA_KEY(int64_t, "an integer", "seed", seed),
+        SA_KEY(int64_t, "an integer", "n_steps", n_steps),
+        SA_KEY(int64_t, "an integer", "log_every", log_every),
+        SA_KEY(int64_t, "an integer", "checkpoint_every", checkpoint_every),
+        SA_KEY(int64_t, "an integer", "keep_checkpoints", keep_checkpoints),
+        SA_KEY(int64_t, "an integer", "heldout_every", heldout_every),
+        SA_KEY(int64_t, "an integer", "heldout_batches", heldout_batches),
+        SA_KEY(int64_t, "an integer", "char_cnn.embedding.dim", model.char_dim),
+        SA_KEY(int64_t, "an integer", "char_cnn.n_highway", model.n_highway),
+        SA_KEY(int64_t, "an integer", "char_cnn.n_characters", model.n_characters),
+        SA_KEY(int64_t, "an integer", "char_cnn.max_characters_per_token", model.max_characters_per_token),
+        SA_KEY(std::string, "a string", "char_cnn.activation", model.activation),
+        SA_KEY(int64_t, "an integer", "lstm.dim", model.lstm_dim),
+        SA_KEY(int64_t, "an integer", "lstm.projection_dim", model.projection_dim),
+        SA_KEY(int64_t, "an integer", "lstm.n_layers", model.n_layers),
+        SA_KEY(double, "a number", "lstm.cell_clip", model.cell_clip),
+        SA_KEY(double, "a number", "lstm.proj_clip", model.proj_clip),
+        SA_KEY(bool, "true or false", "lstm.use_skip_connections", model.use_skip_connections),
+    };
+    v.push_back(Key{"char_cnn.filters", "a list of [width, count] pairs",
+                    [](TrainConfig& c, const toml::node& n) {
+                      const toml::array* a = n.as_array();
+                      if (!a || a->empty()) throw std::invalid_argument("expected a list of [width, count] pairs");
+                      c.model.filters.clear();
+                      for (const toml::node& e : *a) {
+                        const toml::array* p = e.as_array();
+                        auto w = p && p->size() == 2 ? (*p)[0].value_exact<int64_t>() : std::nullopt;
+                        auto k = p && p->size() == 2 ? (*p)[1].value_exact<int64_t>() : std::nullopt;
+                        if (!w || !k || *w < 1 || *k < 1)
+                          throw std::invalid_argument("expected a list of [width, count] pairs of positive integers");
+                        c.model.filters.emplace_back(static_cast<int>(*w), static_cast<int>(*k));
+                      }
+                    },
+                    [](const TrainConfig& c, toml::table& t) {
+                      toml::array a;
+                      for (auto [w, k] : c.model.filters) a.push_back(toml::array{w, k});
+                      t.insert_or_assign("char_cnn.filters", a);
+                    }});
+    return v;
+  }();
+  return k;
+}
+
+const Key* find_key(const std::string& name) {
+  for (const Key& k : schema())
+    if (k.name == name) return &k;
+  return nullptr;
+}
+
+std::string key_list() {
+  std::string s;
+  for (const Key& k : schema()) s += (s.empty() ? "" : ", ") + k.name;
+  return s;
+}
+
+// Applies every leaf of `t` (dotted names for nested tables).
+void apply(TrainConfig& c, const toml::table& t, const std::string& prefix, const std::string& origin) {
+  for (auto&& [k, node] : t) {
+    std::string name = prefix + std::string(k.str());
+    if (node.is_table() && !find_key(name)) {
+      apply(c, *node.as_table(), name + ".", origin);
+      continue;
+    }
+    const Key* key = find_key(name);
+    int line = static_cast<int>(node.source().begin.line);
+    SA_CHECK(key, "{}:{}: unknown key '{}'; valid keys: {}", origin, line, name, key_list());
+    try {
+      key->set(c, node);
+    } catch (const std::invalid_argument& e) {
+      fail("{}:{}: key '{}': {}", origin, line, name, e.what());
+    }
+  }
+}
+
+void validate(const TrainConfig& c, const std::string& origin) {
+  auto positive = [&](const char* name, int64_t v) { SA_CHECK(v > 0, "{}: {} must be positive (got {})", origin, name, v); };
+  positive("batch_size", c.batch_size);
+  positive("unroll_steps", c.unroll_steps);
+  positive("n_negative_samples_batch", c.n_negative_samples_batch);
+  positive("lstm.dim", c.model.lstm_dim);
+  positive("lstm.projection_dim", c.model.projection_dim);
+  positive("lstm.n_layers", c.model.n_layers);
+  positive("log_every", c.log_every);
+  positive("checkpoint_every", c.checkpoint_every);
+  positive("keep_checkpoints", c.keep_checkpoints);
+  SA_CHECK(c.dropout >= 0 && c.dropout < 1, "{}: dropout must be in [0, 1) (got {})", origin, c.dropout);
+  SA_CHECK(!c.train_prefix.empty(), "{}: train_prefix (the training corpus: a file or a glob) is required", origin);
+  SA_CHECK(!c.run_dir.empty(), "{}: run_dir is required", origin);
+  SA_CHECK(c.model.max_characters_per_token == 50, "{}: char_cnn.max_characters_per_token must be 50", origin);
+}
+
+}  // namespace
+
+std::vector<std::string> TrainConfig::keys() {
+  std::vector<std::string> v;
+  for (const Key& k : schema()) v.push_back(k.name);
+  return v;
+}
+
+TrainConfig TrainConfig::load(const std::string& path, const std::vector<std::string>& overrides) {
+  TrainConfig c;
+  toml::table t;
+  try {
+    t = toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    fail("{}:{}: {}", path, e.source().begin.line, e.description());
+  }
+  apply(c, t, "", path);
+  for (const std::string& o : overrides) {
+    size_t eq = o.find('=');
+    SA_CHECK(eq != std::string::npos && eq > 0, "--set {}: expected key=value", o);
+    std::string name = o.substr(0, eq), value = o.substr(eq + 1);
+    const Key* key = find_key(name);
+    SA_CHECK(key, "--set {}: unknown key '{}'; valid keys: {}", o, name, key_list());
+    toml::table one;
+    try {
+      one = toml::parse("v = " + value);
+    } catch (const toml::parse_error&) {
+      one = toml::table{{"v", value}};  // a bare string
+    }
+    try {
+      key->set(c, *one.get("v"));
+    } catch (const std::invalid_argument& e) {
+      fail("--set {}: {}", o, e.what());
+    }
+  }
+  validate(c, path);
+  return c;
+}
+
+std::string TrainConfig::to_toml() const {
+  toml::table flat;
+  for (const Key& k : schema()) k.put(*this, flat);
+  std::ostringstream s;
+  s << "# resolved configuration (every key, defaults included)\n";
+  for (auto&& [k, v] : flat) {
+    s << k.str() << " = ";  // a dotted key: valid TOML, read back into the same table
+    v.visit([&](auto&& x) { s << x; });
+    s << "\n";
+  }
+  return s.str();
+}
+
+nlohmann::json TrainConfig::bilm_options(int n_tokens_vocab) const {
+  nlohmann::json j = model.to_json();
+  j["bidirectional"] = true;
+  j["dropout"] = dropout;
+  j["all_clip_norm_val"] = all_clip_norm_val;
+  j["n_epochs"] = n_epochs;
+  j["n_train_tokens"] = n_train_tokens;
+  j["batch_size"] = batch_size;
+  j["n_tokens_vocab"] = n_tokens_vocab;
+  j["unroll_steps"] = unroll_steps;
+  j["n_negative_samples_batch"] = n_negative_samples_batch;
+  j["learning_rate"] = learning_rate;
+  return j;
+}
+
+}  // namespace sa

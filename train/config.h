@@ -1,0 +1,54 @@
+// Training configuration: a TOML file (configs/*.cfg) whose keys follow bilm-tf's options where
+// they exist ([char_cnn], [lstm], batch_size, unroll_steps, n_negative_samples_batch, dropout,
+// all_clip_norm_val, learning_rate, n_epochs, n_train_tokens), plus ours (corpus, run directory,
+// schedule). Unknown keys and wrong types are errors naming the file, the line and the valid keys.
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "layers/elmo_options.h"
+
+namespace sa {
+
+struct TrainConfig {
+  ElmoOptions model;
+  // bilm-tf training keys
+  int batch_size = 128;
+  int unroll_steps = 20;
+  int n_negative_samples_batch = 8192;
+  double dropout = 0.1;
+  double all_clip_norm_val = 10.0;
+  double learning_rate = 0.2;
+  int n_epochs = 10;
+  int64_t n_train_tokens = 0;  // 0: count the corpus at the first start
+  // data
+  std::string train_prefix;    // a file or a glob of shards
+  std::string heldout_prefix;  // optional
+  std::string vocab_file;      // optional: built from the training corpus when empty
+  int vocab_min_count = 1;
+  int vocab_max_size = 0;      // 0: no limit
+  bool lowercase = false;
+  // run
+  std::string run_dir;
+  std::string device = "auto";
+  uint64_t seed = 1;
+  int64_t n_steps = 0;         // 0: n_epochs * n_train_tokens / (batch_size * unroll_steps)
+  int log_every = 10;
+  int checkpoint_every = 1250;
+  int keep_checkpoints = 2;
+  int heldout_every = 0;       // 0: only at the end
+  int heldout_batches = 20;
+
+  // Reads `path` and applies `overrides` ("key=value", value in TOML syntax or a bare string).
+  static TrainConfig load(const std::string& path, const std::vector<std::string>& overrides = {});
+  // Every key with its value, in TOML (written to the run directory as config.cfg).
+  std::string to_toml() const;
+  // bilm-tf's options.json for this model and vocabulary size.
+  nlohmann::json bilm_options(int n_tokens_vocab) const;
+  // The valid keys, for messages and docs.
+  static std::vector<std::string> keys();
+};
+
+}  // namespace sa

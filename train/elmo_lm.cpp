@@ -1,0 +1,74 @@
+#include "train/elmo_lm.h"
+
+#include <cmath>
+
+#include "data/char_ids.h"
+
+namespace sa {
+
+ElmoLM ElmoLM::init(const ElmoOptions& opt, int vocab_size, uint64_t seed, Device dev, DType dt) {
+  ElmoLM lm;
+  lm.bilm = ElmoModel::init(opt, seed, dev, dt);
+  std::mt19937_64 rng(seed ^ 0x5eed50f7ull);
+  std::normal_distribution<double> n(0.0, 1.0 / std::sqrt(static_cast<double>(opt.projection_dim)));
+  std::vector<double> w(static_cast<size_t>(vocab_size) * opt.projection_dim);
+  for (double& v : w) v = n(rng);
+  lm.softmax_W = Tensor::of(w, {vocab_size, opt.projection_dim}, dt, dev);
+  lm.softmax_b = Tensor::zeros({vocab_size, 1}, dt, dev);
+  lm.set_trainable();
+  return lm;
+}
+
+std::vector<NamedTensor> ElmoLM::named() {
+  std::vector<NamedTensor> v = bilm.named();
+  v.push_back({"softmax/W", &softmax_W});
+  v.push_back({"softmax/b", &softmax_b});
+  return v;
+}
+
+std::vector<Tensor> ElmoLM::params() {
+  std::vector<Tensor> p;
+  for (auto& nt : named()) p.push_back(*nt.tensor);
+  return p;
+}
+
+void ElmoLM::set_trainable() {
+  for (auto& nt : named()) nt.tensor->set_requires_grad().set_name(nt.name);
+  // Tables read by row: only the rows a step touches get gradients and updates.
+  for (Tensor* t : {&bilm.char_embed, &softmax_W, &softmax_b}) t->set_sparse_grad();
+}
+
+CarriedState CarriedState::zeros(const ElmoOptions& o, int rows, Device dev, DType dt) {
+  CarriedState s;
+  for (int d = 0; d < 2; ++d)
+    for (int l = 0; l < o.n_layers; ++l)
+      s.dir[d].push_back({Tensor::zeros({rows, o.lstm_dim}, dt, dev), Tensor::zeros({rows, o.projection_dim}, dt, dev)});
+  return s;
+}
+
+void CarriedState::detach() {
+  for (auto& d : dir)
+    for (LstmState& s : d) s = {s.c.detach(), s.m.detach()};
+}
+
+Tensor direction_loss(ElmoLM& lm, int dir, const LmBatch& b, std::vector<LstmState>& state, const LossOptions& o,
+                      Generator& gen, const LogUniformSampler* sampler, std::mt19937_64* rng) {
+  const ElmoModel& m = lm.bilm;
+  const Device dev = m.device();
+  const int64_t B = b.rows, T = b.steps, P = m.opt.projection_dim;
+  const double p = o.training ? o.dropout : 0.0;
+  Tensor x = m.encode(Tensor::from(b.char_ids, {B, T, chars::kPerToken}, dev));  // [B, T, P]
+  for (int l = 0; l < m.opt.n_layers; ++l) {
+    Tensor in = ops::dropout(x, p, gen);
+    Tensor out = lstm_forward(m.lstm[dir][l], in, state[l], m.opt.cell_clip, m.opt.proj_clip);
+    if (m.opt.use_skip_connections && l > 0) out = ops::add(out, in);  // the residual adds the dropped input
+    x = out;
+  }
+  Tensor top = ops::reshape(ops::dropout(x, p, gen), {B * T, P});
+  Tensor loss = o.training && o.n_samples > 0
+                    ? sampled_softmax_loss(top, lm.softmax_W, lm.softmax_b, b.targets, *sampler, o.n_samples, *rng)
+                    : full_softmax_loss(top, lm.softmax_W, lm.softmax_b, b.targets);
+  return ops::mean(loss);
+}
+
+}  // namespace sa

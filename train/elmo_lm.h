@@ -1,0 +1,42 @@
+// The plain ELMo language model being trained: the biLM, one softmax table shared by both
+// directions (bilm-tf), dropout where bilm-tf puts it (each LSTM layer's input, before the
+// residual add, and the top output), and LSTM state carried between batches.
+#pragma once
+#include <random>
+
+#include "data/lm_batches.h"
+#include "layers/elmo.h"
+#include "layers/softmax.h"
+
+namespace sa {
+
+struct ElmoLM {
+  ElmoModel bilm;
+  Tensor softmax_W;  // [V, P], row-sparse gradients
+  Tensor softmax_b;  // [V, 1], row-sparse gradients
+
+  static ElmoLM init(const ElmoOptions& opt, int vocab_size, uint64_t seed, Device dev, DType dt = DType::F32);
+  // The bilm-tf names plus softmax/W and softmax/b; marks the trainable tensors.
+  std::vector<NamedTensor> named();
+  std::vector<Tensor> params();
+  void set_trainable();
+};
+
+// Carried LSTM state: [direction][layer].
+struct CarriedState {
+  std::vector<LstmState> dir[2];
+  static CarriedState zeros(const ElmoOptions& o, int rows, Device dev, DType dt);
+  void detach();
+};
+
+struct LossOptions {
+  bool training = true;        // dropout on, sampled softmax
+  double dropout = 0.0;
+  int n_samples = 0;           // sampled softmax negatives; 0 = full softmax
+};
+
+// Mean token loss of one direction's batch; advances `state`.
+Tensor direction_loss(ElmoLM& lm, int dir, const LmBatch& batch, std::vector<LstmState>& state, const LossOptions& o,
+                      Generator& dropout_gen, const LogUniformSampler* sampler, std::mt19937_64* sample_rng);
+
+}  // namespace sa

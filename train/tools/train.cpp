@@ -1,0 +1,30 @@
+// bin/train: trains the model a config describes into its run directory; rerunning the same
+// command resumes from the last checkpoint.
+//   bin/train configs/elmo.cfg [--set key=value ...]
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
+#include "engine/core/error.h"
+#include "train/trainer.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"Train a SenseAlign model from a config file (rerun to resume)"};
+  std::string config;
+  std::vector<std::string> sets;
+  app.add_option("config", config, "configs/*.cfg (TOML)")->required();
+  app.add_option("--set", sets, "override a config key: --set key=value (repeatable)");
+  app.footer("Keys: " + [] {
+    std::string s;
+    for (const std::string& k : sa::TrainConfig::keys()) s += (s.empty() ? "" : ", ") + k;
+    return s;
+  }());
+  CLI11_PARSE(app, argc, argv);
+  try {
+    sa::TrainConfig c = sa::TrainConfig::load(config, sets);
+    sa::train_elmo(c);
+  } catch (const sa::Error& e) {
+    std::fprintf(stderr, "train: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

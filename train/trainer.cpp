@@ -1,0 +1,226 @@
+#include "train/trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "engine/engine.h"
+#include "train/checkpoint.h"
+#include "train/elmo_lm.h"
+#include "train/optimizer.h"
+
+namespace sa {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string ckpt_name(int64_t step) {
+  char b[64];
+  std::snprintf(b, sizeof b, "ckpt-%08ld.safetensors", static_cast<long>(step));
+  return b;
+}
+
+// Checkpoints in the run directory, oldest first.
+std::vector<fs::path> checkpoints(const fs::path& dir) {
+  std::vector<fs::path> v;
+  if (fs::exists(dir / "checkpoints"))
+    for (auto& e : fs::directory_iterator(dir / "checkpoints"))
+      if (e.path().extension() == ".safetensors") v.push_back(e.path());
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+std::string clock_str(double s) {
+  char b[32];
+  int t = static_cast<int>(s);
+  if (t >= 3600)
+    std::snprintf(b, sizeof b, "%d:%02d:%02d", t / 3600, t / 60 % 60, t % 60);
+  else
+    std::snprintf(b, sizeof b, "%d:%02d", t / 60, t % 60);
+  return b;
+}
+
+// Drops metric lines of steps after `step` (written after the checkpoint a resume starts from).
+void truncate_metrics(const fs::path& path, int64_t step) {
+  if (!fs::exists(path)) return;
+  std::ifstream in(path);
+  std::string kept, line;
+  while (std::getline(in, line)) {
+    try {
+      if (nlohmann::json::parse(line).value("step", int64_t{0}) <= step) kept += line + "\n";
+    } catch (const nlohmann::json::exception&) {  // a line cut by a crash
+    }
+  }
+  write_file_atomically(path.string(), kept);
+}
+
+double heldout_perplexity(ElmoLM& lm, const TrainConfig& c, const Vocab& vocab, Device dev) {
+  NoGrad ng;
+  Generator gen(0);
+  LossOptions lo{false, 0.0, 0};
+  double total = 0;
+  int n = 0;
+  for (int d = 0; d < 2; ++d) {
+    LmStream s(std::make_unique<ShardedCorpus>(c.heldout_prefix, 0, c.lowercase, false), vocab, c.batch_size,
+               c.unroll_steps, d == 1);
+    CarriedState st = CarriedState::zeros(c.model, c.batch_size, dev, DType::F32);
+    LmBatch b;
+    for (int i = 0; i < c.heldout_batches; ++i) {
+      s.next(b);
+      total += direction_loss(lm, d, b, st.dir[d], lo, gen, nullptr, nullptr).item();
+      ++n;
+    }
+  }
+  return std::exp(total / n);
+}
+
+}  // namespace
+
+TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet) {
+  const fs::path dir(c.run_dir);
+  fs::create_directories(dir / "checkpoints");
+  Device dev = resolve_device(c.device);
+
+  // Vocabulary: the run directory's own copy wins, so a resumed run keeps its ids.
+  Vocab vocab = fs::exists(dir / "vocab.txt") ? Vocab::load((dir / "vocab.txt").string())
+                : !c.vocab_file.empty()     ? Vocab::load(c.vocab_file)
+                                            : build_vocab({c.train_prefix}, c.vocab_min_count, c.vocab_max_size, c.lowercase);
+  if (!fs::exists(dir / "vocab.txt")) vocab.save((dir / "vocab.txt").string());
+  SA_CHECK(c.n_negative_samples_batch <= vocab.size(),
+           "n_negative_samples_batch ({}) exceeds the vocabulary size ({})", c.n_negative_samples_batch, vocab.size());
+
+  TrainConfig cfg = c;
+  if (cfg.n_train_tokens == 0) cfg.n_train_tokens = count_tokens(c.train_prefix, c.lowercase);
+  const int64_t tokens_per_step = static_cast<int64_t>(c.batch_size) * c.unroll_steps;
+  const int64_t total = c.n_steps > 0 ? c.n_steps : std::max<int64_t>(1, c.n_epochs * cfg.n_train_tokens / tokens_per_step);
+  write_file_atomically((dir / "config.cfg").string(), cfg.to_toml());
+  write_file_atomically((dir / "options.json").string(), cfg.bilm_options(vocab.size()).dump(2) + "\n");
+
+  ElmoLM lm = ElmoLM::init(c.model, vocab.size(), c.seed, dev);
+  Adagrad opt(c.learning_rate, 1.0);
+  CarriedState state = CarriedState::zeros(c.model, c.batch_size, dev, DType::F32);
+  Generator gen(c.seed * 7919 + 17);
+  int64_t step = 0;
+
+  std::vector<fs::path> ckpts = checkpoints(dir);
+  if (!ckpts.empty()) {
+    SafetensorsFile f = load_safetensors(ckpts.back().string());
+    auto take = [&](const std::string& name, Tensor& t) {
+      auto it = f.tensors.find(name);
+      SA_CHECK(it != f.tensors.end(), "{}: tensor '{}' missing", ckpts.back().string(), name);
+      SA_CHECK(it->second.shape() == t.shape(), "{}: tensor '{}' is {} but the config needs {} (did the config change?)",
+               ckpts.back().string(), name, to_string(it->second.shape()), to_string(t.shape()));
+      t.copy_from(it->second.to(t.dtype()).to(t.device()));
+    };
+    for (auto& nt : lm.named()) {
+      take(nt.name, *nt.tensor);
+      take("adagrad/" + nt.name, opt.accumulator(*nt.tensor));
+    }
+    for (int d = 0; d < 2; ++d)
+      for (size_t l = 0; l < state.dir[d].size(); ++l) {
+        std::string p = "state/" + std::to_string(d) + "/" + std::to_string(l);
+        take(p + "/c", state.dir[d][l].c);
+        take(p + "/m", state.dir[d][l].m);
+      }
+    step = f.metadata.at("step").get<int64_t>();
+    gen.offset = f.metadata.at("dropout_offset").get<uint64_t>();
+    truncate_metrics(dir / "metrics.jsonl", step);
+    if (!quiet) std::printf("resuming %s from %s (step %ld)\n", c.run_dir.c_str(), ckpts.back().filename().c_str(), (long)step);
+  }
+
+  int64_t n_params = 0;
+  for (const Tensor& p : lm.params()) n_params += p.numel();
+  if (!quiet)
+    std::printf("train: vocab %d, %.2fM parameters (%.1f MiB + as much for Adagrad), %ld tokens/epoch, %ld steps of %dx%d, device %s\n",
+                vocab.size(), n_params / 1e6, n_params * 4.0 / 1048576, (long)cfg.n_train_tokens, (long)total,
+                c.batch_size, c.unroll_steps, dev.str().c_str());
+
+  LmStream fwd(std::make_unique<ShardedCorpus>(c.train_prefix, c.seed * 2 + 1, c.lowercase), vocab, c.batch_size,
+               c.unroll_steps, false);
+  LmStream bwd(std::make_unique<ShardedCorpus>(c.train_prefix, c.seed * 2 + 2, c.lowercase), vocab, c.batch_size,
+               c.unroll_steps, true);
+  LmBatch bf, bb;
+  for (int64_t i = 0; i < step; ++i) {  // replay the data stream up to the checkpoint
+    fwd.next(bf);
+    bwd.next(bb);
+  }
+
+  LogUniformSampler sampler(vocab.size());
+  LossOptions lo{true, c.dropout, c.n_negative_samples_batch};
+  std::ofstream metrics(dir / "metrics.jsonl", std::ios::app);
+  TrainResult res;
+  auto t0 = std::chrono::steady_clock::now();
+  const int64_t first = step;
+  double smooth = 0;
+  auto save = [&]() {
+    std::vector<std::pair<std::string, Tensor>> ts;
+    for (auto& nt : lm.named()) {
+      ts.emplace_back(nt.name, *nt.tensor);
+      ts.emplace_back("adagrad/" + nt.name, opt.accumulator(*nt.tensor));
+    }
+    for (int d = 0; d < 2; ++d)
+      for (size_t l = 0; l < state.dir[d].size(); ++l) {
+        std::string p = "state/" + std::to_string(d) + "/" + std::to_string(l);
+        ts.emplace_back(p + "/c", state.dir[d][l].c);
+        ts.emplace_back(p + "/m", state.dir[d][l].m);
+      }
+    save_safetensors((dir / "checkpoints" / ckpt_name(step)).string(), ts,
+                     {{"step", step}, {"dropout_offset", gen.offset}, {"seed", c.seed}});
+    lm.bilm.save_bilm((dir / "weights.hdf5.tmp").string());  // bilm-tf bundle for bin/embed and AllenNLP
+    fs::rename(dir / "weights.hdf5.tmp", dir / "weights.hdf5");
+    std::vector<fs::path> all = checkpoints(dir);
+    for (size_t i = 0; i + static_cast<size_t>(c.keep_checkpoints) < all.size(); ++i) fs::remove(all[i]);
+  };
+
+  while (step < total && (max_new_steps <= 0 || step - first < max_new_steps)) {
+    fwd.next(bf);
+    bwd.next(bb);
+    ++step;
+    std::mt19937_64 sample_rng(c.seed * 1000003 + static_cast<uint64_t>(step));
+    Tensor lf = direction_loss(lm, 0, bf, state.dir[0], lo, gen, &sampler, &sample_rng);
+    Tensor lb = direction_loss(lm, 1, bb, state.dir[1], lo, gen, &sampler, &sample_rng);
+    Tensor loss = ops::scale(ops::add(lf, lb), 0.5);
+    double lv = loss.item();
+    SA_CHECK(std::isfinite(lv), "step {}: the loss is {} (lower learning_rate or all_clip_norm_val?)", step, lv);
+    // bilm-tf differentiates total_loss * unroll_steps.
+    backward(loss, Tensor::full(loss.shape(), c.unroll_steps, loss.dtype(), dev));
+    std::vector<Tensor> params = lm.params();
+    coalesce_sparse_grads(params);
+    clip_global_norm(params, c.all_clip_norm_val);
+    opt.step(params);
+    state.detach();
+    smooth = step == first + 1 ? lv : 0.95 * smooth + 0.05 * lv;
+    res.last_loss = lv;
+    double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    res.tokens_per_s = static_cast<double>(step - first) * tokens_per_step / el;
+    if (step % c.log_every == 0 || step == total) {
+      metrics << nlohmann::json{{"step", step}, {"loss", lv}, {"perplexity", std::exp(lv)},
+                                {"tokens_per_s", res.tokens_per_s}, {"elapsed_s", el}}.dump()
+              << "\n" << std::flush;
+      if (!quiet) {
+        std::printf("step %ld/%ld | %.0f tokens/s | ETA %s | loss %.3f | perplexity %.1f\n", (long)step, (long)total,
+                    res.tokens_per_s, clock_str(el / (step - first) * (total - step)).c_str(), smooth, std::exp(smooth));
+        std::fflush(stdout);
+      }
+    }
+    bool heldout_now = !c.heldout_prefix.empty() && c.heldout_every > 0 && step % c.heldout_every == 0;
+    if (heldout_now) {
+      res.heldout_perplexity = heldout_perplexity(lm, c, vocab, dev);
+      metrics << nlohmann::json{{"step", step}, {"heldout_perplexity", res.heldout_perplexity}}.dump() << "\n" << std::flush;
+      if (!quiet) std::printf("step %ld: held-out perplexity %.1f\n", (long)step, res.heldout_perplexity);
+    }
+    if (step % c.checkpoint_every == 0 || step == total) save();
+  }
+  if (step == total && !c.heldout_prefix.empty() && (c.heldout_every == 0 || total % c.heldout_every != 0)) {
+    res.heldout_perplexity = heldout_perplexity(lm, c, vocab, dev);
+    metrics << nlohmann::json{{"step", step}, {"heldout_perplexity", res.heldout_perplexity}}.dump() << "\n" << std::flush;
+    if (!quiet) std::printf("held-out perplexity %.1f\n", res.heldout_perplexity);
+  }
+  res.steps_done = step;
+  return res;
+}
+
+}  // namespace sa

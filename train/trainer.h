@@ -1,0 +1,22 @@
+// bin/train's loop for ELMo: the run directory (resolved config.cfg, options.json, vocab.txt,
+// metrics.jsonl, checkpoints/), resume by rerunning the same command, progress lines and
+// held-out perplexity with the full softmax.
+#pragma once
+#include <string>
+
+#include "train/config.h"
+
+namespace sa {
+
+struct TrainResult {
+  int64_t steps_done = 0;
+  double last_loss = 0;
+  double heldout_perplexity = 0;  // 0 when no held-out data
+  double tokens_per_s = 0;
+};
+
+// Trains (or resumes) the run that `config` describes. `max_new_steps` > 0 stops early after that
+// many steps of this invocation (benchmarks); checkpoints and metrics are still written.
+TrainResult train_elmo(const TrainConfig& config, int64_t max_new_steps = 0, bool quiet = false);
+
+}  // namespace sa
