@@ -11,11 +11,13 @@ Tensor lstm_forward(const LstmWeights& w, const Tensor& x, LstmState& state, dou
   SA_CHECK(state.c.shape() == (Shape{B, D}) && state.m.shape() == (Shape{B, P}),
            "lstm: state c {} and m {} must be [{}, {}] and [{}, {}]", describe(state.c), describe(state.m), B, D, B, P);
   Tensor w_x = ops::slice(w.W, 0, 0, in), w_h = ops::slice(w.W, 0, in, in + P);
-  Tensor xw = ops::reshape(ops::linear(x, w_x, w.B), {B, T, 4 * D});
+  // Time-major once, then per-step views: slicing [B, T, 4D] per step would zero-fill and
+  // accumulate a whole [B, T, 4D] gradient at every step.
+  std::vector<Tensor> xw = ops::unbind(ops::permute(ops::reshape(ops::linear(x, w_x, w.B), {B, T, 4 * D}), {1, 0, 2}));
   std::vector<Tensor> outs;
   outs.reserve(static_cast<size_t>(T));
   for (int64_t t = 0; t < T; ++t) {
-    Tensor gates = ops::add(ops::reshape(ops::slice(xw, 1, t, t + 1), {B, 4 * D}), ops::matmul(state.m, w_h));
+    Tensor gates = ops::add(xw[t], ops::matmul(state.m, w_h));
     auto [c, h] = ops::lstm_cell(gates, state.c, 1.0, cell_clip);
     Tensor m = ops::matmul(h, w.W_P);
     if (proj_clip > 0) m = ops::clip(m, -proj_clip, proj_clip);

@@ -212,6 +212,14 @@ std::vector<OpCase> build() {
       [](Rng& r) { return std::vector<CaseInput>{in(uniform(r, {dim(r), 7}))}; },
       [](const In& x) { return ops::split(x[0], {2, 4, 1}, -1); });
 
+  add("unbind", "unbind_some_used",
+      [](Rng& r) { return std::vector<CaseInput>{in(uniform(r, {dim(r, 2, 6), dim(r), dim(r)}))}; },
+      [](const In& x) {
+        std::vector<Tensor> parts = ops::unbind(x[0]);
+        parts.erase(parts.begin());  // an unused slice gets a zero gradient
+        return parts;
+      });
+
   // reductions
   add("sum", "sum_all", [](Rng& r) { return std::vector<CaseInput>{in(uniform(r, {dim(r), dim(r)}))}; },
       [](const In& x) { return Out{ops::sum(x[0])}; });
@@ -265,7 +273,7 @@ const std::vector<std::string>& all_ops() {
       "matmul", "bmm", "linear", "add", "sub", "mul", "div", "scale", "add_scalar", "relu", "sigmoid", "tanh",
       "gelu", "exp", "log", "neg", "sqrt", "square", "clip", "masked_fill", "dropout", "softmax", "log_softmax",
       "logsumexp", "cross_entropy", "soft_cross_entropy", "gather_rows", "scatter_add_rows", "conv1d_max",
-      "reshape", "permute", "transpose", "slice", "concat", "split", "sum", "mean", "max", "layer_norm",
+      "reshape", "permute", "transpose", "slice", "concat", "split", "unbind", "sum", "mean", "max", "layer_norm",
       "lstm_cell", "highway"};
   return ops;
 }

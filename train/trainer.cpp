@@ -154,6 +154,8 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet) 
   TrainResult res;
   auto t0 = std::chrono::steady_clock::now();
   const int64_t first = step;
+  const int64_t warm = 5;
+  auto t_warm = t0;
   double smooth = 0;
   auto save = [&]() {
     std::vector<std::pair<std::string, Tensor>> ts;
@@ -196,6 +198,10 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet) 
     res.last_loss = lv;
     double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     res.tokens_per_s = static_cast<double>(step - first) * tokens_per_step / el;
+    if (step - first == warm) t_warm = std::chrono::steady_clock::now();
+    if (step - first > warm)
+      res.steady_tokens_per_s = static_cast<double>(step - first - warm) * tokens_per_step /
+                                std::chrono::duration<double>(std::chrono::steady_clock::now() - t_warm).count();
     if (step % c.log_every == 0 || step == total) {
       metrics << nlohmann::json{{"step", step}, {"loss", lv}, {"perplexity", std::exp(lv)},
                                 {"tokens_per_s", res.tokens_per_s}, {"elapsed_s", el}}.dump()

@@ -12,7 +12,8 @@ struct TrainResult {
   int64_t steps_done = 0;
   double last_loss = 0;
   double heldout_perplexity = 0;  // 0 when no held-out data
-  double tokens_per_s = 0;
+  double tokens_per_s = 0;         // over every step of this invocation
+  double steady_tokens_per_s = 0;  // after the first 5 steps (allocation warm-up excluded)
 };
 
 // Trains (or resumes) the run that `config` describes. `max_new_steps` > 0 stops early after that

@@ -81,6 +81,8 @@ Tensor transpose(const Tensor& x, int axis0, int axis1);
 Tensor slice(const Tensor& x, int axis, int64_t begin, int64_t end);
 Tensor concat(const std::vector<Tensor>& xs, int axis);
 std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int axis);
+// The slices along axis 0 as views (no copy); one backward node assembles their gradients.
+std::vector<Tensor> unbind(const Tensor& x);
 
 // reductions
 Tensor sum(const Tensor& x);  // all elements -> [1]

@@ -157,4 +157,24 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, in
   return out;
 }
 
+std::vector<Tensor> unbind(const Tensor& x) {
+  check_defined("unbind", {x});
+  SA_CHECK(x.rank() >= 1, "unbind: needs at least one axis, got {}", describe(x));
+  Shape row(x.shape().begin() + 1, x.shape().end());
+  std::vector<Tensor> out;
+  for (int64_t i = 0; i < x.dim(0); ++i) out.push_back(x.rows(i, i + 1).view(row));
+  record("unbind", {x}, out, [=](const std::vector<Tensor>& gs) {
+    Tensor gx = like(x);
+    for (int64_t i = 0; i < x.dim(0); ++i) {
+      Tensor slot = gx.rows(i, i + 1).view(row);
+      if (gs[i].defined())
+        slot.copy_from(gs[i]);
+      else
+        be(x).fill(slot, 0.0);
+    }
+    accumulate_grad(x, gx, true);
+  });
+  return out;
+}
+
 }  // namespace sa::ops

@@ -1,13 +1,20 @@
-// bin/bench: performance of the engine. `bench ops` times GEMMs against the raw BLAS/cuBLAS call
-// of the same shape (the engine's overhead), elementwise bandwidth, and fused cells against the
-// chain of ops they replace, on the CPU and, when present, every GPU kind asked for.
+// bin/bench: performance. `bench ops` times GEMMs against the raw BLAS/cuBLAS call of the same
+// shape (the engine's overhead), elementwise bandwidth, and fused cells against the chain of ops
+// they replace, on the CPU and every visible GPU. `bench train` times ELMo training steps on a
+// config and, when Debian's python3-torch is installed, the PyTorch peer in the same run.
+#include <sys/resource.h>
+
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <filesystem>
 #include <cstdio>
 #include <functional>
+#include <thread>
+#include <unistd.h>
 
 #include "engine/bench_support.h"
 #include "engine/engine.h"
+#include "train/trainer.h"
 
 using namespace sa;
 
@@ -96,6 +103,50 @@ void bench_ops(Device d, bool quick) {
               s.peak_in_use / 1048576.0, s.reserved / 1048576.0, s.raw_allocs);
 }
 
+double peak_rss_mib(int who) {
+  rusage u{};
+  getrusage(who, &u);
+  return u.ru_maxrss / 1024.0;
+}
+
+int bench_train(const std::string& config, const std::string& corpus, int steps, const std::string& device,
+                const std::string& peer) {
+  std::string dir = (std::filesystem::temp_directory_path() / ("sensealign-bench-" + std::to_string(::getpid()))).string();
+  std::vector<std::string> sets = {"run_dir=" + dir, "n_steps=" + std::to_string(steps + 5), "heldout_prefix=",
+                                   "checkpoint_every=1000000", "device=" + device};
+  if (!corpus.empty()) sets.push_back("train_prefix=" + corpus);
+  TrainConfig c = TrainConfig::load(config, sets);
+  std::printf("bench train: %s on %s, %d timed steps after 5 warm-up steps of %dx%d tokens\n", config.c_str(),
+              c.train_prefix.c_str(), steps, c.batch_size, c.unroll_steps);
+  TrainResult r = train_elmo(c, 0, true);
+  std::filesystem::remove_all(dir);
+  AllocatorStats hs = host_allocator().stats();
+  std::printf("sensealign: %.0f tokens/s | peak RSS %.0f MiB | peak tensor memory %.0f MiB (host)\n",
+              r.steady_tokens_per_s, peak_rss_mib(RUSAGE_SELF), hs.peak_in_use / 1048576.0);
+  if (peer.empty()) return 0;
+  // The PyTorch peer, same corpus, same machine, same run.
+  std::string probe = "/usr/bin/python3 -c 'import torch' >/dev/null 2>&1";
+  if (!std::filesystem::exists(peer) || std::system(probe.c_str()) != 0) {
+    std::printf("peer: skipped (needs %s and Debian's python3-torch)\n", peer.c_str());
+    return 0;
+  }
+  std::string cmd = "/usr/bin/python3 " + peer + " " + c.train_prefix + " --steps " + std::to_string(steps) +
+                    " --threads " + std::to_string(std::thread::hardware_concurrency()) + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  SA_CHECK(p, "cannot run the peer: {}", cmd);
+  char line[512];
+  double peer_tps = 0;
+  while (fgets(line, sizeof line, p))
+    if (std::sscanf(line, "tokens_per_s %lf", &peer_tps) == 1) break;
+  while (fgets(line, sizeof line, p)) {
+  }
+  int rc = pclose(p);
+  SA_CHECK(rc == 0 && peer_tps > 0, "the peer failed ({}): {}", rc, cmd);
+  std::printf("pytorch peer: %.0f tokens/s | peak RSS %.0f MiB\n", peer_tps, peak_rss_mib(RUSAGE_CHILDREN));
+  std::printf("ratio sensealign / pytorch: %.2fx\n", r.steady_tokens_per_s / peer_tps);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -106,8 +157,17 @@ int main(int argc, char** argv) {
   bool quick = false;
   ops_cmd->add_option("--device", device, "cpu, cuda, cuda:N or all (cpu and every visible GPU)");
   ops_cmd->add_flag("--quick", quick, "small sizes and few iterations (a smoke run)");
+  CLI::App* train_cmd = app.add_subcommand("train", "ELMo training tokens/s and peak memory (and the PyTorch peer)");
+  std::string config = "configs/bench-small.cfg", corpus, peer = "../shared/bench/elmo_torch.py", tdevice = "auto";
+  int steps = 40;
+  train_cmd->add_option("--config", config, "training config");
+  train_cmd->add_option("--corpus", corpus, "training corpus (default: the config's train_prefix)");
+  train_cmd->add_option("--steps", steps, "timed steps (after 5 warm-up steps)");
+  train_cmd->add_option("--device", tdevice, "auto, cpu, cuda or cuda:N");
+  train_cmd->add_option("--peer", peer, "the PyTorch peer script; empty to skip");
   CLI11_PARSE(app, argc, argv);
   try {
+    if (train_cmd->parsed()) return bench_train(config, corpus, steps, tdevice, peer);
     std::vector<Device> devs;
     if (device == "all") {
       devs.push_back(Device::cpu());
