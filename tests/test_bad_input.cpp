@@ -1,0 +1,94 @@
+// Bad input gets a clear error naming the file, the line and the problem.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "data/corpus.h"
+#include "data/hdf5_file.h"
+#include "data/vocab.h"
+#include "layers/elmo.h"
+#include "train/checkpoint.h"
+#include "train/config.h"
+
+namespace sa {
+namespace {
+
+std::string tmp(const std::string& name) { return ::testing::TempDir() + "/" + name; }
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+void contains(const std::string& msg, std::initializer_list<const char*> parts) {
+  for (const char* p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' missing in: " << msg;
+}
+
+TEST(BadInput, InvalidUtf8NamesFileLineAndByte) {
+  std::ofstream(tmp("bad.txt")) << "fine line\nbad \xff\xfe bytes\n";
+  contains(error_of([] { read_sentences(tmp("bad.txt"), false); }), {"bad.txt:2", "invalid UTF-8", "byte 5"});
+  std::ofstream(tmp("trunc.txt")) << "cut \xe2\x82\n";  // a truncated 3-byte sequence
+  contains(error_of([] { read_sentences(tmp("trunc.txt"), false); }), {"trunc.txt:1", "invalid UTF-8"});
+}
+
+TEST(BadInput, EmptyCorpus) {
+  std::ofstream(tmp("empty.txt")) << "\n   \n";
+  contains(error_of([] { ShardedCorpus c(tmp("empty.txt"), 1, false); }), {"empty.txt", "no sentences"});
+  contains(error_of([] { ShardedCorpus c(tmp("nothing-*.txt"), 1, false); }), {"nothing-*.txt", "no such file"});
+}
+
+TEST(BadInput, VocabularyWithoutSpecials) {
+  std::ofstream(tmp("v.txt")) << "<S>\n</S>\nthe\n";
+  contains(error_of([] { Vocab::load(tmp("v.txt")); }), {"v.txt", "<UNK>"});
+  std::ofstream(tmp("v2.txt")) << "the\ncat\n";
+  contains(error_of([] { Vocab::load(tmp("v2.txt")); }), {"v2.txt", "<S>, </S>"});
+}
+
+TEST(BadInput, ConfigUnknownAndIllTypedKeys) {
+  std::ofstream(tmp("a.cfg")) << "train_prefix = \"x\"\nrun_dir = \"r\"\nbatch_sise = 3\n";
+  contains(error_of([] { TrainConfig::load(tmp("a.cfg")); }), {"a.cfg:3", "unknown key 'batch_sise'", "batch_size"});
+  std::ofstream(tmp("b.cfg")) << "train_prefix = \"x\"\nrun_dir = \"r\"\n[lstm]\ndim = \"big\"\n";
+  contains(error_of([] { TrainConfig::load(tmp("b.cfg")); }), {"b.cfg:4", "lstm.dim", "integer"});
+  std::ofstream(tmp("c.cfg")) << "train_prefix = \"x\"\nrun_dir = \"r\"\nbatch_size = [\n";
+  contains(error_of([] { TrainConfig::load(tmp("c.cfg")); }), {"c.cfg:"});
+  std::ofstream(tmp("d.cfg")) << "train_prefix = \"x\"\nrun_dir = \"r\"\n";
+  contains(error_of([] { TrainConfig::load(tmp("d.cfg"), {"dropout=lots"}); }), {"--set dropout=lots", "number"});
+  TrainConfig ok = TrainConfig::load(tmp("d.cfg"), {"lstm.dim=32", "train_prefix=other.txt"});
+  EXPECT_EQ(ok.model.lstm_dim, 32);
+  EXPECT_EQ(ok.train_prefix, "other.txt");
+}
+
+TEST(BadInput, TruncatedCheckpoint) {
+  Tensor t = Tensor::of({1, 2, 3, 4, 5, 6}, {2, 3});
+  save_safetensors(tmp("ck.safetensors"), {{"w", t}}, {{"step", 3}});
+  SafetensorsFile f = load_safetensors(tmp("ck.safetensors"));
+  EXPECT_EQ(f.tensors.at("w").values(), t.values());
+  EXPECT_EQ(f.metadata.at("step"), 3);
+  std::filesystem::resize_file(tmp("ck.safetensors"), std::filesystem::file_size(tmp("ck.safetensors")) - 5);
+  contains(error_of([] { load_safetensors(tmp("ck.safetensors")); }), {"ck.safetensors", "truncated"});
+  std::ofstream(tmp("junk.safetensors")) << "hello";
+  contains(error_of([] { load_safetensors(tmp("junk.safetensors")); }), {"junk.safetensors", "truncated or not"});
+}
+
+TEST(BadInput, TruncatedWeightsFile) {
+  const std::string src = "../shared/data/fixtures/bilm-tf/lm_weights.hdf5";
+  if (!std::filesystem::exists(src)) GTEST_SKIP() << "no ../shared/data fixture here";
+  std::filesystem::copy_file(src, tmp("w.hdf5"), std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::resize_file(tmp("w.hdf5"), std::filesystem::file_size(tmp("w.hdf5")) / 2);
+  ElmoOptions o;
+  o.char_dim = 4;
+  o.filters = {{1, 4}, {2, 8}, {3, 16}, {4, 32}, {5, 64}};
+  o.lstm_dim = 64;
+  o.projection_dim = 16;
+  contains(error_of([&] { ElmoModel::load_bilm(o, tmp("w.hdf5")); }), {"w.hdf5"});
+  std::ofstream(tmp("notes.hdf5")) << "not hdf5";
+  contains(error_of([&] { ElmoModel::load_bilm(o, tmp("notes.hdf5")); }), {"notes.hdf5", "cannot open as HDF5"});
+}
+
+}  // namespace
+}  // namespace sa

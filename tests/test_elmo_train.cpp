@@ -1,0 +1,108 @@
+// ELMo training pieces: a finite-difference check of the whole loss (both directions, char-CNN,
+// highway, projection, LSTMs with skip connection, dropout, sampled softmax) in f64 on a tiny
+// configuration, and bilm-tf's row batching.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "data/char_ids.h"
+#include "train/elmo_lm.h"
+
+namespace sa {
+namespace {
+
+ElmoOptions tiny() {
+  ElmoOptions o;
+  o.char_dim = 3;
+  o.filters = {{1, 2}, {2, 3}};
+  o.n_highway = 1;
+  o.lstm_dim = 3;
+  o.projection_dim = 4;  // differs from the 5 filters: the token projection exists
+  o.n_layers = 2;
+  o.cell_clip = 3;
+  o.proj_clip = 3;
+  o.use_skip_connections = true;
+  return o;
+}
+
+LmBatch batch(const std::vector<std::string>& tokens, const Vocab& v, int rows, int steps) {
+  LmBatch b;
+  b.rows = rows;
+  b.steps = steps;
+  b.char_ids.resize(static_cast<size_t>(rows * steps * chars::kPerToken));
+  b.targets.resize(static_cast<size_t>(rows * steps));
+  for (int i = 0; i < rows * steps; ++i) {
+    chars::token_ids(tokens[i % tokens.size()], &b.char_ids[static_cast<size_t>(i) * chars::kPerToken]);
+    b.targets[i] = v.id(tokens[(i + 1) % tokens.size()]);
+  }
+  return b;
+}
+
+TEST(ElmoTrain, WholeLossGradientMatchesFiniteDifferences) {
+  Vocab v = Vocab::from_words({"<S>", "</S>", "<UNK>", "the", "cat", "sat", "on", "a", "mat", "."});
+  ElmoLM lm = ElmoLM::init(tiny(), v.size(), 3, Device::cpu(), DType::F64);
+  std::vector<std::string> words = {"<S>", "the", "cat", "sat", "on", "a", "mat", ".", "</S>", "dog"};
+  LmBatch bf = batch(words, v, 2, 3), bb = batch({words.rbegin(), words.rend()}, v, 2, 3);
+  LogUniformSampler sampler(v.size());
+  LossOptions lo{true, 0.2, 4};
+  auto loss = [&]() {
+    CarriedState st = CarriedState::zeros(tiny(), 2, Device::cpu(), DType::F64);
+    for (auto& d : st.dir)  // a non-zero carried state, as between batches
+      for (LstmState& s : d) {
+        s.c = ops::add_scalar(s.c, 0.3);
+        s.m = ops::add_scalar(s.m, -0.2);
+      }
+    Generator gen(11);
+    std::mt19937_64 rng(5);
+    Tensor lf = direction_loss(lm, 0, bf, st.dir[0], lo, gen, &sampler, &rng);
+    Tensor lb = direction_loss(lm, 1, bb, st.dir[1], lo, gen, &sampler, &rng);
+    return ops::scale(ops::add(lf, lb), 0.5);
+  };
+  backward(loss());
+  int checked = 0;
+  for (NamedTensor& nt : lm.named()) {
+    Tensor p = *nt.tensor;
+    std::vector<double> analytic = p.is_sparse_grad()
+                                       ? p.sparse_grad().to_dense(p.dim(0), p.dim(1)).values()
+                                       : (p.grad().defined() ? p.grad().values() : std::vector<double>(p.numel(), 0.0));
+    double* data = p.data<double>();
+    const int64_t step = std::max<int64_t>(1, p.numel() / 7);
+    for (int64_t e = 0; e < p.numel(); e += step) {
+      NoGrad ng;
+      const double keep = data[e], eps = 1e-6;
+      data[e] = keep + eps;
+      double up = loss().item();
+      data[e] = keep - eps;
+      double down = loss().item();
+      data[e] = keep;
+      double numeric = (up - down) / (2 * eps);
+      EXPECT_NEAR(analytic[e], numeric, 1e-6 + 1e-5 * std::abs(numeric)) << nt.name << " element " << e;
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 100);
+}
+
+TEST(ElmoTrain, RowsFlowAcrossSentencesAsBilmTf) {
+  // Two sentences "a b" and "c": the stream is <S> a b </S> <S> c </S>; </S> is a target, never
+  // an input, and the row continues with the next sentence without a reset.
+  std::string dir = ::testing::TempDir() + "/rows";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/c.txt") << "a b\nc\n";
+  Vocab v = Vocab::from_words({"<S>", "</S>", "<UNK>", "a", "b", "c"});
+  LmStream s(std::make_unique<ShardedCorpus>(dir + "/c.txt", 1, false, false), v, 1, 4, false);
+  LmBatch b;
+  s.next(b);
+  EXPECT_EQ(b.targets, (std::vector<int32_t>{3, 4, 1, 5}));  // a b </S> c
+  std::vector<int32_t> second_input(b.char_ids.begin() + 3 * chars::kPerToken, b.char_ids.begin() + 4 * chars::kPerToken);
+  std::vector<int32_t> bos(chars::kPerToken);
+  chars::token_ids("<S>", bos.data());
+  EXPECT_EQ(second_input, bos);  // the 4th input is the next sentence's <S>
+  LmStream r(std::make_unique<ShardedCorpus>(dir + "/c.txt", 1, false, false), v, 1, 3, true);
+  r.next(b);
+  EXPECT_EQ(b.targets, (std::vector<int32_t>{4, 3, 0}));  // reversed: </S> b a <S> -> targets b a <S>
+}
+
+}  // namespace
+}  // namespace sa

@@ -1,0 +1,93 @@
+// Resume: a training run killed with SIGKILL and rerun with the same command continues from its
+// last checkpoint, and on the CPU its loss curve equals an uninterrupted run with the same seed.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::map<int64_t, double> losses(const std::string& path) {
+  std::map<int64_t, double> m;
+  std::ifstream f(path);
+  for (std::string line; std::getline(f, line);) {
+    auto j = nlohmann::json::parse(line);
+    if (j.contains("loss")) m[j["step"].get<int64_t>()] = j["loss"].get<double>();
+  }
+  return m;
+}
+
+int64_t last_step(const std::string& path) {
+  std::ifstream f(path);
+  int64_t s = 0;
+  for (std::string line; std::getline(f, line);) try {
+      s = std::max(s, nlohmann::json::parse(line).value("step", int64_t{0}));
+    } catch (...) {
+    }
+  return s;
+}
+
+TEST(TrainResume, SigkillThenRerunEqualsUninterruptedRun) {
+  const std::string corpus = "../shared/data/corpus/brown.txt";
+  if (!fs::exists(corpus)) GTEST_SKIP() << "no ../shared/data here";
+  const std::string dir = ::testing::TempDir() + "/resume";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  {  // a small real corpus: the first 400 sentences of Brown
+    std::ifstream in(corpus);
+    std::ofstream out(dir + "/corpus.txt");
+    std::string line;
+    for (int i = 0; i < 400 && std::getline(in, line); ++i) out << line << "\n";
+  }
+  std::ofstream(dir + "/tiny.cfg") << "train_prefix = \"" << dir << "/corpus.txt\"\n"
+                                   << "batch_size = 8\nunroll_steps = 10\nn_negative_samples_batch = 64\n"
+                                   << "n_steps = 60\nlog_every = 1\ncheckpoint_every = 10\nseed = 7\ndevice = \"cpu\"\n"
+                                   << "[char_cnn]\nembedding.dim = 8\nfilters = [[1, 16], [2, 16], [3, 32]]\nn_highway = 1\n"
+                                   << "[lstm]\ndim = 64\nprojection_dim = 32\nn_layers = 2\n";
+  auto cmd = [&](const std::string& run) {
+    return std::vector<std::string>{"./bin/train", dir + "/tiny.cfg", "--set", "run_dir=" + dir + "/" + run};
+  };
+  auto run_to_end = [&](const std::string& run) {
+    std::string c;
+    for (const std::string& a : cmd(run)) c += a + " ";
+    return std::system((c + "> /dev/null 2>&1").c_str());
+  };
+  ASSERT_EQ(run_to_end("straight"), 0);
+
+  // Start the second run, kill it with SIGKILL once it has passed a checkpoint, rerun it.
+  pid_t pid = fork();
+  if (pid == 0) {
+    std::vector<std::string> a = cmd("killed");
+    std::vector<char*> argv;
+    for (std::string& s : a) argv.push_back(s.data());
+    argv.push_back(nullptr);
+    freopen("/dev/null", "w", stdout);
+    freopen("/dev/null", "w", stderr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  const std::string metrics = dir + "/killed/metrics.jsonl";
+  for (int i = 0; i < 20000 && last_step(metrics) < 25; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "the run finished before it could be killed";
+  int64_t reached = last_step(metrics);
+  ASSERT_LT(reached, 60);
+  ASSERT_EQ(run_to_end("killed"), 0);
+
+  auto a = losses(dir + "/straight/metrics.jsonl"), b = losses(metrics);
+  ASSERT_EQ(a.size(), 60u);
+  ASSERT_EQ(b.size(), 60u) << "every step logged once after the resume (killed at step " << reached << ")";
+  for (auto& [step, loss] : a) EXPECT_EQ(loss, b[step]) << "step " << step;
+}
+
+}  // namespace
