@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "data/char_ids.h"
+#include "data/hdf5_file.h"
 #include "train/elmo_lm.h"
 
 namespace sa {
@@ -82,6 +83,19 @@ TEST(ElmoTrain, WholeLossGradientMatchesFiniteDifferences) {
     }
   }
   EXPECT_GT(checked, 100);
+}
+
+TEST(ElmoTrain, BilmWeightsRoundTrip) {
+  ElmoModel m = ElmoModel::init(tiny(), 9);
+  std::string path = ::testing::TempDir() + "/w.hdf5";
+  m.save_bilm(path);
+  H5File f = H5File::open(path);
+  EXPECT_EQ(f.read("CNN/W_cnn_1").shape(), (Shape{1, 2, 3, 3}));  // TF conv2d layout [1, width, C, n]
+  EXPECT_EQ(f.read("RNN_1/RNN/MultiRNNCell/Cell1/LSTMCell/W_0").shape(), (Shape{8, 12}));
+  ElmoModel back = ElmoModel::load_bilm(tiny(), path);
+  std::vector<NamedTensor> a = m.named(), b = back.named();
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].tensor->values(), b[i].tensor->values()) << a[i].name;
 }
 
 TEST(ElmoTrain, RowsFlowAcrossSentencesAsBilmTf) {

@@ -70,6 +70,30 @@ void CpuBackend::layer_norm_backward(const Tensor& x, const Tensor& gamma, const
   });
 }
 
+// One row of the cell (H units). Separate functions with restrict pointers: loops inside an
+// OpenMP region lose that information and stay scalar.
+template <typename T>
+static void lstm_row(const T* __restrict g, const T* __restrict cp, T* __restrict c, T* __restrict h, int64_t H, T fb,
+                     T clip) {
+  for (int64_t k = 0; k < H; ++k) {
+    auto a = math::lstm_gates<T>(g[k], g[H + k], g[2 * H + k], g[3 * H + k], cp[k], fb);
+    T cc = math::clip_cell<T>(a.c_raw, clip);
+    c[k] = cc;
+    h[k] = a.o * math::tanh(cc);
+  }
+}
+
+template <typename T>
+static void lstm_row_backward(const T* __restrict g, const T* __restrict cp, const T* __restrict c,
+                              const T* __restrict gc, const T* __restrict gh, T* __restrict gg, T* __restrict gcp,
+                              int64_t H, T fb, T clip) {
+  for (int64_t k = 0; k < H; ++k) {
+    auto d = math::lstm_cell_grads<T>(g[k], g[H + k], g[2 * H + k], g[3 * H + k], cp[k], c[k], fb, clip, gc[k], gh[k]);
+    gg[k] = d.di, gg[H + k] = d.dj, gg[2 * H + k] = d.df, gg[3 * H + k] = d.do_;
+    gcp[k] = d.dc_prev;
+  }
+}
+
 void CpuBackend::lstm_cell(const Tensor& gates, const Tensor& c_prev, double forget_bias, double cell_clip, Tensor& c,
                            Tensor& h) {
   dispatch_float(gates.dtype(), "lstm_cell", [&](auto tag) {
@@ -79,13 +103,7 @@ void CpuBackend::lstm_cell(const Tensor& gates, const Tensor& c_prev, double for
     T *cs = c.data<T>(), *hs = h.data<T>();
 #pragma omp parallel for if (N * H > kParallelMin)
     for (int64_t n = 0; n < N; ++n)
-      for (int64_t k = 0; k < H; ++k) {
-        const T* g = gs + n * 4 * H + k;
-        auto a = math::lstm_gates<T>(g[0], g[H], g[2 * H], g[3 * H], cp[n * H + k], T(forget_bias));
-        T cc = math::clip_cell<T>(a.c_raw, T(cell_clip));
-        cs[n * H + k] = cc;
-        hs[n * H + k] = a.o * math::tanh(cc);
-      }
+      lstm_row<T>(gs + n * 4 * H, cp + n * H, cs + n * H, hs + n * H, H, T(forget_bias), T(cell_clip));
   });
 }
 
@@ -95,31 +113,26 @@ void CpuBackend::lstm_cell_backward(const Tensor& gates, const Tensor& c_prev, c
   dispatch_float(gates.dtype(), "lstm_cell_backward", [&](auto tag) {
     using T = decltype(tag);
     const int64_t H = c_prev.dim(-1), N = c_prev.numel() / H;
+    // Missing gradients read as zeros and an unwanted d c_prev goes to scratch: no branches per unit.
+    Tensor zeros = (gc && gh) ? Tensor() : Tensor::zeros(c_prev.shape(), c_prev.dtype());
+    Tensor scratch = gc_prev ? Tensor() : Tensor::empty(c_prev.shape(), c_prev.dtype());
     const T *gs = gates.data<T>(), *cp = c_prev.data<T>(), *cs = c.data<T>();
-    const T* gcs = gc ? gc->data<T>() : nullptr;
-    const T* ghs = gh ? gh->data<T>() : nullptr;
+    const T* gcs = (gc ? *gc : zeros).template data<T>();
+    const T* ghs = (gh ? *gh : zeros).template data<T>();
     T* gg = ggates.data<T>();
-    T* gcp = gc_prev ? gc_prev->data<T>() : nullptr;
-    const T clip = T(cell_clip);
+    T* gcp = (gc_prev ? *gc_prev : scratch).template data<T>();
 #pragma omp parallel for if (N * H > kParallelMin)
     for (int64_t n = 0; n < N; ++n)
-      for (int64_t k = 0; k < H; ++k) {
-        const int64_t e = n * H + k;
-        const T* g = gs + n * 4 * H + k;
-        auto d = math::lstm_cell_grads<T>(g[0], g[H], g[2 * H], g[3 * H], cp[e], cs[e], T(forget_bias), clip,
-                                          gcs ? gcs[e] : T(0), ghs ? ghs[e] : T(0));
-        T* out = gg + n * 4 * H + k;
-        out[0] = d.di, out[H] = d.dj, out[2 * H] = d.df, out[3 * H] = d.do_;
-        if (gcp) gcp[e] = d.dc_prev;
-      }
+      lstm_row_backward<T>(gs + n * 4 * H, cp + n * H, cs + n * H, gcs + n * H, ghs + n * H, gg + n * 4 * H,
+                           gcp + n * H, H, T(forget_bias), T(cell_clip));
   });
 }
 
 void CpuBackend::highway(const Tensor& carry, const Tensor& transform, const Tensor& x, Tensor& y) {
   dispatch_float(x.dtype(), "highway", [&](auto tag) {
     using T = decltype(tag);
-    const T *a = carry.data<T>(), *b = transform.data<T>(), *xs = x.data<T>();
-    T* ys = y.data<T>();
+    const T *__restrict a = carry.data<T>(), *__restrict b = transform.data<T>(), *__restrict xs = x.data<T>();
+    T* __restrict ys = y.data<T>();
     const int64_t n = x.numel();
 #pragma omp parallel for if (n > kParallelMin)
     for (int64_t i = 0; i < n; ++i) ys[i] = math::highway(a[i], b[i], xs[i]);
@@ -130,8 +143,9 @@ void CpuBackend::highway_backward(const Tensor& carry, const Tensor& transform, 
                                   Tensor& gcarry, Tensor& gtransform, Tensor& gx) {
   dispatch_float(x.dtype(), "highway_backward", [&](auto tag) {
     using T = decltype(tag);
-    const T *a = carry.data<T>(), *b = transform.data<T>(), *xs = x.data<T>(), *g = gy.data<T>();
-    T *ga = gcarry.data<T>(), *gb = gtransform.data<T>(), *gxs = gx.data<T>();
+    const T *__restrict a = carry.data<T>(), *__restrict b = transform.data<T>(), *__restrict xs = x.data<T>(),
+            *__restrict g = gy.data<T>();
+    T *__restrict ga = gcarry.data<T>(), *__restrict gb = gtransform.data<T>(), *__restrict gxs = gx.data<T>();
     const int64_t n = x.numel();
 #pragma omp parallel for if (n > kParallelMin)
     for (int64_t i = 0; i < n; ++i) {
