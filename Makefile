@@ -69,7 +69,7 @@ $(CORPUS) &:
 
 quickstart: deps
 	$(MAKE) -j$$(nproc) all corpus
-	./bin/char_lm
+	./bin/train configs/quickstart.cfg
 
 # The CUDA flag set is part of every object: rebuild when it changes.
 $(BUILD)/.cuda-$(CUDA):

@@ -85,6 +85,45 @@ TEST(ElmoTrain, WholeLossGradientMatchesFiniteDifferences) {
   EXPECT_GT(checked, 100);
 }
 
+// One training step's loss and every gradient on CUDA against the CPU, f32.
+// Tolerance: |cuda - cpu| <= 1e-5 + 1e-3 * max|cpu gradient of that tensor| (f32, sums reordered).
+TEST(ElmoTrain, CudaStepMatchesCpu) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU present: CUDA-vs-CPU training step skipped";
+  Vocab v = Vocab::from_words({"<S>", "</S>", "<UNK>", "the", "cat", "sat", "on", "a", "mat", "."});
+  std::vector<std::string> words = {"<S>", "the", "cat", "sat", "on", "a", "mat", ".", "</S>", "dog"};
+  LmBatch bf = batch(words, v, 3, 4), bb = batch({words.rbegin(), words.rend()}, v, 3, 4);
+  LogUniformSampler sampler(v.size());
+  LossOptions lo{true, 0.2, 5};
+  auto run = [&](Device d, std::vector<std::vector<double>>& grads) {
+    ElmoLM lm = ElmoLM::init(tiny(), v.size(), 3, d, DType::F32);
+    CarriedState st = CarriedState::zeros(tiny(), 3, d, DType::F32);
+    Generator gen(11);
+    std::mt19937_64 rng(5);
+    Tensor loss = ops::scale(ops::add(direction_loss(lm, 0, bf, st.dir[0], lo, gen, &sampler, &rng),
+                                      direction_loss(lm, 1, bb, st.dir[1], lo, gen, &sampler, &rng)),
+                             0.5);
+    double value = loss.item();
+    backward(loss);
+    for (NamedTensor& nt : lm.named()) {
+      Tensor p = *nt.tensor;
+      grads.push_back(p.is_sparse_grad() ? p.sparse_grad().to_dense(p.dim(0), p.dim(1)).values()
+                                          : p.grad().defined() ? p.grad().values() : std::vector<double>(p.numel(), 0.0));
+    }
+    return value;
+  };
+  std::vector<std::vector<double>> gc, gg;
+  double lc = run(Device::cpu(), gc), lg = run(Device::cuda(0), gg);
+  EXPECT_NEAR(lc, lg, 1e-5 * std::abs(lc));
+  ElmoLM names = ElmoLM::init(tiny(), v.size(), 3, Device::cpu());
+  std::vector<NamedTensor> nts = names.named();
+  for (size_t i = 0; i < gc.size(); ++i) {
+    double scale = 0;
+    for (double x : gc[i]) scale = std::max(scale, std::abs(x));
+    for (size_t e = 0; e < gc[i].size(); ++e)
+      EXPECT_NEAR(gc[i][e], gg[i][e], 1e-5 + 1e-3 * scale) << nts[i].name << " element " << e;
+  }
+}
+
 TEST(ElmoTrain, BilmWeightsRoundTrip) {
   ElmoModel m = ElmoModel::init(tiny(), 9);
   std::string path = ::testing::TempDir() + "/w.hdf5";
