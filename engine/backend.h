@@ -123,6 +123,11 @@ class Backend {
   virtual void highway_backward(const Tensor& carry, const Tensor& transform, const Tensor& x, const Tensor& gy,
                                 Tensor& gcarry, Tensor& gtransform, Tensor& gx) = 0;
 
+  // Adagrad (TF): acc += g^2; w -= lr * g / sqrt(acc). Dense, or on rows `ids` (unique, i32) of
+  // w and acc with g [n_ids, width].
+  virtual void adagrad(Tensor& w, Tensor& acc, const Tensor& g, double lr) = 0;
+  virtual void adagrad_rows(Tensor& w, Tensor& acc, const Tensor& ids, const Tensor& g, double lr) = 0;
+
   // number of NaN/Inf elements
   virtual int64_t count_nonfinite(const Tensor& x) = 0;
 };
@@ -171,6 +176,8 @@ class Backend {
   void highway(const Tensor& carry, const Tensor& transform, const Tensor& x, Tensor& y) override; \
   void highway_backward(const Tensor& carry, const Tensor& transform, const Tensor& x, const Tensor& gy, \
                         Tensor& gcarry, Tensor& gtransform, Tensor& gx) override; \
+  void adagrad(Tensor& w, Tensor& acc, const Tensor& g, double lr) override; \
+  void adagrad_rows(Tensor& w, Tensor& acc, const Tensor& ids, const Tensor& g, double lr) override; \
   int64_t count_nonfinite(const Tensor& x) override;
 
 Backend& backend(Device d);

@@ -43,6 +43,25 @@ TEST(Adagrad, SparseUpdatesEqualDenseAndLeaveOtherRowsAlone) {
     }
 }
 
+// The fused Adagrad kernels on CUDA against the CPU (f32, tolerance 1e-6 relative).
+TEST(Adagrad, CudaKernelsMatchCpu) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU present: CUDA Adagrad comparison skipped";
+  std::vector<double> w(7 * 5), g(7 * 5), rows(3 * 5);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = std::sin(1.0 + i), g[i] = std::cos(2.0 * i);
+  for (size_t i = 0; i < rows.size(); ++i) rows[i] = std::sin(0.5 * i);
+  Tensor ids = Tensor::from(std::vector<int32_t>{6, 0, 3}, {3});
+  std::vector<std::vector<double>> out;
+  for (Device d : {Device::cpu(), Device::cuda(0)}) {
+    Tensor tw = Tensor::of(w, {7, 5}, DType::F32, d), acc = Tensor::full({7, 5}, 1.0, DType::F32, d);
+    backend(d).adagrad(tw, acc, Tensor::of(g, {7, 5}, DType::F32, d), 0.2);
+    backend(d).adagrad_rows(tw, acc, ids.to(d), Tensor::of(rows, {3, 5}, DType::F32, d), 0.2);
+    out.push_back(tw.values());
+    out.push_back(acc.values());
+  }
+  for (size_t k = 0; k < 2; ++k)
+    for (size_t i = 0; i < out[k].size(); ++i) EXPECT_NEAR(out[k][i], out[k + 2][i], 1e-6 * std::abs(out[k][i]) + 1e-7);
+}
+
 TEST(ClipGlobalNorm, CountsSparseRowsAndScalesEverything) {
   Tensor w = Tensor::of({0.0, 0.0}, {2}, DType::F64).set_requires_grad();
   Tensor t = Tensor::of({0, 0, 0, 0}, {2, 2}, DType::F64).set_requires_grad().set_sparse_grad();

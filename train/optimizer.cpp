@@ -41,20 +41,11 @@ void Adagrad::step(const std::vector<Tensor>& params) {
   for (const Tensor& p : params) {
     Tensor& acc = accumulator(p);
     Backend& be = backend(p.device());
-    if (Tensor g = p.grad(); g.defined()) {
-      be.axpy(1.0, ops::square(g), acc);
-      Tensor w = p;
-      be.axpy(-lr_, ops::div(g, ops::sqrt(acc)), w);
-    }
+    Tensor w = p;
+    if (Tensor g = p.grad(); g.defined()) be.adagrad(w, acc, g, lr_);
     if (SparseGrad& sg = p.sparse_grad(); !sg.empty()) {
-      // Unique rows, so the gather-update-scatter below touches each row once.
-      sg.coalesce_in_place();
-      const Tensor &ids = sg.indices[0], &rows = sg.rows[0];
-      Tensor g2 = ops::square(rows);
-      Tensor acc_rows = ops::add(ops::gather_rows(acc, ids), g2);
-      be.scatter_add_rows(g2, ids, acc);
-      Tensor w = p;
-      be.scatter_add_rows(ops::scale(ops::div(rows, ops::sqrt(acc_rows)), -lr_), ids, w);
+      sg.coalesce_in_place();  // unique rows: each row is updated once
+      be.adagrad_rows(w, acc, sg.indices[0], sg.rows[0], lr_);
     }
     p.zero_grad();
   }

@@ -186,4 +186,11 @@ SA_HD HighwayGrads<T> highway_grads(T carry, T transform, T x, T dy) {
   return {dy * (t - x) * s * (T(1) - s), transform > T(0) ? dy * s : T(0), dy * (T(1) - s)};
 }
 
+// One Adagrad element: updates acc and returns the new weight.
+template <typename T>
+SA_HD T adagrad(T w, T& acc, T g, T lr) {
+  acc += g * g;
+  return w - lr * g / sqrt(acc);
+}
+
 }  // namespace sa::math

@@ -1,4 +1,5 @@
 // CPU: fills, copies, casts and elementwise math.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -168,11 +169,15 @@ void CpuBackend::sum_to(const Tensor& g, Tensor& out, const BroadcastPlan& p, bo
     bool trailing = m == cols && p.stride_b[p.rank - 1] == 1;
     for (int k = 0; trailing && k < p.rank - 1; ++k) trailing = p.stride_b[k] == 0;
     if (trailing) {
+      // Rows in order, each thread owning a block of columns: contiguous reads, fixed sum order.
+      const int64_t rows = n / cols, block = 256;
 #pragma omp parallel for if (n > kParallelMin)
-      for (int64_t c = 0; c < cols; ++c) {
-        T s = 0;
-        for (int64_t r = 0; r < n / cols; ++r) s += gs[r * cols + c];
-        os[c] += s;
+      for (int64_t c0 = 0; c0 < cols; c0 += block) {
+        const int64_t c1 = std::min(cols, c0 + block);
+        for (int64_t r = 0; r < rows; ++r) {
+          const T* gr = gs + r * cols;
+          for (int64_t c = c0; c < c1; ++c) os[c] += gr[c];
+        }
       }
       return;
     }
@@ -199,6 +204,11 @@ void CpuBackend::masked_fill(const Tensor& x, const Tensor& mask, double value, 
     const uint8_t* ms = mask.data<uint8_t>();
     T* ys = y.data<T>();
     int64_t n = y.numel();
+    if (mask.numel() == n) {
+#pragma omp parallel for if (n > kParallelMin)
+      for (int64_t i = 0; i < n; ++i) ys[i] = ms[i] ? T(value) : xs[i];
+      return;
+    }
 #pragma omp parallel for if (n > kParallelMin)
     for (int64_t i = 0; i < n; ++i) ys[i] = ms[bcast_offset(p, p.stride_b, i)] ? T(value) : xs[i];
   });

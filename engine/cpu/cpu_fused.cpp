@@ -1,4 +1,5 @@
 // CPU: layer norm and the fused hot-path cells (LSTM pointwise math, highway combine).
+#include <algorithm>
 #include <cmath>
 
 #include "engine/core/scalar_math.h"
@@ -152,6 +153,34 @@ void CpuBackend::highway_backward(const Tensor& carry, const Tensor& transform, 
       auto d = math::highway_grads(a[i], b[i], xs[i], g[i]);
       ga[i] = d.dcarry, gb[i] = d.dtransform, gxs[i] = d.dx;
     }
+  });
+}
+
+template <typename T>
+static void adagrad_span(T* __restrict w, T* __restrict acc, const T* __restrict g, int64_t n, T lr) {
+  for (int64_t i = 0; i < n; ++i) w[i] = math::adagrad(w[i], acc[i], g[i], lr);
+}
+
+void CpuBackend::adagrad(Tensor& w, Tensor& acc, const Tensor& g, double lr) {
+  dispatch_float(w.dtype(), "adagrad", [&](auto tag) {
+    using T = decltype(tag);
+    const int64_t n = w.numel(), chunk = 1 << 14;
+#pragma omp parallel for if (n > kParallelMin)
+    for (int64_t i = 0; i < n; i += chunk)
+      adagrad_span<T>(w.data<T>() + i, acc.data<T>() + i, g.data<T>() + i, std::min(chunk, n - i), T(lr));
+  });
+}
+
+void CpuBackend::adagrad_rows(Tensor& w, Tensor& acc, const Tensor& ids, const Tensor& g, double lr) {
+  const int64_t v = w.dim(0), d = w.numel() / std::max<int64_t>(v, 1), n = ids.numel();
+  const int32_t* ix = ids.data<int32_t>();
+  for (int64_t i = 0; i < n; ++i)
+    SA_CHECK(ix[i] >= 0 && ix[i] < v, "adagrad_rows: row {} is outside the table's {} rows", ix[i], v);
+  dispatch_float(w.dtype(), "adagrad_rows", [&](auto tag) {
+    using T = decltype(tag);
+#pragma omp parallel for if (n * d > kParallelMin)
+    for (int64_t i = 0; i < n; ++i)
+      adagrad_span<T>(w.data<T>() + ix[i] * d, acc.data<T>() + ix[i] * d, g.data<T>() + i * d, d, T(lr));
   });
 }
 

@@ -174,4 +174,41 @@ void CudaBackend::highway_backward(const Tensor& carry, const Tensor& transform,
   CUDA_LAUNCHED("highway_backward");
 }
 
+template <typename T>
+__global__ void adagrad_kernel(T* w, T* acc, const T* g, int64_t n, T lr) {
+  CUDA_LOOP(i, n) w[i] = math::adagrad(w[i], acc[i], g[i], lr);
+}
+
+void CudaBackend::adagrad(Tensor& w, Tensor& acc, const Tensor& g, double lr) {
+  const int64_t n = w.numel();
+  if (n == 0) return;
+  dispatch(w.dtype(), "adagrad", [&](auto tag) {
+    using T = decltype(tag);
+    adagrad_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(w.data<T>(), acc.data<T>(), g.data<T>(), n, T(lr));
+  });
+  CUDA_LAUNCHED("adagrad");
+}
+
+// Rows are unique, so no two threads touch one element.
+template <typename T>
+__global__ void adagrad_rows_kernel(T* w, T* acc, const int32_t* ids, const T* g, int64_t n, int64_t d, int64_t v,
+                                    T lr) {
+  CUDA_LOOP(e, n * d) {
+    int64_t i = e / d, c = e % d;
+    int32_t r = ids[i];
+    if (r >= 0 && r < v) w[r * d + c] = math::adagrad(w[r * d + c], acc[r * d + c], g[e], lr);
+  }
+}
+
+void CudaBackend::adagrad_rows(Tensor& w, Tensor& acc, const Tensor& ids, const Tensor& g, double lr) {
+  const int64_t v = w.dim(0), d = w.numel() / std::max<int64_t>(v, 1), n = ids.numel();
+  if (n * d == 0) return;
+  dispatch(w.dtype(), "adagrad_rows", [&](auto tag) {
+    using T = decltype(tag);
+    adagrad_rows_kernel<<<blocks_for(n * d), kThreads, 0, stream_>>>(w.data<T>(), acc.data<T>(), ids.data<int32_t>(),
+                                                                     g.data<T>(), n, d, v, T(lr));
+  });
+  CUDA_LAUNCHED("adagrad_rows");
+}
+
 }  // namespace sa

@@ -112,8 +112,9 @@ double peak_rss_mib(int who) {
 int bench_train(const std::string& config, const std::string& corpus, int steps, const std::string& device,
                 const std::string& peer) {
   std::string dir = (std::filesystem::temp_directory_path() / ("sensealign-bench-" + std::to_string(::getpid()))).string();
+  // Every word in the vocabulary, as the PyTorch peer builds it: the same V on both sides.
   std::vector<std::string> sets = {"run_dir=" + dir, "n_steps=" + std::to_string(steps + 5), "heldout_prefix=",
-                                   "checkpoint_every=1000000", "device=" + device};
+                                   "checkpoint_every=1000000", "device=" + device, "vocab_min_count=1"};
   if (!corpus.empty()) sets.push_back("train_prefix=" + corpus);
   TrainConfig c = TrainConfig::load(config, sets);
   std::printf("bench train: %s on %s, %d timed steps after 5 warm-up steps of %dx%d tokens\n", config.c_str(),
