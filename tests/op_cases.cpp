@@ -59,6 +59,9 @@ std::vector<OpCase> build() {
         },
         [=](const In& x) { return Out{ops::bmm(x[0], x[1], ta, tb)}; });
   }
+  add("matmul", "matmul_reuse_x_xT",  // both operands accumulate into one gradient
+      [](Rng& r) { return std::vector<CaseInput>{in(uniform(r, {dim(r), dim(r)}))}; },
+      [](const In& x) { return Out{ops::matmul(ops::matmul(x[0], x[0], false, true), x[0])}; });
   add("linear", "linear_3d",
       [](Rng& r) {
         int64_t a = dim(r), b = dim(r), i = dim(r), o = dim(r);

@@ -8,7 +8,8 @@ using namespace detail;
 namespace {
 
 // C = op(A) op(B) for 2-D or 3-D (batched) operands; shapes are checked and named under `op`.
-Tensor gemm(const char* op, const Tensor& a, const Tensor& b, bool ta, bool tb) {
+// With `acc`, adds the product into that existing tensor instead (beta = 1) and returns it.
+Tensor gemm(const char* op, const Tensor& a, const Tensor& b, bool ta, bool tb, const Tensor& acc = Tensor()) {
   check_defined(op, {a, b});
   SA_CHECK(a.device() == b.device(), "{}: tensors on different devices: {} and {}", op, describe(a), describe(b));
   SA_CHECK(a.dtype() == b.dtype() && is_float(a.dtype()), "{}: dtype mismatch or non-float: {} and {}", op,
@@ -34,12 +35,15 @@ Tensor gemm(const char* op, const Tensor& a, const Tensor& b, bool ta, bool tb) 
   Shape cs = r == 3 ? Shape{batch, g.m, g.n} : Shape{g.m, g.n};
   // bf16 operands accumulate and return in f32 (mixed precision).
   DType ct = a.dtype() == DType::BF16 ? DType::F32 : a.dtype();
-  Tensor c = Tensor::empty(cs, ct, a.device());
+  Tensor c = acc.defined() ? acc : Tensor::empty(cs, ct, a.device());
+  SA_CHECK(c.shape() == cs && c.dtype() == ct, "{}: cannot accumulate {} into {}", op, to_string(cs), describe(c));
+  g.beta = acc.defined() ? 1.0 : 0.0;
   if (c.numel() > 0) {
-    if (g.k == 0)
-      be(a).fill(c, 0.0);
-    else
+    if (g.k == 0) {
+      if (!acc.defined()) be(a).fill(c, 0.0);
+    } else {
       be(a).gemm(g, a, b, c);
+    }
   }
   return c;
 }
@@ -49,20 +53,32 @@ Tensor as_operand(const Tensor& g, const Tensor& other) {
   return other.dtype() == DType::BF16 ? g.to(DType::BF16) : g;
 }
 
+// A gradient that already exists and has the GEMM's output dtype: the GEMM adds into it.
+Tensor existing_grad(const Tensor& t) {
+  Tensor g = t.grad();
+  return g.defined() && g.dtype() != DType::BF16 ? g : Tensor();
+}
+
 Tensor matmul_impl(const char* op, const Tensor& a, const Tensor& b, bool ta, bool tb) {
   Tensor c = gemm(op, a, b, ta, tb);
   record(op, {a, b}, {c}, [=](const std::vector<Tensor>& gs) {
     const Tensor& g = gs[0];
     if (a.requires_grad()) {
-      Tensor gb = as_operand(g, b);
+      Tensor gb = as_operand(g, b), into = existing_grad(a);
       // dA = G op(B)^T, laid out as A (transposed back when A was used transposed)
-      Tensor ga = ta ? gemm(op, b, gb, tb, true) : gemm(op, gb, b, false, !tb);
-      accumulate_grad(a, ga.dtype() == a.dtype() ? ga : ga.to(a.dtype()), true);
+      Tensor ga = ta ? gemm(op, b, gb, tb, true, into) : gemm(op, gb, b, false, !tb, into);
+      if (into.defined())
+        check_finite(op, "gradient", into);
+      else
+        accumulate_grad(a, ga.dtype() == a.dtype() ? ga : ga.to(a.dtype()), true);
     }
     if (b.requires_grad()) {
-      Tensor ga = as_operand(g, a);
-      Tensor gbb = tb ? gemm(op, ga, a, true, ta) : gemm(op, a, ga, !ta, false);
-      accumulate_grad(b, gbb.dtype() == b.dtype() ? gbb : gbb.to(b.dtype()), true);
+      Tensor ga = as_operand(g, a), into = existing_grad(b);
+      Tensor gbb = tb ? gemm(op, ga, a, true, ta, into) : gemm(op, a, ga, !ta, false, into);
+      if (into.defined())
+        check_finite(op, "gradient", into);
+      else
+        accumulate_grad(b, gbb.dtype() == b.dtype() ? gbb : gbb.to(b.dtype()), true);
     }
   });
   return c;
