@@ -2,6 +2,8 @@
 
 #include <cmath>
 #include <random>
+#include <string_view>
+#include <unordered_map>
 
 #include "data/char_ids.h"
 #include "data/hdf5_file.h"
@@ -165,6 +167,25 @@ Tensor ElmoModel::encode(const Tensor& ids) const {
   if (proj_w.defined()) x = ops::linear(x, proj_w, proj_b);
   lead.push_back(x.dim(1));
   return ops::reshape(x, lead);
+}
+
+Tensor ElmoModel::encode_tokens(const std::vector<int32_t>& char_ids, const Shape& lead) const {
+  const int64_t n = numel(lead);
+  SA_CHECK(static_cast<int64_t>(char_ids.size()) == n * chars::kPerToken, "encode: {} char ids for {} tokens",
+           char_ids.size(), n);
+  std::unordered_map<std::string_view, int32_t> slot;
+  std::vector<int32_t> uniq, index(static_cast<size_t>(n));
+  const char* base = reinterpret_cast<const char*>(char_ids.data());
+  const size_t row_bytes = chars::kPerToken * sizeof(int32_t);
+  for (int64_t i = 0; i < n; ++i) {
+    std::string_view key(base + i * row_bytes, row_bytes);
+    auto [it, fresh] = slot.emplace(key, static_cast<int32_t>(slot.size()));
+    if (fresh) uniq.insert(uniq.end(), char_ids.begin() + i * chars::kPerToken, char_ids.begin() + (i + 1) * chars::kPerToken);
+    index[i] = it->second;
+  }
+  const int64_t u = static_cast<int64_t>(slot.size());
+  Tensor vecs = encode(Tensor::from(uniq, {u, chars::kPerToken}, device()));  // [u, P]
+  return ops::gather_rows(vecs, Tensor::from(index, lead, device()));
 }
 
 }  // namespace sa

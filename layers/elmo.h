@@ -43,6 +43,9 @@ class ElmoModel {
 
   // Token vectors [..., P] from training char ids i32 [..., 50].
   Tensor encode(const Tensor& char_ids) const;
+  // The same from host char ids ([lead..., 50] flattened), encoding each distinct token once and
+  // gathering: batches repeat many words, and the char-CNN is a large share of the cost.
+  Tensor encode_tokens(const std::vector<int32_t>& char_ids, const Shape& lead) const;
 };
 
 }  // namespace sa

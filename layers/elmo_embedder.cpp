@@ -32,7 +32,7 @@ std::vector<Tensor> ElmoEmbedder::embed(const std::vector<std::vector<std::strin
     }
   const Device dev = m_.device();
   const int64_t P = m_.opt.projection_dim;
-  Tensor tok = m_.encode(Tensor::from(ids, {N, S, chars::kPerToken}, dev));  // [N, S, P]
+  Tensor tok = m_.encode_tokens(ids, {N, S});  // [N, S, P]
   // The backward LM reads each row's tokens in reverse: a per-row permutation (its own inverse).
   std::vector<int32_t> rev(static_cast<size_t>(N * S));
   for (int64_t r = 0; r < N; ++r)

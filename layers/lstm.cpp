@@ -11,9 +11,10 @@ Tensor lstm_forward(const LstmWeights& w, const Tensor& x, LstmState& state, dou
   SA_CHECK(state.c.shape() == (Shape{B, D}) && state.m.shape() == (Shape{B, P}),
            "lstm: state c {} and m {} must be [{}, {}] and [{}, {}]", describe(state.c), describe(state.m), B, D, B, P);
   Tensor w_x = ops::slice(w.W, 0, 0, in), w_h = ops::slice(w.W, 0, in, in + P);
-  // Time-major once, then per-step views: slicing [B, T, 4D] per step would zero-fill and
-  // accumulate a whole [B, T, 4D] gradient at every step.
-  std::vector<Tensor> xw = ops::unbind(ops::permute(ops::reshape(ops::linear(x, w_x, w.B), {B, T, 4 * D}), {1, 0, 2}));
+  // Time-major input (a small copy: `in` is the projection size, not 4D), one GEMM for all steps,
+  // then per-step views: slicing [B, T, 4D] per step would zero-fill and accumulate a whole
+  // [B, T, 4D] gradient at every step.
+  std::vector<Tensor> xw = ops::unbind(ops::reshape(ops::linear(ops::permute(x, {1, 0, 2}), w_x, w.B), {T, B, 4 * D}));
   std::vector<Tensor> outs;
   outs.reserve(static_cast<size_t>(T));
   for (int64_t t = 0; t < T; ++t) {

@@ -56,8 +56,9 @@ TEST(ElmoTrain, WholeLossGradientMatchesFiniteDifferences) {
       }
     Generator gen(11);
     std::mt19937_64 rng(5);
-    Tensor lf = direction_loss(lm, 0, bf, st.dir[0], lo, gen, &sampler, &rng);
-    Tensor lb = direction_loss(lm, 1, bb, st.dir[1], lo, gen, &sampler, &rng);
+    auto [tf, tb] = encode_batches(lm, bf, bb);
+    Tensor lf = direction_loss(lm, 0, tf, bf, st.dir[0], lo, gen, &sampler, &rng);
+    Tensor lb = direction_loss(lm, 1, tb, bb, st.dir[1], lo, gen, &sampler, &rng);
     return ops::scale(ops::add(lf, lb), 0.5);
   };
   backward(loss());
@@ -99,8 +100,9 @@ TEST(ElmoTrain, CudaStepMatchesCpu) {
     CarriedState st = CarriedState::zeros(tiny(), 3, d, DType::F32);
     Generator gen(11);
     std::mt19937_64 rng(5);
-    Tensor loss = ops::scale(ops::add(direction_loss(lm, 0, bf, st.dir[0], lo, gen, &sampler, &rng),
-                                      direction_loss(lm, 1, bb, st.dir[1], lo, gen, &sampler, &rng)),
+    auto [tf, tb] = encode_batches(lm, bf, bb);
+    Tensor loss = ops::scale(ops::add(direction_loss(lm, 0, tf, bf, st.dir[0], lo, gen, &sampler, &rng),
+                                      direction_loss(lm, 1, tb, bb, st.dir[1], lo, gen, &sampler, &rng)),
                              0.5);
     double value = loss.item();
     backward(loss);

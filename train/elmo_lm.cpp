@@ -51,13 +51,20 @@ void CarriedState::detach() {
     for (LstmState& s : d) s = {s.c.detach(), s.m.detach()};
 }
 
-Tensor direction_loss(ElmoLM& lm, int dir, const LmBatch& b, std::vector<LstmState>& state, const LossOptions& o,
-                      Generator& gen, const LogUniformSampler* sampler, std::mt19937_64* rng) {
+std::pair<Tensor, Tensor> encode_batches(const ElmoLM& lm, const LmBatch& f, const LmBatch& b) {
+  SA_CHECK(f.rows == b.rows && f.steps == b.steps, "encode_batches: the two directions' batches differ in shape");
+  std::vector<int32_t> ids(f.char_ids);
+  ids.insert(ids.end(), b.char_ids.begin(), b.char_ids.end());
+  std::vector<Tensor> both = ops::unbind(lm.bilm.encode_tokens(ids, {2, f.rows, f.steps}));
+  return {both[0], both[1]};
+}
+
+Tensor direction_loss(ElmoLM& lm, int dir, const Tensor& tokens, const LmBatch& b, std::vector<LstmState>& state,
+                      const LossOptions& o, Generator& gen, const LogUniformSampler* sampler, std::mt19937_64* rng) {
   const ElmoModel& m = lm.bilm;
-  const Device dev = m.device();
   const int64_t B = b.rows, T = b.steps, P = m.opt.projection_dim;
   const double p = o.training ? o.dropout : 0.0;
-  Tensor x = m.encode(Tensor::from(b.char_ids, {B, T, chars::kPerToken}, dev));  // [B, T, P]
+  Tensor x = tokens;  // [B, T, P]
   for (int l = 0; l < m.opt.n_layers; ++l) {
     Tensor in = ops::dropout(x, p, gen);
     Tensor out = lstm_forward(m.lstm[dir][l], in, state[l], m.opt.cell_clip, m.opt.proj_clip);

@@ -35,8 +35,14 @@ struct LossOptions {
   int n_samples = 0;           // sampled softmax negatives; 0 = full softmax
 };
 
-// Mean token loss of one direction's batch; advances `state`.
-Tensor direction_loss(ElmoLM& lm, int dir, const LmBatch& batch, std::vector<LstmState>& state, const LossOptions& o,
-                      Generator& dropout_gen, const LogUniformSampler* sampler, std::mt19937_64* sample_rng);
+// Token vectors [B, T, P] of the inputs of both directions' batches, each distinct token encoded
+// once (the encoder is shared by the two directions).
+std::pair<Tensor, Tensor> encode_batches(const ElmoLM& lm, const LmBatch& fwd, const LmBatch& bwd);
+
+// Mean token loss of one direction from its token vectors [B, T, P] and the batch's targets;
+// advances `state`.
+Tensor direction_loss(ElmoLM& lm, int dir, const Tensor& tokens, const LmBatch& batch, std::vector<LstmState>& state,
+                      const LossOptions& o, Generator& dropout_gen, const LogUniformSampler* sampler,
+                      std::mt19937_64* sample_rng);
 
 }  // namespace sa

@@ -70,7 +70,8 @@ double heldout_perplexity(ElmoLM& lm, const TrainConfig& c, const Vocab& vocab, 
     LmBatch b;
     for (int i = 0; i < c.heldout_batches; ++i) {
       s.next(b);
-      total += direction_loss(lm, d, b, st.dir[d], lo, gen, nullptr, nullptr).item();
+      Tensor tokens = lm.bilm.encode_tokens(b.char_ids, {b.rows, b.steps});
+      total += direction_loss(lm, d, tokens, b, st.dir[d], lo, gen, nullptr, nullptr).item();
       ++n;
     }
   }
@@ -182,8 +183,9 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet) 
     bwd.next(bb);
     ++step;
     std::mt19937_64 sample_rng(c.seed * 1000003 + static_cast<uint64_t>(step));
-    Tensor lf = direction_loss(lm, 0, bf, state.dir[0], lo, gen, &sampler, &sample_rng);
-    Tensor lb = direction_loss(lm, 1, bb, state.dir[1], lo, gen, &sampler, &sample_rng);
+    auto [tf, tb] = encode_batches(lm, bf, bb);
+    Tensor lf = direction_loss(lm, 0, tf, bf, state.dir[0], lo, gen, &sampler, &sample_rng);
+    Tensor lb = direction_loss(lm, 1, tb, bb, state.dir[1], lo, gen, &sampler, &sample_rng);
     Tensor loss = ops::scale(ops::add(lf, lb), 0.5);
     double lv = loss.item();
     SA_CHECK(std::isfinite(lv), "step {}: the loss is {} (lower learning_rate or all_clip_norm_val?)", step, lv);
