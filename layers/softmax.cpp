@@ -52,9 +52,9 @@ Tensor sampled_softmax_loss(const Tensor& x, const Tensor& W, const Tensor& b, c
   Tensor w_true = ops::gather_rows(W, lab);                                  // [N, P]
   Tensor logit_true = ops::add(ops::sum(ops::mul(x, w_true), 1, true), ops::gather_rows(b, lab));  // [N, 1]
   logit_true = ops::sub(logit_true, Tensor::of(logq_true, {N, 1}, dt, dev));
-  Tensor logit_s = ops::matmul(x, ops::gather_rows(W, smp), false, true);    // [N, S]
-  logit_s = ops::add(logit_s, ops::reshape(ops::gather_rows(b, smp), {1, S}));
-  logit_s = ops::sub(logit_s, Tensor::of(logq_s, {1, S}, dt, dev));
+  // bias - log Q of the samples as one [1, S] row: a single pass over the [N, S] logits
+  Tensor shift = ops::sub(ops::reshape(ops::gather_rows(b, smp), {1, S}), Tensor::of(logq_s, {1, S}, dt, dev));
+  Tensor logit_s = ops::add(ops::matmul(x, ops::gather_rows(W, smp), false, true), shift);  // [N, S]
   logit_s = ops::masked_fill(logit_s, Tensor::from(hits, {N, S}, dev), -std::numeric_limits<double>::infinity());
   Tensor logits = ops::concat({logit_true, logit_s}, 1);
   return ops::cross_entropy(logits, Tensor::zeros({N}, DType::I32, dev));  // the true class is column 0
