@@ -103,8 +103,9 @@ bin/tests: $(TEST_OBJ) $(LIB)
 	@mkdir -p bin
 	$(CXX) -o $@ $(TEST_OBJ) $(LIB) $(LDLIBS) -lgtest
 
+# Some tests run the tools (bin/embed, bin/train): build everything first.
 test:
-	$(MAKE) -j$$(nproc) bin/tests
+	$(MAKE) -j$$(nproc) all
 	./bin/tests
 
 bench:

@@ -1,0 +1,91 @@
+#include "sense/projection.h"
+
+#include <random>
+
+extern "C" void dsyevr_(const char* jobz, const char* range, const char* uplo, const int* n, double* a, const int* lda,
+                        const double* vl, const double* vu, const int* il, const int* iu, const double* abstol, int* m,
+                        double* w, double* z, const int* ldz, int* isuppz, double* work, const int* lwork, int* iwork,
+                        const int* liwork, int* info);
+
+namespace sa {
+
+PcaProjection::PcaProjection(int dim, int k, int queue_size, uint64_t seed) : dim_(dim), k_(k), cap_(queue_size) {
+  SA_CHECK(dim > 0 && k > 0 && k <= dim && queue_size > 0, "projection: need 0 < k ({}) <= dim ({}) and a queue ({})", k,
+           dim, queue_size);
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> n(0.0, 1.0);
+  std::vector<float> v(static_cast<size_t>(dim) * k);
+  for (float& x : v) x = static_cast<float>(n(rng));
+  P_ = Tensor::from(v, {dim, k});
+}
+
+void PcaProjection::push(const Tensor& vectors) {
+  SA_CHECK(vectors.rank() == 2 && vectors.dim(1) == dim_, "projection: vectors {} must be [n, {}]", describe(vectors),
+           dim_);
+  std::vector<double> v = vectors.values();
+  for (int64_t r = 0; r < vectors.dim(0); ++r) {
+    queue_.emplace_back(v.begin() + r * dim_, v.begin() + (r + 1) * dim_);
+    if (static_cast<int>(queue_.size()) > cap_) queue_.pop_front();
+  }
+}
+
+void PcaProjection::refit() {
+  const int n = static_cast<int>(queue_.size()), d = dim_;
+  SA_CHECK(n >= 2, "projection: {} queued vectors; at least 2 are needed for a fit", n);
+  std::vector<double> mean(static_cast<size_t>(d), 0.0), cov(static_cast<size_t>(d) * d, 0.0);
+  for (const auto& x : queue_)
+    for (int i = 0; i < d; ++i) mean[i] += x[i];
+  for (double& m : mean) m /= n;
+  std::vector<double> c(static_cast<size_t>(d));
+  for (const auto& x : queue_) {
+    for (int i = 0; i < d; ++i) c[i] = x[i] - mean[i];
+    for (int i = 0; i < d; ++i)
+      for (int j = i; j < d; ++j) cov[static_cast<size_t>(i) * d + j] += c[i] * c[j];
+  }
+  for (int i = 0; i < d; ++i)
+    for (int j = i; j < d; ++j) cov[static_cast<size_t>(j) * d + i] = cov[static_cast<size_t>(i) * d + j] /= (n - 1);
+  // The k largest eigenpairs: indices d-k+1 .. d in LAPACK's ascending order.
+  const int il = d - k_ + 1, iu = d, lda = d, ldz = d;
+  const double abstol = 0, vl = 0, vu = 0;
+  int m = 0, info = 0, lwork = -1, liwork = -1, iwq = 0;
+  double wq = 0;
+  std::vector<double> w(static_cast<size_t>(d)), z(static_cast<size_t>(d) * k_);
+  std::vector<int> isuppz(static_cast<size_t>(2 * k_));
+  dsyevr_("V", "I", "U", &d, cov.data(), &lda, &vl, &vu, &il, &iu, &abstol, &m, w.data(), z.data(), &ldz,
+          isuppz.data(), &wq, &lwork, &iwq, &liwork, &info);
+  lwork = static_cast<int>(wq);
+  liwork = iwq;
+  std::vector<double> work(static_cast<size_t>(lwork));
+  std::vector<int> iwork(static_cast<size_t>(liwork));
+  dsyevr_("V", "I", "U", &d, cov.data(), &lda, &vl, &vu, &il, &iu, &abstol, &m, w.data(), z.data(), &ldz,
+          isuppz.data(), work.data(), &lwork, iwork.data(), &liwork, &info);
+  SA_CHECK(info == 0 && m == k_, "projection: LAPACK dsyevr failed (info {}, {} of {} eigenpairs)", info, m, k_);
+  // z holds eigenvector j (ascending eigenvalue) in column j (column-major): P[:, c] = z[:, k-1-c].
+  std::vector<float> p(static_cast<size_t>(d) * k_);
+  variance_.assign(static_cast<size_t>(k_), 0.0);
+  for (int col = 0; col < k_; ++col) {
+    const int j = k_ - 1 - col;
+    variance_[col] = w[j];
+    for (int i = 0; i < d; ++i) p[static_cast<size_t>(i) * k_ + col] = static_cast<float>(z[static_cast<size_t>(j) * d + i]);
+  }
+  P_ = Tensor::from(p, {d, k_});
+  fitted_ = true;
+}
+
+Tensor PcaProjection::queue_tensor() const {
+  std::vector<float> v;
+  v.reserve(queue_.size() * static_cast<size_t>(dim_));
+  for (const auto& x : queue_) v.insert(v.end(), x.begin(), x.end());
+  return Tensor::from(v, {static_cast<int64_t>(queue_.size()), dim_});
+}
+
+void PcaProjection::restore(const Tensor& queue, const Tensor& matrix, bool fitted) {
+  SA_CHECK(matrix.shape() == P_.shape(), "projection: restored matrix {} must be {}", describe(matrix),
+           to_string(P_.shape()));
+  queue_.clear();
+  push(queue);
+  P_ = matrix.to(Device::cpu()).to(DType::F32).clone();
+  fitted_ = fitted;
+}
+
+}  // namespace sa

@@ -1,0 +1,38 @@
+// The projection P used for sense selection (Alg. 2): the top d' principal components of a queue of
+// the last Q selection vectors, refitted every M steps; random N(0, 1) before the first fit. It is
+// applied to raw (uncentered) vectors, as released; the fit itself centers the queue (as sklearn).
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "engine/engine.h"
+
+namespace sa {
+
+class PcaProjection {
+ public:
+  PcaProjection(int dim, int k, int queue_size, uint64_t seed);
+  // Appends the rows of `vectors` [n, dim] (any device) and drops the oldest beyond the queue size.
+  void push(const Tensor& vectors);
+  // Refits P to the queue: eigenvectors of the covariance for the k largest eigenvalues (LAPACK
+  // dsyevr), sorted by decreasing variance. Fails when the queue holds fewer than 2 vectors.
+  void refit();
+  const Tensor& matrix() const { return P_; }  // [dim, k], f32, CPU
+  std::vector<double> explained_variance() const { return variance_; }
+  bool fitted() const { return fitted_; }
+  size_t queued() const { return queue_.size(); }
+
+  // For checkpoints: the queue as [n, dim] and the matrix.
+  Tensor queue_tensor() const;
+  void restore(const Tensor& queue, const Tensor& matrix, bool fitted);
+
+ private:
+  int dim_, k_, cap_;
+  std::deque<std::vector<float>> queue_;
+  Tensor P_;
+  std::vector<double> variance_;
+  bool fitted_ = false;
+};
+
+}  // namespace sa

@@ -1,0 +1,23 @@
+// Settings of the sense-aware softmax (method.md Part 1, decisions 2-7; names as the released
+// options where they exist).
+#pragma once
+#include <cstdint>
+
+namespace sa {
+
+struct SenseOptions {
+  int n_context = 6;                          // rows per word; sense 0 is the warm-up sense
+  int cluster_proj_dim = 16;                  // d' of the PCA space used for selection
+  int pca_sample = 20000;                     // Q: queue of recent selection vectors
+  int pca_every = 250;                        // M: steps between refits
+  double sense_learning_rate = 0.01;          // alpha of the center update
+  double remove_less_freqent_contexts = 0.1;  // score below which a sense is removed
+  int context_record_window = 100;            // selections remembered per word for pruning
+  int64_t contextual_warmup = 20000;          // steps with sense 0 only
+  int64_t prune_every = 20000;                // E
+  int64_t prune_first = 60000;                // first pruning step
+  enum class CenterUpdate { Paper, Released } center_update = CenterUpdate::Paper;
+  bool warmup_init_copy = false;              // new senses start from sense 0's rows
+};
+
+}  // namespace sa
