@@ -128,8 +128,8 @@ class Backend {
   virtual void adagrad(Tensor& w, Tensor& acc, const Tensor& g, double lr) = 0;
   virtual void adagrad_rows(Tensor& w, Tensor& acc, const Tensor& ids, const Tensor& g, double lr) = 0;
 
-  // number of NaN/Inf elements
-  virtual int64_t count_nonfinite(const Tensor& x) = 0;
+  // number of NaN/Inf elements (-inf not counted when allow_neg_inf)
+  virtual int64_t count_nonfinite(const Tensor& x, bool allow_neg_inf = false) = 0;
 };
 
 // The compute primitives every backend overrides (one list for the CPU and CUDA classes).
@@ -178,7 +178,7 @@ class Backend {
                         Tensor& gcarry, Tensor& gtransform, Tensor& gx) override; \
   void adagrad(Tensor& w, Tensor& acc, const Tensor& g, double lr) override; \
   void adagrad_rows(Tensor& w, Tensor& acc, const Tensor& ids, const Tensor& g, double lr) override; \
-  int64_t count_nonfinite(const Tensor& x) override;
+  int64_t count_nonfinite(const Tensor& x, bool allow_neg_inf) override;
 
 Backend& backend(Device d);
 Backend& cpu_backend();

@@ -28,36 +28,42 @@ double LogUniformSampler::expected_count(int64_t k, int n, int64_t tries) const 
   return tries == n ? p * n : -std::expm1(static_cast<double>(tries) * std::log1p(-p));
 }
 
-Tensor sampled_softmax_loss(const Tensor& x, const Tensor& W, const Tensor& b, const std::vector<int32_t>& labels,
-                            const LogUniformSampler& sampler, int n_samples, std::mt19937_64& rng) {
-  const int64_t N = x.dim(0), S = n_samples;
-  SA_CHECK(static_cast<int64_t>(labels.size()) == N, "sampled softmax: {} labels for {} rows", labels.size(), N);
+Tensor candidate_softmax_loss(const Tensor& x, const Tensor& W, const Tensor& b, const std::vector<int32_t>& true_rows,
+                              const std::vector<int32_t>& sampled, const std::vector<double>* true_shift,
+                              const std::vector<double>* sampled_shift) {
+  const int64_t N = x.dim(0), S = static_cast<int64_t>(sampled.size());
+  SA_CHECK(static_cast<int64_t>(true_rows.size()) == N, "sampled softmax: {} true rows for {} inputs", true_rows.size(), N);
   const Device dev = x.device();
   const DType dt = x.dtype();
+  std::unordered_map<int32_t, int32_t> slot;
+  for (int64_t s = 0; s < S; ++s) slot[sampled[s]] = static_cast<int32_t>(s);
+  std::vector<uint8_t> hits(static_cast<size_t>(N * S), 0);
+  bool any_hit = false;
+  for (int64_t r = 0; r < N; ++r)
+    if (auto it = slot.find(true_rows[r]); it != slot.end()) hits[r * S + it->second] = 1, any_hit = true;
+
+  Tensor tr = Tensor::from(true_rows, {N}, dev), smp = Tensor::from(sampled, {S}, dev);
+  Tensor logit_true = ops::add(ops::sum(ops::mul(x, ops::gather_rows(W, tr)), 1, true), ops::gather_rows(b, tr));  // [N, 1]
+  if (true_shift) logit_true = ops::add(logit_true, Tensor::of(*true_shift, {N, 1}, dt, dev));
+  // bias (+ shift) of the samples as one [1, S] row: a single pass over the [N, S] logits
+  Tensor row = ops::reshape(ops::gather_rows(b, smp), {1, S});
+  if (sampled_shift) row = ops::add(row, Tensor::of(*sampled_shift, {1, S}, dt, dev));
+  Tensor logit_s = ops::add(ops::matmul(x, ops::gather_rows(W, smp), false, true), row);  // [N, S]
+  if (any_hit)
+    logit_s = ops::masked_fill(logit_s, Tensor::from(hits, {N, S}, dev), -std::numeric_limits<double>::infinity());
+  return ops::cross_entropy(ops::concat({logit_true, logit_s}, 1), Tensor::zeros({N}, DType::I32, dev));
+}
+
+Tensor sampled_softmax_loss(const Tensor& x, const Tensor& W, const Tensor& b, const std::vector<int32_t>& labels,
+                            const LogUniformSampler& sampler, int n_samples, std::mt19937_64& rng) {
+  const int64_t N = x.dim(0);
   int64_t tries = 0;
   std::vector<int32_t> sampled = sampler.sample_unique(n_samples, rng, tries);
-  std::vector<double> logq_true(static_cast<size_t>(N)), logq_s(static_cast<size_t>(S));
-  for (int64_t r = 0; r < N; ++r) logq_true[r] = std::log(sampler.expected_count(labels[r], n_samples, tries));
-  std::unordered_map<int32_t, int32_t> slot;
-  for (int64_t s = 0; s < S; ++s) {
-    logq_s[s] = std::log(sampler.expected_count(sampled[s], n_samples, tries));
-    slot[sampled[s]] = static_cast<int32_t>(s);
-  }
-  // Accidental hits: a sampled id equal to the row's label is excluded from that row.
-  std::vector<uint8_t> hits(static_cast<size_t>(N * S), 0);
-  for (int64_t r = 0; r < N; ++r)
-    if (auto it = slot.find(labels[r]); it != slot.end()) hits[r * S + it->second] = 1;
-
-  Tensor lab = Tensor::from(labels, {N}, dev), smp = Tensor::from(sampled, {S}, dev);
-  Tensor w_true = ops::gather_rows(W, lab);                                  // [N, P]
-  Tensor logit_true = ops::add(ops::sum(ops::mul(x, w_true), 1, true), ops::gather_rows(b, lab));  // [N, 1]
-  logit_true = ops::sub(logit_true, Tensor::of(logq_true, {N, 1}, dt, dev));
-  // bias - log Q of the samples as one [1, S] row: a single pass over the [N, S] logits
-  Tensor shift = ops::sub(ops::reshape(ops::gather_rows(b, smp), {1, S}), Tensor::of(logq_s, {1, S}, dt, dev));
-  Tensor logit_s = ops::add(ops::matmul(x, ops::gather_rows(W, smp), false, true), shift);  // [N, S]
-  logit_s = ops::masked_fill(logit_s, Tensor::from(hits, {N, S}, dev), -std::numeric_limits<double>::infinity());
-  Tensor logits = ops::concat({logit_true, logit_s}, 1);
-  return ops::cross_entropy(logits, Tensor::zeros({N}, DType::I32, dev));  // the true class is column 0
+  // TF's subtract_log_q: logits minus log(expected count) for true and sampled ids.
+  std::vector<double> logq_true(static_cast<size_t>(N)), logq_s(sampled.size());
+  for (int64_t r = 0; r < N; ++r) logq_true[r] = -std::log(sampler.expected_count(labels[r], n_samples, tries));
+  for (size_t s = 0; s < sampled.size(); ++s) logq_s[s] = -std::log(sampler.expected_count(sampled[s], n_samples, tries));
+  return candidate_softmax_loss(x, W, b, labels, sampled, &logq_true, &logq_s);
 }
 
 Tensor full_softmax_loss(const Tensor& x, const Tensor& W, const Tensor& b, const std::vector<int32_t>& labels) {

@@ -26,6 +26,14 @@ class LogUniformSampler {
   double log_range_;
 };
 
+// The core of every sampled softmax here: per-row cross entropy [N] where row n's candidates are
+// its true row true_rows[n] (column 0) and the shared `sampled` rows; logit = x . W[r] + b[r] plus
+// an optional per-candidate shift (e.g. -log Q); a sampled row equal to the row's true row is
+// masked out (accidental hit). Masks are booleans: masked logits are -inf, never -FLT_MAX sums.
+Tensor candidate_softmax_loss(const Tensor& x, const Tensor& W, const Tensor& b, const std::vector<int32_t>& true_rows,
+                              const std::vector<int32_t>& sampled, const std::vector<double>* true_shift = nullptr,
+                              const std::vector<double>* sampled_shift = nullptr);
+
 // Per-row loss [N] of x [N, P] against labels (vocab ids) with the sampled softmax over table
 // W [V, P] and bias b [V, 1]; draws its candidates from `rng`.
 Tensor sampled_softmax_loss(const Tensor& x, const Tensor& W, const Tensor& b, const std::vector<int32_t>& labels,

@@ -53,9 +53,10 @@ void SenseTable::end_warmup(bool copy) {
   Tensor src = Tensor::from(from, {static_cast<int64_t>(from.size())}, dev);
   Tensor dst = Tensor::from(to, {static_cast<int64_t>(to.size())}, dev);
   for (Tensor* t : {&W, &b, &centers}) {
-    // t[dst] = t[src]: add (t[src] - t[dst]) at the (unique) destination rows.
-    Tensor delta = ops::sub(ops::gather_rows(*t, src), ops::gather_rows(*t, dst));
-    backend(dev).scatter_add_rows(delta, dst, *t);
+    // t[dst] = t[src] exactly: clear the (unique) destination rows (x - x = 0), then add.
+    Tensor source = ops::gather_rows(*t, src);
+    backend(dev).scatter_add_rows(ops::neg(ops::gather_rows(*t, dst)), dst, *t);
+    backend(dev).scatter_add_rows(source, dst, *t);
   }
 }
 

@@ -1,5 +1,7 @@
 #include "engine/core/autograd.h"
 
+#include <string_view>
+
 #include "engine/backend.h"
 #include "engine/core/error.h"
 
@@ -35,7 +37,7 @@ bool check_numerics() { return g_check_numerics; }
 
 void check_finite(const char* op, const char* what, const Tensor& t) {
   if (!g_check_numerics || !t.defined() || !is_float(t.dtype())) return;
-  int64_t bad = backend(t.device()).count_nonfinite(t);
+  int64_t bad = backend(t.device()).count_nonfinite(t, std::string_view(what) == "forward output");
   SA_CHECK(bad == 0, "numerics: op '{}' produced {} NaN/Inf value(s) of {} in its {} ({})", op, bad, t.numel(), what,
            describe(t));
 }

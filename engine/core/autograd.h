@@ -52,7 +52,9 @@ void clear_tape();
 size_t tape_size();
 
 // NaN/Inf detection: when on, every op checks its outputs and every gradient it produces, and
-// throws an Error naming the op and the phase. Off by default (it synchronizes the GPU).
+// throws an Error naming the op and the phase. Forward outputs may hold -inf (masked logits are
+// -inf by design); NaN and +inf there, and any non-finite gradient, are reported. Off by default
+// (it synchronizes the GPU).
 void set_check_numerics(bool on);
 bool check_numerics();
 void check_finite(const char* op, const char* what, const Tensor& t);

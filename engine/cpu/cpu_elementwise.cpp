@@ -226,10 +226,11 @@ void CpuBackend::dropout_mask(uint64_t seed, uint64_t offset, double p, Tensor& 
   });
 }
 
-int64_t CpuBackend::count_nonfinite(const Tensor& x) {
+int64_t CpuBackend::count_nonfinite(const Tensor& x, bool allow_neg_inf) {
   int64_t bad = 0;
+  auto is_bad = [allow_neg_inf](auto v) { return !std::isfinite(v) && !(allow_neg_inf && std::isinf(v) && v < 0); };
   if (x.dtype() == DType::BF16) {
-    for (double v : x.values()) bad += !std::isfinite(v);
+    for (double v : x.values()) bad += is_bad(v);
     return bad;
   }
   dispatch_float(x.dtype(), "count_nonfinite", [&](auto tag) {
@@ -237,7 +238,7 @@ int64_t CpuBackend::count_nonfinite(const Tensor& x) {
     const T* xs = x.data<T>();
     int64_t n = x.numel();
 #pragma omp parallel for reduction(+ : bad) if (n > kParallelMin)
-    for (int64_t i = 0; i < n; ++i) bad += !std::isfinite(xs[i]);
+    for (int64_t i = 0; i < n; ++i) bad += is_bad(xs[i]);
   });
   return bad;
 }

@@ -275,29 +275,34 @@ void CudaBackend::dropout_mask(uint64_t seed, uint64_t offset, double p, Tensor&
 }
 
 template <typename T>
-__global__ void nonfinite_kernel(const T* x, int64_t n, unsigned long long* count) {
+__global__ void nonfinite_kernel(const T* x, int64_t n, bool allow_neg_inf, unsigned long long* count) {
   unsigned long long c = 0;
-  CUDA_LOOP(i, n) c += !isfinite(static_cast<double>(x[i]));
+  CUDA_LOOP(i, n) {
+    double v = static_cast<double>(x[i]);
+    c += !isfinite(v) && !(allow_neg_inf && isinf(v) && v < 0);
+  }
   if (c) atomicAdd(count, c);
 }
 
-__global__ void nonfinite_bf16_kernel(const uint16_t* x, int64_t n, unsigned long long* count) {
+__global__ void nonfinite_bf16_kernel(const uint16_t* x, int64_t n, bool allow_neg_inf, unsigned long long* count) {
   unsigned long long c = 0;
-  CUDA_LOOP(i, n) c += (x[i] & 0x7f80u) == 0x7f80u;  // exponent all ones: Inf or NaN
+  // exponent all ones: Inf or NaN; 0xff80 is -inf
+  CUDA_LOOP(i, n) c += (x[i] & 0x7f80u) == 0x7f80u && !(allow_neg_inf && x[i] == 0xff80u);
   if (c) atomicAdd(count, c);
 }
 
-int64_t CudaBackend::count_nonfinite(const Tensor& x) {
+int64_t CudaBackend::count_nonfinite(const Tensor& x, bool allow_neg_inf) {
   int64_t n = x.numel();
   if (n == 0) return 0;
   Tensor counter = Tensor::zeros({2}, DType::I32, device());  // 8 bytes for one 64-bit counter
   auto* c = static_cast<unsigned long long*>(counter.raw());
   if (x.dtype() == DType::BF16) {
-    nonfinite_bf16_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(static_cast<const uint16_t*>(x.raw()), n, c);
+    nonfinite_bf16_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(static_cast<const uint16_t*>(x.raw()), n,
+                                                                   allow_neg_inf, c);
   } else {
     dispatch(x.dtype(), "count_nonfinite", [&](auto tag) {
       using T = decltype(tag);
-      nonfinite_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(x.data<T>(), n, c);
+      nonfinite_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(x.data<T>(), n, allow_neg_inf, c);
     });
   }
   CUDA_LAUNCHED("count_nonfinite");

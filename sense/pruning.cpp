@@ -1,0 +1,51 @@
+#include "sense/pruning.h"
+
+#include <algorithm>
+
+namespace sa {
+
+void SenseUsage::record(const std::vector<int32_t>& rows, int C) {
+  for (int32_t r : rows) {
+    auto& w = log_[r / C];
+    w.push_back(r);
+    if (static_cast<int>(w.size()) > window_) w.pop_front();
+  }
+}
+
+const std::deque<int32_t>* SenseUsage::window_of(int word) const {
+  auto it = log_.find(word);
+  return it == log_.end() ? nullptr : &it->second;
+}
+
+int SenseUsage::prune(SenseTable& t, double threshold) const {
+  const int C = t.n_context();
+  int disabled = 0;
+  for (const auto& [w, win] : log_) {
+    if (static_cast<int>(win.size()) < window_) continue;  // rare words are never pruned
+    std::vector<int> count(static_cast<size_t>(C), 0);
+    for (int32_t r : win) ++count[static_cast<size_t>(r - w * C)];
+    std::vector<float> next(static_cast<size_t>(C));
+    for (int s = 0; s < C; ++s) {
+      const float score = t.enabled[static_cast<size_t>(t.row(w, s))];
+      const double ratio = count[s] / (window_ + 1e-5);
+      float v = ratio <= 0.01 ? score * 0.5f : 1.f;
+      next[s] = v < threshold ? 0.f : v;
+    }
+    // Guard: keep the most used sense that was enabled when a word would lose them all (a window
+    // filled during warm-up can otherwise disable every real sense).
+    if (std::none_of(next.begin(), next.end(), [](float v) { return v > 1e-6f; })) {
+      int keep = -1;
+      for (int s = 0; s < C; ++s)
+        if (t.is_enabled(t.row(w, s)) && (keep < 0 || count[s] > count[keep])) keep = s;
+      if (keep >= 0) next[keep] = t.enabled[static_cast<size_t>(t.row(w, keep))];
+    }
+    for (int s = 0; s < C; ++s) {
+      float& cur = t.enabled[static_cast<size_t>(t.row(w, s))];
+      if (cur > 1e-6f && next[s] <= 1e-6f) ++disabled;
+      cur = next[s];
+    }
+  }
+  return disabled;
+}
+
+}  // namespace sa

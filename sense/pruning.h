@@ -1,0 +1,28 @@
+// Dynamic pruning (decision 7, the released rule): each word keeps a window of its last W
+// selections; at a check, every sense of a word with a full window whose share is <= 1% has its
+// score halved, and a score below the threshold disables the sense; a share above 1% resets the
+// score to 1. A word never loses all its senses.
+#pragma once
+#include <deque>
+#include <unordered_map>
+#include <vector>
+
+#include "sense/sense_table.h"
+
+namespace sa {
+
+class SenseUsage {
+ public:
+  explicit SenseUsage(int window = 100) : window_(window) {}
+  // Records the selected rows of one step (word = row / C).
+  void record(const std::vector<int32_t>& rows, int n_context);
+  // Applies the rule to `table`; returns the number of senses disabled by this check.
+  int prune(SenseTable& table, double threshold) const;
+  const std::deque<int32_t>* window_of(int word) const;
+
+ private:
+  int window_;
+  std::unordered_map<int, std::deque<int32_t>> log_;
+};
+
+}  // namespace sa

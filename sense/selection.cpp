@@ -1,0 +1,76 @@
+#include "sense/selection.h"
+
+#include <cmath>
+#include <map>
+
+namespace sa {
+
+std::vector<int32_t> select_senses(const SenseTable& t, const Tensor& ctx, const std::vector<int32_t>& words,
+                                   const Tensor& proj) {
+  NoGrad ng;
+  const int64_t N = ctx.dim(0), C = t.n_context();
+  SA_CHECK(static_cast<int64_t>(words.size()) == N, "select_senses: {} words for {} context vectors", words.size(), N);
+  std::vector<int32_t> cand(static_cast<size_t>(N * C));
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t s = 0; s < C; ++s) cand[n * C + s] = t.row(words[n], static_cast<int>(s));
+  const Device dev = ctx.device();
+  Tensor p = proj.to(ctx.dtype()).to(dev);
+  std::vector<double> u = ops::matmul(ctx, p).values();  // [N, d]
+  std::vector<double> v = ops::matmul(ops::gather_rows(t.centers, Tensor::from(cand, {N * C}, dev)), p).values();
+  const int64_t d = p.dim(1);
+  std::vector<int32_t> sel(static_cast<size_t>(N));
+  for (int64_t n = 0; n < N; ++n) {
+    double un = 0;
+    for (int64_t k = 0; k < d; ++k) un += u[n * d + k] * u[n * d + k];
+    un = std::sqrt(un);
+    int32_t best = -1;
+    double best_sim = -INFINITY;
+    for (int64_t s = 0; s < C; ++s) {
+      const int32_t r = cand[n * C + s];
+      if (!t.is_enabled(r)) continue;
+      const double* vs = &v[(n * C + s) * d];
+      double dot = 0, vn = 0;
+      for (int64_t k = 0; k < d; ++k) dot += u[n * d + k] * vs[k], vn += vs[k] * vs[k];
+      const double sim = dot / (std::sqrt(vn) + 1e-6) / (un + 1e-6);
+      if (best < 0 || sim > best_sim) best = r, best_sim = sim;  // strict: ties keep the lowest sense
+    }
+    sel[n] = best >= 0 ? best : cand[n * C];
+  }
+  return sel;
+}
+
+void update_centers(SenseTable& t, const Tensor& ctx, const std::vector<int32_t>& rows, double a,
+                    SenseOptions::CenterUpdate mode) {
+  NoGrad ng;
+  const int64_t N = ctx.dim(0), P = ctx.dim(1);
+  // Sum and count of the context vectors per selected row (unique rows, in order).
+  std::map<int32_t, int32_t> slot;
+  for (int32_t r : rows) slot.emplace(r, 0);
+  std::vector<int32_t> uniq;
+  for (auto& [r, s] : slot) s = static_cast<int32_t>(uniq.size()), uniq.push_back(r);
+  std::vector<int32_t> local(rows.size());
+  std::vector<double> count(uniq.size(), 0.0);
+  for (size_t n = 0; n < rows.size(); ++n) local[n] = slot[rows[n]], count[local[n]] += 1;
+  const Device dev = t.centers.device();
+  const DType dt = t.centers.dtype();
+  const int64_t U = static_cast<int64_t>(uniq.size());
+  Tensor sums = Tensor::zeros({U, P}, dt, dev);
+  backend(dev).scatter_add_rows(ctx.to(dt), Tensor::from(local, {N}, dev), sums);
+  Tensor ids = Tensor::from(uniq, {U}, dev);
+  Backend& be = backend(dev);
+  if (mode == SenseOptions::CenterUpdate::Paper) {
+    std::vector<double> inv(uniq.size());
+    for (size_t i = 0; i < inv.size(); ++i) inv[i] = 1.0 / count[i];
+    Tensor mean = ops::mul(sums, Tensor::of(inv, {U, 1}, dt, dev));
+    // c += a * (mean - c) on the selected rows only
+    Tensor delta = ops::scale(ops::sub(mean, ops::gather_rows(t.centers, ids)), a);
+    be.scatter_add_rows(delta, ids, t.centers);
+  } else {
+    be.unary(UnaryOp::Scale, t.centers, t.centers, 1.0 - a, 0);  // every center decays, as released
+    std::vector<double> w(uniq.size());
+    for (size_t i = 0; i < w.size(); ++i) w[i] = a / (count[i] + 1e-5);
+    be.scatter_add_rows(ops::mul(sums, Tensor::of(w, {U, 1}, dt, dev)), ids, t.centers);
+  }
+}
+
+}  // namespace sa

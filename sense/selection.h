@@ -1,0 +1,22 @@
+// Sense selection (Alg. 1) and the online k-means center update. Selection is not differentiable:
+// it picks, per token, the enabled sense of the target word whose projected center has the highest
+// cosine with the projected context vector (ties: the lowest sense).
+#pragma once
+#include <vector>
+
+#include "sense/sense_table.h"
+
+namespace sa {
+
+// ctx [N, P] (any device), words [N] target word ids, proj [P, d]. Returns the selected rows
+// w*C + s. A word with no enabled sense (pruning never allows it) falls back to its first sense.
+std::vector<int32_t> select_senses(const SenseTable& table, const Tensor& ctx, const std::vector<int32_t>& words,
+                                   const Tensor& proj);
+
+// Moves the centers toward the context vectors assigned to them this step.
+//  paper:    only selected rows: c <- (1 - a) c + a * mean(ctx assigned to c)
+//  released: every row decays, c <- (1 - a) c, and selected rows add a * sum / (count + 1e-5)
+void update_centers(SenseTable& table, const Tensor& ctx, const std::vector<int32_t>& rows, double a,
+                    SenseOptions::CenterUpdate mode);
+
+}  // namespace sa

@@ -1,0 +1,35 @@
+#include "sense/sense_softmax.h"
+
+#include <limits>
+
+#include "layers/softmax.h"
+
+namespace sa {
+
+std::vector<int32_t> sample_enabled_rows(const SenseTable& t, int n, std::mt19937_64& rng) {
+  std::vector<int32_t> rows = t.enabled_rows();
+  const size_t k = std::min(rows.size(), static_cast<size_t>(std::max(n, 0)));
+  for (size_t i = 0; i < k; ++i) {  // partial Fisher-Yates: the first k of a uniform permutation
+    std::uniform_int_distribution<size_t> u(i, rows.size() - 1);
+    std::swap(rows[i], rows[u(rng)]);
+  }
+  rows.resize(k);
+  return rows;
+}
+
+Tensor sense_sampled_loss(const Tensor& x, const SenseTable& t, const std::vector<int32_t>& selected,
+                          const std::vector<int32_t>& negatives) {
+  return candidate_softmax_loss(x, t.W, t.b, selected, negatives);
+}
+
+Tensor sense_full_loss(const Tensor& x, const SenseTable& t, const std::vector<int32_t>& selected) {
+  const int64_t N = x.dim(0), R = t.rows();
+  const Device dev = x.device();
+  std::vector<uint8_t> disabled(static_cast<size_t>(R));
+  for (int64_t r = 0; r < R; ++r) disabled[r] = !t.is_enabled(static_cast<int>(r));
+  Tensor logits = ops::add(ops::matmul(x, t.W, false, true), ops::reshape(t.b, {1, R}));
+  logits = ops::masked_fill(logits, Tensor::from(disabled, {1, R}, dev), -std::numeric_limits<double>::infinity());
+  return ops::cross_entropy(logits, Tensor::from(selected, {N}, dev));
+}
+
+}  // namespace sa

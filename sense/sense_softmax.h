@@ -1,0 +1,23 @@
+// The sense-aware softmax (Eq. 3 with sampling, decision 6): the target is the selected sense row;
+// negatives are drawn uniformly without replacement from the enabled sense rows; only the selected
+// row is masked as an accidental hit (other senses of the word stay negatives, as released).
+#pragma once
+#include <random>
+#include <vector>
+
+#include "sense/sense_table.h"
+
+namespace sa {
+
+// `n` distinct enabled rows, uniformly (all of them when fewer are enabled).
+std::vector<int32_t> sample_enabled_rows(const SenseTable& table, int n, std::mt19937_64& rng);
+
+// Per-row loss [N] of x [N, P] with target rows `selected`, against the sampled `negatives`.
+Tensor sense_sampled_loss(const Tensor& x, const SenseTable& table, const std::vector<int32_t>& selected,
+                          const std::vector<int32_t>& negatives);
+
+// Per-row loss [N] with the exact softmax over every enabled sense row (small vocabularies,
+// evaluation). Disabled rows are masked (probability 0, no gradient).
+Tensor sense_full_loss(const Tensor& x, const SenseTable& table, const std::vector<int32_t>& selected);
+
+}  // namespace sa

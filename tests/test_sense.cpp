@@ -1,0 +1,219 @@
+// The sense-aware softmax pieces: selection, projection, center updates, pruning, warm-up, masks
+// and the gradient of the sense loss.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <set>
+
+#include "sense/projection.h"
+#include "sense/pruning.h"
+#include "sense/selection.h"
+#include "sense/sense_softmax.h"
+
+namespace sa {
+namespace {
+
+// A table whose word 0 has sense centers along known directions of a 4-d space.
+SenseTable table_with_centers(std::vector<std::vector<double>> centers_of_word0) {
+  SenseTable t(3, 4, 4, 1, Device::cpu(), DType::F64);
+  std::vector<double> c = t.centers.values();
+  for (size_t s = 0; s < centers_of_word0.size(); ++s)
+    for (int k = 0; k < 4; ++k) c[s * 4 + k] = centers_of_word0[s][k];
+  t.centers = Tensor::of(c, {12, 4}, DType::F64);
+  t.end_warmup(false);
+  return t;
+}
+
+Tensor eye4() { return Tensor::of({1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1}, {4, 4}, DType::F64); }
+
+TEST(SenseSelection, PicksTheNearestEnabledCenterByCosine) {
+  SenseTable t = table_with_centers({{0, 0, 0, 1}, {5, 0, 0, 0}, {0, 3, 0, 0}, {-1, -1, 0, 0}});
+  Tensor ctx = Tensor::of({0.9, 0.1, 0, 0,   // near sense 1
+                           0.2, 7.0, 0, 0,   // near sense 2 (scale does not matter)
+                           -1, -1.2, 0, 0,   // near sense 3
+                           0, 0, 0, 1},      // nearest is sense 0, which is disabled after warm-up
+                          {4, 4}, DType::F64);
+  std::vector<int32_t> sel = select_senses(t, ctx, {0, 0, 0, 0}, eye4());
+  EXPECT_EQ(sel, (std::vector<int32_t>{1, 2, 3, 1}));  // the last: best enabled cosine is 0, tie -> lowest
+  t.enabled[2] = 0;  // disable sense 2: never selected
+  sel = select_senses(t, ctx, {0, 0, 0, 0}, eye4());
+  EXPECT_NE(sel[1], 2);
+  // Projection: in a space that keeps only axis 0, senses 1 (+x) and 3 (-x) are separated by sign.
+  Tensor p = Tensor::of({1, 0, 0, 0}, {4, 1}, DType::F64);
+  t.enabled[2] = 1;
+  sel = select_senses(t, Tensor::of({0.1, 9, 0, 0, -0.1, 9, 0, 0}, {2, 4}, DType::F64), {0, 0}, p);
+  EXPECT_EQ(sel, (std::vector<int32_t>{1, 3}));
+}
+
+TEST(SenseSelection, WarmupUsesSenseZeroOnly) {
+  SenseTable t(5, 6, 8, 3);
+  for (int w = 0; w < 5; ++w)
+    for (int s = 0; s < 6; ++s) EXPECT_EQ(t.is_enabled(t.row(w, s)), s == 0);
+  std::vector<int32_t> sel = select_senses(t, Tensor::full({3, 8}, 0.5), {4, 0, 2}, PcaProjection(8, 4, 10, 1).matrix());
+  EXPECT_EQ(sel, (std::vector<int32_t>{24, 0, 12}));
+  t.end_warmup(true);
+  for (int s = 0; s < 6; ++s) EXPECT_EQ(t.is_enabled(t.row(1, s)), s != 0);
+  std::vector<double> w = t.W.values(), c = t.centers.values();
+  for (int k = 0; k < 8; ++k) {  // copy: sense 3 of word 2 starts from sense 0 of word 2
+    EXPECT_EQ(w[t.row(2, 3) * 8 + k], w[t.row(2, 0) * 8 + k]);
+    EXPECT_EQ(c[t.row(2, 3) * 8 + k], c[t.row(2, 0) * 8 + k]);
+  }
+}
+
+TEST(SenseCenters, PaperAndReleasedUpdates) {
+  for (auto mode : {SenseOptions::CenterUpdate::Paper, SenseOptions::CenterUpdate::Released}) {
+    SenseTable t(2, 2, 2, 1, Device::cpu(), DType::F64);
+    t.centers = Tensor::of({1, 1, 2, 2, 4, 4, 8, 8}, {4, 2}, DType::F64);
+    Tensor ctx = Tensor::of({10, 0, 20, 0, 5, 5}, {3, 2}, DType::F64);
+    update_centers(t, ctx, {1, 1, 3}, 0.1, mode);  // row 1 gets mean (15, 0), row 3 gets (5, 5)
+    std::vector<double> c = t.centers.values();
+    if (mode == SenseOptions::CenterUpdate::Paper) {
+      EXPECT_EQ(c, (std::vector<double>{1, 1, 0.9 * 2 + 1.5, 0.9 * 2, 4, 4, 0.9 * 8 + 0.5, 0.9 * 8 + 0.5}));
+    } else {  // every row decays; hit rows add a * sum / (count + 1e-5)
+      EXPECT_NEAR(c[0], 0.9, 1e-12);
+      EXPECT_NEAR(c[2], 0.9 * 2 + 0.1 * 30 / (2 + 1e-5), 1e-12);
+      EXPECT_NEAR(c[4], 3.6, 1e-12);
+      EXPECT_NEAR(c[6], 0.9 * 8 + 0.1 * 5 / (1 + 1e-5), 1e-12);
+    }
+  }
+}
+
+TEST(SenseProjection, RecoversKnownPrincipalAxes) {
+  // Variance 9 along (1,1,0,0)/sqrt2, 4 along e2, 0.01 noise elsewhere, plus an offset (the fit
+  // centers the data).
+  std::mt19937_64 rng(4);
+  std::normal_distribution<double> n(0, 1);
+  std::vector<double> v;
+  for (int i = 0; i < 4000; ++i) {
+    double a = 3 * n(rng), b = 2 * n(rng);
+    v.insert(v.end(), {5 + a / std::sqrt(2) + 0.1 * n(rng), -3 + a / std::sqrt(2) + 0.1 * n(rng), b + 0.1 * n(rng),
+                       0.1 * n(rng)});
+  }
+  PcaProjection p(4, 2, 3000, 9);
+  EXPECT_FALSE(p.fitted());
+  p.push(Tensor::of(v, {4000, 4}));
+  EXPECT_EQ(p.queued(), 3000u);  // only the last Q vectors are kept
+  p.refit();
+  std::vector<double> m = p.matrix().values();  // [4, 2]
+  EXPECT_NEAR(std::abs(m[0 * 2 + 0]), 1 / std::sqrt(2), 0.02);
+  EXPECT_NEAR(std::abs(m[1 * 2 + 0]), 1 / std::sqrt(2), 0.02);
+  EXPECT_GT(m[0] * m[2], 0);  // same sign on both axes of the first component
+  EXPECT_NEAR(std::abs(m[2 * 2 + 1]), 1.0, 0.02);
+  EXPECT_NEAR(p.explained_variance()[0], 9, 0.6);
+  EXPECT_NEAR(p.explained_variance()[1], 4, 0.3);
+  double dot = 0, n0 = 0, n1 = 0;
+  for (int i = 0; i < 4; ++i) dot += m[i * 2] * m[i * 2 + 1], n0 += m[i * 2] * m[i * 2], n1 += m[i * 2 + 1] * m[i * 2 + 1];
+  EXPECT_NEAR(dot, 0, 1e-6);
+  EXPECT_NEAR(n0, 1, 1e-6);
+  EXPECT_NEAR(n1, 1, 1e-6);
+}
+
+TEST(SensePruning, HalvesRareSensesThenDisablesAndResets) {
+  SenseTable t(3, 4, 2, 1);
+  t.end_warmup(false);  // senses 1..3 enabled
+  SenseUsage u(100);
+  // word 0: sense 1 used 99 times, sense 2 once (1% -> rare), sense 3 never
+  std::vector<int32_t> rows(99, t.row(0, 1));
+  rows.push_back(t.row(0, 2));
+  // word 1: only 50 selections -> never pruned
+  for (int i = 0; i < 50; ++i) rows.push_back(t.row(1, 3));
+  u.record(rows, 4);
+  const float s = 1.f;
+  EXPECT_EQ(u.prune(t, 0.1), 0);
+  EXPECT_EQ(t.enabled[t.row(0, 2)], 0.5f * s);
+  EXPECT_EQ(t.enabled[t.row(0, 3)], 0.5f);
+  EXPECT_EQ(t.enabled[t.row(0, 1)], 1.f);
+  EXPECT_EQ(t.enabled[t.row(1, 1)], 1.f);  // rare word untouched
+  u.prune(t, 0.1);
+  u.prune(t, 0.1);
+  EXPECT_EQ(t.enabled[t.row(0, 3)], 0.125f);
+  EXPECT_EQ(u.prune(t, 0.1), 2);  // 4th low check: 0.0625 < 0.1 removes senses 2 and 3
+  EXPECT_FALSE(t.is_enabled(t.row(0, 3)));
+  EXPECT_TRUE(t.is_enabled(t.row(0, 1)));
+  // A share above 1% resets a (still enabled) score to 1.
+  t.enabled[t.row(0, 1)] = 0.25f;
+  u.prune(t, 0.1);
+  EXPECT_EQ(t.enabled[t.row(0, 1)], 1.f);
+}
+
+TEST(SensePruning, NeverRemovesEverySense) {
+  SenseTable t(2, 3, 2, 1);
+  SenseUsage u(100);
+  u.record(std::vector<int32_t>(100, t.row(1, 0)), 3);  // a window filled during warm-up
+  t.end_warmup(false);                                   // sense 0 now disabled
+  for (int check = 0; check < 6; ++check) u.prune(t, 0.1);
+  int alive = 0;
+  for (int s = 0; s < 3; ++s) alive += t.is_enabled(t.row(1, s));
+  EXPECT_GE(alive, 1);
+}
+
+TEST(SenseSoftmax, UniformNegativesComeFromEnabledRows) {
+  SenseTable t(50, 4, 2, 1);
+  t.end_warmup(false);
+  t.enabled[t.row(7, 2)] = 0;
+  std::mt19937_64 rng(3);
+  std::vector<int32_t> neg = sample_enabled_rows(t, 120, rng);
+  std::set<int32_t> seen(neg.begin(), neg.end());
+  EXPECT_EQ(seen.size(), 120u);  // without replacement
+  for (int32_t r : neg) EXPECT_TRUE(t.is_enabled(r)) << r;
+  EXPECT_EQ(sample_enabled_rows(t, 1000, rng).size(), 149u);  // at most every enabled row
+}
+
+TEST(SenseSoftmax, MasksGiveNoNaN) {
+  SenseTable t(4, 3, 2, 1, Device::cpu(), DType::F64);
+  t.end_warmup(false);
+  t.W.set_requires_grad();
+  Tensor x = Tensor::of({0.5, -1, 2, 0.25}, {2, 2}, DType::F64).set_requires_grad();
+  struct Numerics {
+    Numerics() { set_check_numerics(true); }
+    ~Numerics() { set_check_numerics(false); }
+  } on;
+  // every negative is the row's own target (a self-translation-like case): all masked
+  Tensor l1 = sense_sampled_loss(x, t, {4, 4}, {4});
+  EXPECT_NEAR(l1.values()[0], 0.0, 1e-12);  // only the target remains: probability 1
+  backward(ops::sum(l1));
+  // exact softmax with disabled rows
+  Tensor l2 = sense_full_loss(x, t, {5, 10});
+  for (double v : l2.values()) EXPECT_TRUE(std::isfinite(v));
+  backward(ops::sum(l2));
+  for (double v : x.grad().values()) EXPECT_TRUE(std::isfinite(v));
+}
+
+TEST(SenseSoftmax, LossGradientMatchesFiniteDifferences) {
+  SenseTable t(6, 3, 4, 2, Device::cpu(), DType::F64);
+  t.end_warmup(false);
+  t.enabled[t.row(4, 2)] = 0;  // a disabled row: masked in the exact softmax
+  std::vector<double> xv(5 * 4);
+  for (size_t i = 0; i < xv.size(); ++i) xv[i] = std::sin(1.3 * i);
+  Tensor x = Tensor::of(xv, {5, 4}, DType::F64).set_requires_grad();
+  std::vector<int32_t> sel = {1, 5, 7, 13, 2}, neg = {2, 4, 7, 8, 16, 11};  // hits on rows 2 and 7
+  for (int full = 0; full < 2; ++full) {
+    auto loss = [&] { return ops::sum(full ? sense_full_loss(x, t, sel) : sense_sampled_loss(x, t, sel, neg)); };
+    x.zero_grad();
+    t.W.zero_grad();
+    t.b.zero_grad();
+    backward(loss());
+    std::vector<std::pair<Tensor, std::vector<double>>> checks = {
+        {x, x.grad().values()},
+        {t.W, full ? t.W.grad().values() : t.W.sparse_grad().to_dense(t.rows(), 4).values()},
+        {t.b, full ? t.b.grad().values() : t.b.sparse_grad().to_dense(t.rows(), 1).values()}};
+    for (auto& [p, analytic] : checks) {
+      double* d = p.data<double>();
+      for (int64_t e = 0; e < p.numel(); e += std::max<int64_t>(1, p.numel() / 20)) {
+        NoGrad ng;
+        double keep = d[e];
+        d[e] = keep + 1e-6;
+        double up = loss().item();
+        d[e] = keep - 1e-6;
+        double down = loss().item();
+        d[e] = keep;
+        EXPECT_NEAR(analytic[e], (up - down) / 2e-6, 1e-6 + 1e-5 * std::abs(analytic[e]))
+            << (full ? "full" : "sampled") << " " << describe(p) << " element " << e;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace sa
