@@ -48,4 +48,21 @@ int SenseUsage::prune(SenseTable& t, double threshold) const {
   return disabled;
 }
 
+Tensor SenseUsage::to_tensor(int vocab) const {
+  std::vector<int32_t> v(static_cast<size_t>(vocab) * window_, -1);
+  for (const auto& [w, win] : log_)
+    for (size_t i = 0; i < win.size(); ++i) v[static_cast<size_t>(w) * window_ + i] = win[i];
+  return Tensor::from(v, {vocab, window_});
+}
+
+void SenseUsage::restore(const Tensor& windows) {
+  SA_CHECK(windows.rank() == 2 && windows.dim(1) == window_, "usage windows {} must be [vocab, {}]", describe(windows),
+           window_);
+  log_.clear();
+  std::vector<double> v = windows.values();
+  for (int64_t w = 0; w < windows.dim(0); ++w)
+    for (int64_t i = 0; i < window_; ++i)
+      if (int32_t r = static_cast<int32_t>(v[w * window_ + i]); r >= 0) log_[static_cast<int>(w)].push_back(r);
+}
+
 }  // namespace sa

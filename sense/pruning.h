@@ -19,6 +19,9 @@ class SenseUsage {
   // Applies the rule to `table`; returns the number of senses disabled by this check.
   int prune(SenseTable& table, double threshold) const;
   const std::deque<int32_t>* window_of(int word) const;
+  // For checkpoints: the windows as i32 [vocab, window], -1 where a window is not full.
+  Tensor to_tensor(int vocab) const;
+  void restore(const Tensor& windows);
 
  private:
   int window_;

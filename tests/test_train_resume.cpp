@@ -35,10 +35,11 @@ int64_t last_step(const std::string& path) {
   return s;
 }
 
-TEST(TrainResume, SigkillThenRerunEqualsUninterruptedRun) {
+void check_resume(const std::string& name, const std::string& extra_config) {
   const std::string corpus = "../shared/data/corpus/brown.txt";
   if (!fs::exists(corpus)) GTEST_SKIP() << "no ../shared/data here";
-  const std::string dir = ::testing::TempDir() + "/resume";
+  SCOPED_TRACE(name);
+  const std::string dir = ::testing::TempDir() + "/resume-" + name;
   fs::remove_all(dir);
   fs::create_directories(dir);
   {  // a small real corpus: the first 400 sentences of Brown
@@ -50,6 +51,7 @@ TEST(TrainResume, SigkillThenRerunEqualsUninterruptedRun) {
   std::ofstream(dir + "/tiny.cfg") << "train_prefix = \"" << dir << "/corpus.txt\"\n"
                                    << "batch_size = 8\nunroll_steps = 10\nn_negative_samples_batch = 64\n"
                                    << "n_steps = 60\nlog_every = 1\ncheckpoint_every = 10\nseed = 7\ndevice = \"cpu\"\n"
+                                   << extra_config
                                    << "[char_cnn]\nembedding.dim = 8\nfilters = [[1, 16], [2, 16], [3, 32]]\nn_highway = 1\n"
                                    << "[lstm]\ndim = 64\nprojection_dim = 32\nn_layers = 2\n";
   auto cmd = [&](const std::string& run) {
@@ -88,6 +90,15 @@ TEST(TrainResume, SigkillThenRerunEqualsUninterruptedRun) {
   ASSERT_EQ(a.size(), 60u);
   ASSERT_EQ(b.size(), 60u) << "every step logged once after the resume (killed at step " << reached << ")";
   for (auto& [step, loss] : a) EXPECT_EQ(loss, b[step]) << "step " << step;
+}
+
+TEST(TrainResume, SigkillThenRerunEqualsUninterruptedRun) { check_resume("elmo", ""); }
+
+// SaELMo: centers, projection and its queue, enabled scores and usage windows must all resume.
+TEST(TrainResume, SaelmoSigkillThenRerunEqualsUninterruptedRun) {
+  check_resume("saelmo",
+               "n_context = 4\ncluster_proj_dim = 8\npca_sample = 500\npca_every = 7\ncontextual_warmup = 15\n"
+               "prune_first = 20\nprune_every = 12\ncontext_record_window = 10\ncenter_update = \"released\"\n");
 }
 
 }  // namespace

@@ -74,6 +74,18 @@ const std::vector<Key>& schema() {
         SA_KEY(int64_t, "an integer", "keep_checkpoints", keep_checkpoints),
         SA_KEY(int64_t, "an integer", "heldout_every", heldout_every),
         SA_KEY(int64_t, "an integer", "heldout_batches", heldout_batches),
+        SA_KEY(int64_t, "an integer", "n_context", sense.n_context),
+        SA_KEY(int64_t, "an integer", "cluster_proj_dim", sense.cluster_proj_dim),
+        SA_KEY(int64_t, "an integer", "pca_sample", sense.pca_sample),
+        SA_KEY(int64_t, "an integer", "pca_every", sense.pca_every),
+        SA_KEY(double, "a number", "sense_learning_rate", sense.sense_learning_rate),
+        SA_KEY(double, "a number", "remove_less_freqent_contexts", sense.remove_less_freqent_contexts),
+        SA_KEY(int64_t, "an integer", "context_record_window", sense.context_record_window),
+        SA_KEY(int64_t, "an integer", "contextual_warmup", sense.contextual_warmup),
+        SA_KEY(int64_t, "an integer", "prune_every", sense.prune_every),
+        SA_KEY(int64_t, "an integer", "prune_first", sense.prune_first),
+        SA_KEY(std::string, "a string", "center_update", center_update),
+        SA_KEY(std::string, "a string", "warmup_init", warmup_init),
         SA_KEY(int64_t, "an integer", "char_cnn.embedding.dim", model.char_dim),
         SA_KEY(int64_t, "an integer", "char_cnn.n_highway", model.n_highway),
         SA_KEY(int64_t, "an integer", "char_cnn.n_characters", model.n_characters),
@@ -156,6 +168,22 @@ void validate(const TrainConfig& c, const std::string& origin) {
   SA_CHECK(!c.train_prefix.empty(), "{}: train_prefix (the training corpus: a file or a glob) is required", origin);
   SA_CHECK(!c.run_dir.empty(), "{}: run_dir is required", origin);
   SA_CHECK(c.model.max_characters_per_token == 50, "{}: char_cnn.max_characters_per_token must be 50", origin);
+  SA_CHECK(c.sense.n_context == 0 || c.sense.n_context >= 2,
+           "{}: n_context must be 0 (plain ELMo) or at least 2 (sense 0 is the warm-up sense), got {}", origin,
+           c.sense.n_context);
+  SA_CHECK(c.center_update == "paper" || c.center_update == "released",
+           "{}: center_update must be \"paper\" or \"released\", got \"{}\"", origin, c.center_update);
+  SA_CHECK(c.warmup_init == "random" || c.warmup_init == "copy",
+           "{}: warmup_init must be \"random\" or \"copy\", got \"{}\"", origin, c.warmup_init);
+  if (c.sense.n_context >= 2) {
+    positive("cluster_proj_dim", c.sense.cluster_proj_dim);
+    positive("pca_sample", c.sense.pca_sample);
+    positive("pca_every", c.sense.pca_every);
+    positive("context_record_window", c.sense.context_record_window);
+    positive("prune_every", c.sense.prune_every);
+    SA_CHECK(c.sense.cluster_proj_dim <= c.model.projection_dim, "{}: cluster_proj_dim ({}) exceeds lstm.projection_dim ({})",
+             origin, c.sense.cluster_proj_dim, c.model.projection_dim);
+  }
 }
 
 }  // namespace
@@ -175,6 +203,11 @@ TrainConfig TrainConfig::load(const std::string& path, const std::vector<std::st
     fail("{}:{}: {}", path, e.source().begin.line, e.description());
   }
   apply(c, t, "", path);
+  auto finish = [&] {
+    c.sense.center_update =
+        c.center_update == "released" ? SenseOptions::CenterUpdate::Released : SenseOptions::CenterUpdate::Paper;
+    c.sense.warmup_init_copy = c.warmup_init == "copy";
+  };
   for (const std::string& o : overrides) {
     size_t eq = o.find('=');
     SA_CHECK(eq != std::string::npos && eq > 0, "--set {}: expected key=value", o);
@@ -194,6 +227,7 @@ TrainConfig TrainConfig::load(const std::string& path, const std::vector<std::st
     }
   }
   validate(c, path);
+  finish();
   return c;
 }
 
@@ -222,6 +256,14 @@ nlohmann::json TrainConfig::bilm_options(int n_tokens_vocab) const {
   j["unroll_steps"] = unroll_steps;
   j["n_negative_samples_batch"] = n_negative_samples_batch;
   j["learning_rate"] = learning_rate;
+  if (sense.n_context >= 2) {  // the released SaELMo's additions
+    j["n_context"] = sense.n_context;
+    j["cluster_proj_dim"] = sense.cluster_proj_dim;
+    j["pca_sample"] = sense.pca_sample;
+    j["context_record_window"] = sense.context_record_window;
+    j["remove_less_freqent_contexts"] = sense.remove_less_freqent_contexts;
+    j["sense_learning_rate"] = sense.sense_learning_rate;
+  }
   return j;
 }
 

@@ -9,11 +9,16 @@
 #include <vector>
 
 #include "layers/elmo_options.h"
+#include "sense/sense_options.h"
 
 namespace sa {
 
 struct TrainConfig {
   ElmoOptions model;
+  // SaELMo (n_context >= 2; 0 = plain ELMo with the shared sampled softmax)
+  SenseOptions sense{.n_context = 0};
+  std::string center_update = "paper";  // or "released"
+  std::string warmup_init = "random";    // or "copy"
   // bilm-tf training keys
   int batch_size = 128;
   int unroll_steps = 20;

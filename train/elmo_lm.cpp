@@ -19,10 +19,25 @@ ElmoLM ElmoLM::init(const ElmoOptions& opt, int vocab_size, uint64_t seed, Devic
   return lm;
 }
 
+ElmoLM ElmoLM::init_sense(const ElmoOptions& opt, const SenseOptions& so, int vocab_size, uint64_t seed, Device dev) {
+  ElmoLM lm;
+  lm.bilm = ElmoModel::init(opt, seed, dev);
+  for (int d = 0; d < 2; ++d) lm.heads.emplace_back(vocab_size, so, opt.projection_dim, seed * 31 + 7 + d, dev);
+  lm.set_trainable();
+  return lm;
+}
+
 std::vector<NamedTensor> ElmoLM::named() {
   std::vector<NamedTensor> v = bilm.named();
-  v.push_back({"softmax/W", &softmax_W});
-  v.push_back({"softmax/b", &softmax_b});
+  if (sense()) {
+    for (int d = 0; d < 2; ++d) {
+      v.push_back({"sense/" + std::to_string(d) + "/W", &heads[d].table.W});
+      v.push_back({"sense/" + std::to_string(d) + "/b", &heads[d].table.b});
+    }
+  } else {
+    v.push_back({"softmax/W", &softmax_W});
+    v.push_back({"softmax/b", &softmax_b});
+  }
   return v;
 }
 
@@ -35,7 +50,9 @@ std::vector<Tensor> ElmoLM::params() {
 void ElmoLM::set_trainable() {
   for (auto& nt : named()) nt.tensor->set_requires_grad().set_name(nt.name);
   // Tables read by row: only the rows a step touches get gradients and updates.
-  for (Tensor* t : {&bilm.char_embed, &softmax_W, &softmax_b}) t->set_sparse_grad();
+  bilm.char_embed.set_sparse_grad();
+  for (auto& nt : named())
+    if (nt.name.find("softmax/") == 0 || nt.name.find("sense/") == 0) nt.tensor->set_sparse_grad();
 }
 
 CarriedState CarriedState::zeros(const ElmoOptions& o, int rows, Device dev, DType dt) {
@@ -59,11 +76,8 @@ std::pair<Tensor, Tensor> encode_batches(const ElmoLM& lm, const LmBatch& f, con
   return {both[0], both[1]};
 }
 
-Tensor direction_loss(ElmoLM& lm, int dir, const Tensor& tokens, const LmBatch& b, std::vector<LstmState>& state,
-                      const LossOptions& o, Generator& gen, const LogUniformSampler* sampler, std::mt19937_64* rng) {
-  const ElmoModel& m = lm.bilm;
-  const int64_t B = b.rows, T = b.steps, P = m.opt.projection_dim;
-  const double p = o.training ? o.dropout : 0.0;
+Tensor lm_top(const ElmoModel& m, int dir, const Tensor& tokens, std::vector<LstmState>& state, double p,
+              Generator& gen) {
   Tensor x = tokens;  // [B, T, P]
   for (int l = 0; l < m.opt.n_layers; ++l) {
     Tensor in = ops::dropout(x, p, gen);
@@ -71,7 +85,13 @@ Tensor direction_loss(ElmoLM& lm, int dir, const Tensor& tokens, const LmBatch& 
     if (m.opt.use_skip_connections && l > 0) out = ops::add(out, in);  // the residual adds the dropped input
     x = out;
   }
-  Tensor top = ops::reshape(ops::dropout(x, p, gen), {B * T, P});
+  return ops::dropout(x, p, gen);
+}
+
+Tensor direction_loss(ElmoLM& lm, int dir, const Tensor& tokens, const LmBatch& b, std::vector<LstmState>& state,
+                      const LossOptions& o, Generator& gen, const LogUniformSampler* sampler, std::mt19937_64* rng) {
+  const int64_t B = b.rows, T = b.steps, P = lm.bilm.opt.projection_dim;
+  Tensor top = ops::reshape(lm_top(lm.bilm, dir, tokens, state, o.training ? o.dropout : 0.0, gen), {B * T, P});
   Tensor loss = o.training && o.n_samples > 0
                     ? sampled_softmax_loss(top, lm.softmax_W, lm.softmax_b, b.targets, *sampler, o.n_samples, *rng)
                     : full_softmax_loss(top, lm.softmax_W, lm.softmax_b, b.targets);

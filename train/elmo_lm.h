@@ -7,16 +7,20 @@
 #include "data/lm_batches.h"
 #include "layers/elmo.h"
 #include "layers/softmax.h"
+#include "train/sense_head.h"
 
 namespace sa {
 
 struct ElmoLM {
   ElmoModel bilm;
-  Tensor softmax_W;  // [V, P], row-sparse gradients
+  Tensor softmax_W;  // [V, P], row-sparse gradients (plain ELMo: one table for both directions)
   Tensor softmax_b;  // [V, 1], row-sparse gradients
+  std::vector<SenseHead> heads;  // SaELMo: one sense head per direction instead
 
   static ElmoLM init(const ElmoOptions& opt, int vocab_size, uint64_t seed, Device dev, DType dt = DType::F32);
-  // The bilm-tf names plus softmax/W and softmax/b; marks the trainable tensors.
+  static ElmoLM init_sense(const ElmoOptions& opt, const SenseOptions& so, int vocab_size, uint64_t seed, Device dev);
+  bool sense() const { return !heads.empty(); }
+  // The bilm-tf names plus softmax/W and softmax/b (or sense/d/W and sense/d/b); the trainable tensors.
   std::vector<NamedTensor> named();
   std::vector<Tensor> params();
   void set_trainable();
@@ -38,6 +42,11 @@ struct LossOptions {
 // Token vectors [B, T, P] of the inputs of both directions' batches, each distinct token encoded
 // once (the encoder is shared by the two directions).
 std::pair<Tensor, Tensor> encode_batches(const ElmoLM& lm, const LmBatch& fwd, const LmBatch& bwd);
+
+// The top LSTM output [B, T, P] of one direction (dropout p on each layer's input and on the
+// output, as bilm-tf); advances `state`.
+Tensor lm_top(const ElmoModel& m, int dir, const Tensor& tokens, std::vector<LstmState>& state, double p,
+              Generator& dropout_gen);
 
 // Mean token loss of one direction from its token vectors [B, T, P] and the batch's targets;
 // advances `state`.

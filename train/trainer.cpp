@@ -10,6 +10,7 @@
 #include "train/checkpoint.h"
 #include "train/elmo_lm.h"
 #include "train/optimizer.h"
+#include "train/sense_head.h"
 
 namespace sa {
 
@@ -68,10 +69,14 @@ double heldout_perplexity(ElmoLM& lm, const TrainConfig& c, const Vocab& vocab, 
                c.unroll_steps, d == 1);
     CarriedState st = CarriedState::zeros(c.model, c.batch_size, dev, DType::F32);
     LmBatch b;
+    std::mt19937_64 rng(0);
     for (int i = 0; i < c.heldout_batches; ++i) {
       s.next(b);
       Tensor tokens = lm.bilm.encode_tokens(b.char_ids, {b.rows, b.steps});
-      total += direction_loss(lm, d, tokens, b, st.dir[d], lo, gen, nullptr, nullptr).item();
+      total += lm.sense() ? sense_direction_loss(lm.heads[d], lm_top(lm.bilm, d, tokens, st.dir[d], 0.0, gen), b, c.sense,
+                                                 0, false, rng)
+                                .item()
+                          : direction_loss(lm, d, tokens, b, st.dir[d], lo, gen, nullptr, nullptr).item();
       ++n;
     }
   }
@@ -100,7 +105,13 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet) 
   write_file_atomically((dir / "config.cfg").string(), cfg.to_toml());
   write_file_atomically((dir / "options.json").string(), cfg.bilm_options(vocab.size()).dump(2) + "\n");
 
-  ElmoLM lm = ElmoLM::init(c.model, vocab.size(), c.seed, dev);
+  const bool sense = c.sense.n_context >= 2;
+  if (sense && !quiet)
+    std::printf("sense tables: 2 directions x %d words x %d senses x %d dims: %.1f MiB each (W, b, centers, Adagrad)\n",
+                vocab.size(), c.sense.n_context, c.model.projection_dim,
+                SenseTable::bytes_needed(vocab.size(), c.sense.n_context, c.model.projection_dim, DType::F32) / 1048576.0);
+  ElmoLM lm = sense ? ElmoLM::init_sense(c.model, c.sense, vocab.size(), c.seed, dev)
+                    : ElmoLM::init(c.model, vocab.size(), c.seed, dev);
   Adagrad opt(c.learning_rate, 1.0);
   CarriedState state = CarriedState::zeros(c.model, c.batch_size, dev, DType::F32);
   Generator gen(c.seed * 7919 + 17);
@@ -126,6 +137,23 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet) 
         take(p + "/c", state.dir[d][l].c);
         take(p + "/m", state.dir[d][l].m);
       }
+    for (size_t d = 0; d < lm.heads.size(); ++d) {
+      SenseHead& h = lm.heads[d];
+      std::string p = "sense/" + std::to_string(d) + "/";
+      take(p + "centers", h.table.centers);
+      Tensor en = Tensor::empty({h.table.rows()});
+      take(p + "enabled", en);
+      std::vector<double> ev = en.values();
+      h.table.enabled.assign(ev.begin(), ev.end());
+      Tensor proj = h.proj.matrix().clone();
+      take(p + "projection", proj);
+      Tensor usage = h.usage.to_tensor(vocab.size());
+      take(p + "usage", usage);
+      h.usage.restore(usage);
+      auto q = f.tensors.find(p + "pca_queue");
+      SA_CHECK(q != f.tensors.end(), "{}: tensor '{}pca_queue' missing", ckpts.back().string(), p);
+      h.proj.restore(q->second, proj, f.metadata.at("pca_fitted").get<bool>());
+    }
     step = f.metadata.at("step").get<int64_t>();
     gen.offset = f.metadata.at("dropout_offset").get<uint64_t>();
     truncate_metrics(dir / "metrics.jsonl", step);
@@ -170,8 +198,18 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet) 
         ts.emplace_back(p + "/c", state.dir[d][l].c);
         ts.emplace_back(p + "/m", state.dir[d][l].m);
       }
+    for (size_t d = 0; d < lm.heads.size(); ++d) {
+      SenseHead& h = lm.heads[d];
+      std::string p = "sense/" + std::to_string(d) + "/";
+      ts.emplace_back(p + "centers", h.table.centers);
+      ts.emplace_back(p + "enabled", Tensor::from(h.table.enabled, {h.table.rows()}));
+      ts.emplace_back(p + "projection", h.proj.matrix());
+      ts.emplace_back(p + "pca_queue", h.proj.queue_tensor());
+      ts.emplace_back(p + "usage", h.usage.to_tensor(vocab.size()));
+    }
     save_safetensors((dir / "checkpoints" / ckpt_name(step)).string(), ts,
-                     {{"step", step}, {"dropout_offset", gen.offset}, {"seed", c.seed}});
+                     {{"step", step}, {"dropout_offset", gen.offset}, {"seed", c.seed},
+                      {"pca_fitted", sense && lm.heads[0].proj.fitted()}});
     lm.bilm.save_bilm((dir / "weights.hdf5.tmp").string());  // bilm-tf bundle for bin/embed and AllenNLP
     fs::rename(dir / "weights.hdf5.tmp", dir / "weights.hdf5");
     std::vector<fs::path> all = checkpoints(dir);
@@ -184,8 +222,16 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet) 
     ++step;
     std::mt19937_64 sample_rng(c.seed * 1000003 + static_cast<uint64_t>(step));
     auto [tf, tb] = encode_batches(lm, bf, bb);
-    Tensor lf = direction_loss(lm, 0, tf, bf, state.dir[0], lo, gen, &sampler, &sample_rng);
-    Tensor lb = direction_loss(lm, 1, tb, bb, state.dir[1], lo, gen, &sampler, &sample_rng);
+    Tensor lf, lb, ctx[2];
+    if (sense) {
+      lf = sense_direction_loss(lm.heads[0], lm_top(lm.bilm, 0, tf, state.dir[0], c.dropout, gen), bf, c.sense,
+                                c.n_negative_samples_batch, true, sample_rng, &ctx[0]);
+      lb = sense_direction_loss(lm.heads[1], lm_top(lm.bilm, 1, tb, state.dir[1], c.dropout, gen), bb, c.sense,
+                                c.n_negative_samples_batch, true, sample_rng, &ctx[1]);
+    } else {
+      lf = direction_loss(lm, 0, tf, bf, state.dir[0], lo, gen, &sampler, &sample_rng);
+      lb = direction_loss(lm, 1, tb, bb, state.dir[1], lo, gen, &sampler, &sample_rng);
+    }
     Tensor loss = ops::scale(ops::add(lf, lb), 0.5);
     double lv = loss.item();
     SA_CHECK(std::isfinite(lv), "step {}: the loss is {} (lower learning_rate or all_clip_norm_val?)", step, lv);
@@ -196,6 +242,24 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet) 
     clip_global_norm(params, c.all_clip_norm_val);
     opt.step(params);
     state.detach();
+    if (sense) {
+      // Alg. 2: refit the projection every pca_every steps on the queue of selection vectors.
+      if (step % c.sense.pca_every == 1 % c.sense.pca_every)
+        for (int d = 0; d < 2; ++d) {
+          lm.heads[d].proj.push(ctx[d]);
+          lm.heads[d].proj.refit();
+        }
+      if (step == c.sense.contextual_warmup) {
+        for (SenseHead& h : lm.heads) h.table.end_warmup(c.sense.warmup_init_copy);
+        if (!quiet) std::printf("step %ld: warm-up done, senses 1..%d enabled\n", (long)step, c.sense.n_context - 1);
+      }
+      if (step >= c.sense.prune_first && step % c.sense.prune_every == 0) {
+        int removed = 0;
+        for (SenseHead& h : lm.heads) removed += h.usage.prune(h.table, c.sense.remove_less_freqent_contexts);
+        metrics << nlohmann::json{{"step", step}, {"senses_removed", removed}}.dump() << "\n" << std::flush;
+        if (!quiet) std::printf("step %ld: pruning removed %d senses\n", (long)step, removed);
+      }
+    }
     smooth = step == first + 1 ? lv : 0.95 * smooth + 0.05 * lv;
     res.last_loss = lv;
     double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

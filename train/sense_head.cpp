@@ -1,0 +1,38 @@
+#include "train/sense_head.h"
+
+#include "sense/selection.h"
+#include "sense/sense_softmax.h"
+
+namespace sa {
+
+SenseHead::SenseHead(int vocab, const SenseOptions& o, int dim, uint64_t seed, Device dev)
+    : table(vocab, o.n_context, dim, seed, dev), proj(dim, o.cluster_proj_dim, o.pca_sample, seed ^ 0x9e3779b9ull),
+      usage(o.context_record_window) {}
+
+Tensor selection_context(const Tensor& top) {
+  NoGrad ng;
+  const int64_t B = top.dim(0), T = top.dim(1), P = top.dim(2);
+  Tensor t = top.detach();
+  Tensor ctx = T > 1 ? ops::concat({ops::slice(t, 1, 1, T), ops::slice(t, 1, T - 1, T)}, 1) : t;
+  return ops::reshape(ctx, {B * T, P});
+}
+
+Tensor sense_direction_loss(SenseHead& h, const Tensor& top, const LmBatch& b, const SenseOptions& o, int n_negatives,
+                            bool training, std::mt19937_64& rng, Tensor* ctx_out) {
+  const int64_t B = top.dim(0), T = top.dim(1), P = top.dim(2);
+  Tensor ctx = selection_context(top);
+  std::vector<int32_t> sel = select_senses(h.table, ctx, b.targets, h.proj.matrix());
+  Tensor flat = ops::reshape(top, {B * T, P});
+  Tensor loss;
+  if (training) {
+    loss = ops::mean(sense_sampled_loss(flat, h.table, sel, sample_enabled_rows(h.table, n_negatives, rng)));
+    update_centers(h.table, ctx, sel, o.sense_learning_rate, o.center_update);
+    h.usage.record(sel, h.table.n_context());
+  } else {
+    loss = ops::mean(sense_full_loss(flat, h.table, sel));
+  }
+  if (ctx_out) *ctx_out = ctx;
+  return loss;
+}
+
+}  // namespace sa
