@@ -1,0 +1,22 @@
+// Reading a run directory back: the resolved config, the vocabulary, and the model (with its
+// sense heads for SaELMo) from the latest checkpoint. For tools that use a trained run.
+#pragma once
+#include <string>
+
+#include "data/vocab.h"
+#include "train/config.h"
+#include "train/elmo_lm.h"
+
+namespace sa {
+
+struct LoadedRun {
+  TrainConfig config;
+  Vocab vocab;
+  ElmoLM lm;
+  int64_t step = 0;
+  std::string checkpoint;
+};
+
+LoadedRun load_run(const std::string& dir, Device dev = Device::cpu());
+
+}  // namespace sa
