@@ -17,6 +17,7 @@ PcaProjection::PcaProjection(int dim, int k, int queue_size, uint64_t seed) : di
   std::vector<float> v(static_cast<size_t>(dim) * k);
   for (float& x : v) x = static_cast<float>(n(rng));
   P_ = Tensor::from(v, {dim, k});
+  mean_ = Tensor::zeros({1, dim});
 }
 
 void PcaProjection::push(const Tensor& vectors) {
@@ -69,6 +70,7 @@ void PcaProjection::refit() {
     for (int i = 0; i < d; ++i) p[static_cast<size_t>(i) * k_ + col] = static_cast<float>(z[static_cast<size_t>(j) * d + i]);
   }
   P_ = Tensor::from(p, {d, k_});
+  mean_ = Tensor::of(mean, {1, d}, DType::F32);
   fitted_ = true;
 }
 
@@ -86,6 +88,11 @@ void PcaProjection::restore(const Tensor& queue, const Tensor& matrix, bool fitt
   push(queue);
   P_ = matrix.to(Device::cpu()).to(DType::F32).clone();
   fitted_ = fitted;
+  // The queue is pushed and refitted together, so its mean is the mean of the last fit.
+  std::vector<double> m(static_cast<size_t>(dim_), 0.0);
+  for (const auto& x : queue_)
+    for (int i = 0; i < dim_; ++i) m[i] += x[i] / static_cast<double>(queue_.size());
+  mean_ = fitted && !queue_.empty() ? Tensor::of(m, {1, dim_}) : Tensor::zeros({1, dim_});
 }
 
 }  // namespace sa

@@ -19,6 +19,7 @@ class PcaProjection {
   // dsyevr), sorted by decreasing variance. Fails when the queue holds fewer than 2 vectors.
   void refit();
   const Tensor& matrix() const { return P_; }  // [dim, k], f32, CPU
+  const Tensor& mean() const { return mean_; }  // [1, dim]: the queue's mean at the last fit (zeros before)
   std::vector<double> explained_variance() const { return variance_; }
   bool fitted() const { return fitted_; }
   size_t queued() const { return queue_.size(); }
@@ -30,7 +31,7 @@ class PcaProjection {
  private:
   int dim_, k_, cap_;
   std::deque<std::vector<float>> queue_;
-  Tensor P_;
+  Tensor P_, mean_;
   std::vector<double> variance_;
   bool fitted_ = false;
 };

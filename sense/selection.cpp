@@ -6,7 +6,7 @@
 namespace sa {
 
 std::vector<int32_t> select_senses(const SenseTable& t, const Tensor& ctx, const std::vector<int32_t>& words,
-                                   const Tensor& proj) {
+                                   const Tensor& proj, const Tensor& mean) {
   NoGrad ng;
   const int64_t N = ctx.dim(0), C = t.n_context();
   SA_CHECK(static_cast<int64_t>(words.size()) == N, "select_senses: {} words for {} context vectors", words.size(), N);
@@ -15,8 +15,15 @@ std::vector<int32_t> select_senses(const SenseTable& t, const Tensor& ctx, const
     for (int64_t s = 0; s < C; ++s) cand[n * C + s] = t.row(words[n], static_cast<int>(s));
   const Device dev = ctx.device();
   Tensor p = proj.to(ctx.dtype()).to(dev);
-  std::vector<double> u = ops::matmul(ctx, p).values();  // [N, d]
-  std::vector<double> v = ops::matmul(ops::gather_rows(t.centers, Tensor::from(cand, {N * C}, dev)), p).values();
+  Tensor centers = ops::gather_rows(t.centers, Tensor::from(cand, {N * C}, dev));
+  Tensor x = ctx;
+  if (mean.defined()) {
+    Tensor m = mean.to(ctx.dtype()).to(dev);
+    x = ops::sub(x, m);
+    centers = ops::sub(centers, m);
+  }
+  std::vector<double> u = ops::matmul(x, p).values();  // [N, d]
+  std::vector<double> v = ops::matmul(centers, p).values();
   const int64_t d = p.dim(1);
   std::vector<int32_t> sel(static_cast<size_t>(N));
   for (int64_t n = 0; n < N; ++n) {

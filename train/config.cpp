@@ -86,6 +86,7 @@ const std::vector<Key>& schema() {
         SA_KEY(int64_t, "an integer", "prune_first", sense.prune_first),
         SA_KEY(std::string, "a string", "center_update", center_update),
         SA_KEY(std::string, "a string", "warmup_init", warmup_init),
+        SA_KEY(bool, "true or false", "center_projection", sense.center_projection),
         SA_KEY(int64_t, "an integer", "char_cnn.embedding.dim", model.char_dim),
         SA_KEY(int64_t, "an integer", "char_cnn.n_highway", model.n_highway),
         SA_KEY(int64_t, "an integer", "char_cnn.n_characters", model.n_characters),

@@ -146,7 +146,9 @@ void pseudo_eval(LoadedRun& r, const std::string& pairs_file, const std::string&
         std::vector<int32_t> pos, words;
         for (auto& h : it.hits) pos.push_back(h[0]), words.push_back(pseudo_id[h[1]]);
         Tensor ctx = ops::gather_rows(ops::slice(top, 1, d * P, (d + 1) * P), Tensor::from(pos, {(int64_t)pos.size()}));
-        std::vector<int32_t> sel = select_senses(r.lm.heads[d].table, ctx, words, r.lm.heads[d].proj.matrix());
+        const PcaProjection& proj = r.lm.heads[d].proj;
+        std::vector<int32_t> sel = select_senses(r.lm.heads[d].table, ctx, words, proj.matrix(),
+                                                 r.config.sense.center_projection ? proj.mean() : Tensor());
         for (size_t k = 0; k < sel.size(); ++k) {
           std::vector<int>& cell = tables[d][it.hits[k][1]][sel[k]];
           cell.resize(2);
