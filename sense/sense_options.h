@@ -18,6 +18,7 @@ struct SenseOptions {
   int64_t prune_first = 60000;                // first pruning step
   enum class CenterUpdate { Paper, Released } center_update = CenterUpdate::Paper;
   bool warmup_init_copy = false;              // new senses start from sense 0's rows
+  bool warmup_zero_centers = false;           // new senses' centers start at zero (released at scale)
   bool center_projection = false;             // subtract the PCA mean before projecting (not released)
 };
 

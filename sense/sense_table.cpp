@@ -60,6 +60,13 @@ void SenseTable::end_warmup(bool copy) {
   }
 }
 
+void SenseTable::zero_new_centers() {
+  NoGrad ng;
+  std::vector<double> keep(static_cast<size_t>(rows()));
+  for (int r = 0; r < rows(); ++r) keep[r] = r % C_ == 0 ? 1.0 : 0.0;
+  centers.copy_from(ops::mul(centers, Tensor::of(keep, {rows(), 1}, centers.dtype(), centers.device())));
+}
+
 double SenseTable::bytes_needed(int64_t vocab, int n_context, int dim, DType dt) {
   const double rows = static_cast<double>(vocab) * n_context;
   // W and b with their Adagrad accumulators, and the centers.

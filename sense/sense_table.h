@@ -30,6 +30,9 @@ class SenseTable {
   // `copy`, else from their initialization).
   void begin_warmup();
   void end_warmup(bool copy);
+  // Centers of senses 1..C-1 set to zero: the state the released schedule reaches when its
+  // 20000-step warm-up decays them (x 0.99 per step) below float32's range.
+  void zero_new_centers();
 
   // Bytes of W, b, centers and Adagrad accumulators for this shape, before allocating anything.
   static double bytes_needed(int64_t vocab, int n_context, int dim, DType dt);

@@ -61,6 +61,18 @@ TEST(SenseSelection, WarmupUsesSenseZeroOnly) {
   }
 }
 
+TEST(SenseSelection, ZeroCentersAfterWarmupSplitBySign) {
+  SenseTable t(2, 4, 4, 5, Device::cpu(), DType::F64);
+  t.end_warmup(false);
+  t.zero_new_centers();
+  Tensor ctx = Tensor::of({1, 2, 0, 0, -1, -2, 0, 0}, {2, 4}, DType::F64);
+  // every candidate ties at cosine 0: the lowest enabled sense (1) wins
+  EXPECT_EQ(select_senses(t, ctx, {0, 0}, eye4()), (std::vector<int32_t>{1, 1}));
+  update_centers(t, Tensor::of({1, 2, 0, 0}, {1, 4}, DType::F64), {1}, 0.1, SenseOptions::CenterUpdate::Released);
+  // sense 1 now points along (1, 2): the opposite context has a negative cosine, so sense 2 wins
+  EXPECT_EQ(select_senses(t, ctx, {0, 0}, eye4()), (std::vector<int32_t>{1, 2}));
+}
+
 TEST(SenseCenters, PaperAndReleasedUpdates) {
   for (auto mode : {SenseOptions::CenterUpdate::Paper, SenseOptions::CenterUpdate::Released}) {
     SenseTable t(2, 2, 2, 1, Device::cpu(), DType::F64);

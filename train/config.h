@@ -18,7 +18,7 @@ struct TrainConfig {
   // SaELMo (n_context >= 2; 0 = plain ELMo with the shared sampled softmax)
   SenseOptions sense{.n_context = 0};
   std::string center_update = "paper";  // or "released"
-  std::string warmup_init = "random";    // or "copy"
+  std::string warmup_init = "random";    // "copy": from sense 0; "zero": zero centers (released at scale)
   // bilm-tf training keys
   int batch_size = 128;
   int unroll_steps = 20;

@@ -250,7 +250,10 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet) 
           lm.heads[d].proj.refit();
         }
       if (step == c.sense.contextual_warmup) {
-        for (SenseHead& h : lm.heads) h.table.end_warmup(c.sense.warmup_init_copy);
+        for (SenseHead& h : lm.heads) {
+          h.table.end_warmup(c.sense.warmup_init_copy);
+          if (c.sense.warmup_zero_centers) h.table.zero_new_centers();
+        }
         if (!quiet) std::printf("step %ld: warm-up done, senses 1..%d enabled\n", (long)step, c.sense.n_context - 1);
       }
       if (step >= c.sense.prune_first && step % c.sense.prune_every == 0) {
