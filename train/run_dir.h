@@ -19,4 +19,11 @@ struct LoadedRun {
 
 LoadedRun load_run(const std::string& dir, Device dev = Device::cpu());
 
+struct SafetensorsFile;
+// Copies a checkpoint's tensor `name` into t (same shape); fails naming the file otherwise.
+void take_tensor(const SafetensorsFile& f, const std::string& origin, const std::string& name, Tensor& t);
+// Copies the model of a checkpoint into `lm`: its parameters and, for SaELMo, the centers, enabled
+// scores, projection with its queue, and usage windows.
+void restore_model(ElmoLM& lm, const SafetensorsFile& f, const std::string& origin, int vocab_size);
+
 }  // namespace sa

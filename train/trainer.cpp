@@ -10,6 +10,7 @@
 #include "train/checkpoint.h"
 #include "train/elmo_lm.h"
 #include "train/optimizer.h"
+#include "train/run_dir.h"
 #include "train/sense_head.h"
 
 namespace sa {
@@ -120,40 +121,15 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet) 
   std::vector<fs::path> ckpts = checkpoints(dir);
   if (!ckpts.empty()) {
     SafetensorsFile f = load_safetensors(ckpts.back().string());
-    auto take = [&](const std::string& name, Tensor& t) {
-      auto it = f.tensors.find(name);
-      SA_CHECK(it != f.tensors.end(), "{}: tensor '{}' missing", ckpts.back().string(), name);
-      SA_CHECK(it->second.shape() == t.shape(), "{}: tensor '{}' is {} but the config needs {} (did the config change?)",
-               ckpts.back().string(), name, to_string(it->second.shape()), to_string(t.shape()));
-      t.copy_from(it->second.to(t.dtype()).to(t.device()));
-    };
-    for (auto& nt : lm.named()) {
-      take(nt.name, *nt.tensor);
-      take("adagrad/" + nt.name, opt.accumulator(*nt.tensor));
-    }
+    const std::string origin = ckpts.back().string();
+    restore_model(lm, f, origin, vocab.size());
+    for (auto& nt : lm.named()) take_tensor(f, origin, "adagrad/" + nt.name, opt.accumulator(*nt.tensor));
     for (int d = 0; d < 2; ++d)
       for (size_t l = 0; l < state.dir[d].size(); ++l) {
         std::string p = "state/" + std::to_string(d) + "/" + std::to_string(l);
-        take(p + "/c", state.dir[d][l].c);
-        take(p + "/m", state.dir[d][l].m);
+        take_tensor(f, origin, p + "/c", state.dir[d][l].c);
+        take_tensor(f, origin, p + "/m", state.dir[d][l].m);
       }
-    for (size_t d = 0; d < lm.heads.size(); ++d) {
-      SenseHead& h = lm.heads[d];
-      std::string p = "sense/" + std::to_string(d) + "/";
-      take(p + "centers", h.table.centers);
-      Tensor en = Tensor::empty({h.table.rows()});
-      take(p + "enabled", en);
-      std::vector<double> ev = en.values();
-      h.table.enabled.assign(ev.begin(), ev.end());
-      Tensor proj = h.proj.matrix().clone();
-      take(p + "projection", proj);
-      Tensor usage = h.usage.to_tensor(vocab.size());
-      take(p + "usage", usage);
-      h.usage.restore(usage);
-      auto q = f.tensors.find(p + "pca_queue");
-      SA_CHECK(q != f.tensors.end(), "{}: tensor '{}pca_queue' missing", ckpts.back().string(), p);
-      h.proj.restore(q->second, proj, f.metadata.at("pca_fitted").get<bool>());
-    }
     step = f.metadata.at("step").get<int64_t>();
     gen.offset = f.metadata.at("dropout_offset").get<uint64_t>();
     truncate_metrics(dir / "metrics.jsonl", step);
