@@ -1,6 +1,8 @@
 // Bad input gets a clear error naming the file, the line and the problem.
 #include <gtest/gtest.h>
 
+#include "tests/test_util.h"
+
 #include <filesystem>
 #include <fstream>
 
@@ -16,14 +18,7 @@ namespace {
 
 std::string tmp(const std::string& name) { return ::testing::TempDir() + "/" + name; }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testing::error_of;
 
 void contains(const std::string& msg, std::initializer_list<const char*> parts) {
   for (const char* p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' missing in: " << msg;

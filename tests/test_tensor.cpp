@@ -1,6 +1,8 @@
 // Tensors, views, casts, the allocator, Philox, device fallback and error messages.
 #include <gtest/gtest.h>
 
+#include "tests/test_util.h"
+
 #include "engine/core/bf16.h"
 #include "engine/core/philox.h"
 #include "engine/engine.h"
@@ -8,14 +10,7 @@
 namespace sa {
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::error_of;
 
 TEST(Tensor, RowsViewSharesStorage) {
   Tensor t = Tensor::of({0, 1, 2, 3, 4, 5}, {3, 2});
