@@ -21,7 +21,7 @@ BLAS_DIR ?= /usr/lib/x86_64-linux-gnu/openblas-openmp
 LDLIBS := -L$(BLAS_DIR) -Wl,-rpath,$(BLAS_DIR) -lopenblas -lfmt -lhdf5_serial -ltomlplusplus -fopenmp -lpthread
 NVCCFLAGS := -std=c++20 -O3 -I. $(CUDA_ARCH) -Xcompiler -fopenmp --expt-relaxed-constexpr -MMD -MP
 
-ENGINE_SRC := $(wildcard engine/core/*.cpp engine/ops/*.cpp engine/cpu/*.cpp)
+ENGINE_SRC := engine/backend.cpp $(wildcard engine/core/*.cpp engine/ops/*.cpp engine/cpu/*.cpp)
 ifeq ($(CUDA),1)
   CUDA_SRC := $(wildcard engine/cuda/*.cu)
   CUDNN_SRC := $(if $(filter 1,$(CUDNN)),$(wildcard engine/cuda/cudnn_*.cpp))

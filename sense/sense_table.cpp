@@ -23,7 +23,7 @@ SenseTable::SenseTable(int vocab, int n_context, int dim, uint64_t seed, Device 
   W = normal({R, dim}, 1.0 / std::sqrt(static_cast<double>(dim)), rng, dev, dt).set_requires_grad().set_sparse_grad();
   b = Tensor::zeros({R, 1}, dt, dev).set_requires_grad().set_sparse_grad();
   centers = normal({R, dim}, 16.0, rng, dev, dt);
-  enabled.assign(static_cast<size_t>(R), 1.f);
+  enabled.resize(static_cast<size_t>(R));
   begin_warmup();
 }
 

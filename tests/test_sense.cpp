@@ -131,9 +131,8 @@ TEST(SensePruning, HalvesRareSensesThenDisablesAndResets) {
   // word 1: only 50 selections -> never pruned
   for (int i = 0; i < 50; ++i) rows.push_back(t.row(1, 3));
   u.record(rows, 4);
-  const float s = 1.f;
   EXPECT_EQ(u.prune(t, 0.1), 0);
-  EXPECT_EQ(t.enabled[t.row(0, 2)], 0.5f * s);
+  EXPECT_EQ(t.enabled[t.row(0, 2)], 0.5f);
   EXPECT_EQ(t.enabled[t.row(0, 3)], 0.5f);
   EXPECT_EQ(t.enabled[t.row(0, 1)], 1.f);
   EXPECT_EQ(t.enabled[t.row(1, 1)], 1.f);  // rare word untouched

@@ -2,7 +2,6 @@
 
 #include <cmath>
 
-#include "data/char_ids.h"
 
 namespace sa {
 

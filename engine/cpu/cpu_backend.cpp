@@ -1,4 +1,4 @@
-// Backend registry and the plans shared by both backends.
+// The CPU backend instance.
 #include "engine/cpu/cpu_backend.h"
 
 namespace sa {
@@ -6,25 +6,6 @@ namespace sa {
 Backend& cpu_backend() {
   static CpuBackend b;
   return b;
-}
-
-Backend& backend(Device d) { return d.is_cuda() ? cuda::backend(d.index) : cpu_backend(); }
-
-BroadcastPlan make_broadcast_plan(const Shape& out, const Shape& a, const Shape& b) {
-  BroadcastPlan p;
-  SA_CHECK(out.size() <= BroadcastPlan::kMaxRank, "broadcast: rank {} exceeds the supported {}", out.size(),
-           BroadcastPlan::kMaxRank);
-  p.rank = static_cast<int>(out.size());
-  auto fill = [&](const Shape& s, int64_t* st) {
-    Shape full(out.size(), 1);
-    std::copy(s.begin(), s.end(), full.end() - static_cast<int64_t>(s.size()));
-    Shape strides = strides_of(full);
-    for (int k = 0; k < p.rank; ++k) st[k] = full[k] == 1 && out[k] != 1 ? 0 : strides[k];
-  };
-  for (int k = 0; k < p.rank; ++k) p.shape[k] = out[k];
-  fill(a, p.stride_a);
-  fill(b, p.stride_b);
-  return p;
 }
 
 }  // namespace sa

@@ -1,6 +1,11 @@
 // CPU GEMM through OpenBLAS (row-major cblas).
 #include <cblas.h>
 
+#include <chrono>
+#include <vector>
+
+#include "engine/bench_support.h"
+
 #include "engine/cpu/cpu_backend.h"
 
 namespace sa {
@@ -31,14 +36,6 @@ void CpuBackend::gemm(const GemmArgs& g, const Tensor& a, const Tensor& b, Tenso
   });
 }
 
-}  // namespace sa
-
-#include <chrono>
-#include <vector>
-
-#include "engine/bench_support.h"
-
-namespace sa {
 
 double raw_gemm_seconds(Device d, int64_t m, int64_t n, int64_t k, int iters) {
   if (d.is_cuda()) return cuda::raw_gemm_seconds(d.index, m, n, k, iters);
