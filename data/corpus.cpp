@@ -23,6 +23,11 @@ std::vector<std::string> expand_glob(const std::string& pattern) {
   return files;
 }
 
+void lowercase_ascii(std::string& s) {
+  for (char& ch : s)
+    if (ch >= 'A' && ch <= 'Z') ch = static_cast<char>(ch - 'A' + 'a');
+}
+
 std::vector<Sentence> read_sentences(const std::string& path, bool lowercase) {
   std::ifstream f(path);
   SA_CHECK(f, "{}: cannot open", path);
@@ -32,9 +37,7 @@ std::vector<Sentence> read_sentences(const std::string& path, bool lowercase) {
     size_t bad = 0;
     SA_CHECK(valid_utf8(line, &bad), "{}:{}: invalid UTF-8 at byte {} (the corpus must be UTF-8 text)", path, lineno,
              bad + 1);
-    if (lowercase)
-      for (char& ch : line)
-        if (ch >= 'A' && ch <= 'Z') ch = static_cast<char>(ch - 'A' + 'a');
+    if (lowercase) lowercase_ascii(line);
     std::istringstream ss(line);
     Sentence s;
     for (std::string w; ss >> w;) s.push_back(std::move(w));

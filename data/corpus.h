@@ -13,6 +13,9 @@ using Sentence = std::vector<std::string>;
 // The files a pattern names (a plain path or a glob), sorted; fails when there are none.
 std::vector<std::string> expand_glob(const std::string& pattern);
 
+// The corpus option `lowercase`: ASCII letters only, as bilm-tf's training data was prepared.
+void lowercase_ascii(std::string& s);
+
 // The sentences of one file; blank lines are skipped. Invalid UTF-8 is an error naming the file,
 // line and byte. `lowercase` lowercases ASCII letters.
 std::vector<Sentence> read_sentences(const std::string& path, bool lowercase);

@@ -6,7 +6,7 @@
 namespace sa {
 
 std::vector<int32_t> select_senses(const SenseTable& t, const Tensor& ctx, const std::vector<int32_t>& words,
-                                   const Tensor& proj, const Tensor& mean) {
+                                   const Tensor& proj, const Tensor& mean, bool seed_empty) {
   NoGrad ng;
   const int64_t N = ctx.dim(0), C = t.n_context();
   SA_CHECK(static_cast<int64_t>(words.size()) == N, "select_senses: {} words for {} context vectors", words.size(), N);
@@ -16,6 +16,8 @@ std::vector<int32_t> select_senses(const SenseTable& t, const Tensor& ctx, const
   const Device dev = ctx.device();
   Tensor p = proj.to(ctx.dtype()).to(dev);
   Tensor centers = ops::gather_rows(t.centers, Tensor::from(cand, {N * C}, dev));
+  std::vector<double> center_sq;  // squared norms of the raw centers: 0 = never seeded
+  if (seed_empty) center_sq = ops::sum(ops::square(centers), 1).values();
   Tensor x = ctx;
   if (mean.defined()) {
     Tensor m = mean.to(ctx.dtype()).to(dev);
@@ -26,7 +28,22 @@ std::vector<int32_t> select_senses(const SenseTable& t, const Tensor& ctx, const
   std::vector<double> v = ops::matmul(centers, p).values();
   const int64_t d = p.dim(1);
   std::vector<int32_t> sel(static_cast<size_t>(N));
+  // Seeding (MacQueen): an empty enabled center is claimed by the next occurrence of its word, whose
+  // projected context then stands for that center for the rest of this call.
+  std::map<int32_t, int64_t> claimed;  // row -> occurrence that seeded it
   for (int64_t n = 0; n < N; ++n) {
+    if (seed_empty) {
+      int32_t empty = -1;
+      for (int64_t s = 0; s < C && empty < 0; ++s) {
+        const int32_t r = cand[n * C + s];
+        if (t.is_enabled(r) && center_sq[n * C + s] == 0.0 && !claimed.count(r)) empty = r;
+      }
+      if (empty >= 0) {
+        claimed[empty] = n;
+        sel[n] = empty;
+        continue;
+      }
+    }
     double un = 0;
     for (int64_t k = 0; k < d; ++k) un += u[n * d + k] * u[n * d + k];
     un = std::sqrt(un);
@@ -35,7 +52,8 @@ std::vector<int32_t> select_senses(const SenseTable& t, const Tensor& ctx, const
     for (int64_t s = 0; s < C; ++s) {
       const int32_t r = cand[n * C + s];
       if (!t.is_enabled(r)) continue;
-      const double* vs = &v[(n * C + s) * d];
+      auto seed = seed_empty ? claimed.find(r) : claimed.end();
+      const double* vs = seed != claimed.end() ? &u[seed->second * d] : &v[(n * C + s) * d];
       double dot = 0, vn = 0;
       for (int64_t k = 0; k < d; ++k) dot += u[n * d + k] * vs[k], vn += vs[k] * vs[k];
       const double sim = dot / (std::sqrt(vn) + 1e-6) / (un + 1e-6);

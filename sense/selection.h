@@ -11,9 +11,11 @@ namespace sa {
 // ctx [N, P] (any device), words [N] target word ids, proj [P, d]. Returns the selected rows
 // w*C + s. A word with no enabled sense (pruning never allows it) falls back to its first sense.
 // With `mean` [1, P], it is subtracted from contexts and centers before projecting (an option:
-// the released code projects raw vectors).
+// the released code projects raw vectors). With `seed_empty`, an enabled sense whose center is
+// exactly zero is taken by the next occurrence of its word (online k-means seeded by its first
+// points, warmup_init = "data"); later occurrences in the same call compare with that context.
 std::vector<int32_t> select_senses(const SenseTable& table, const Tensor& ctx, const std::vector<int32_t>& words,
-                                   const Tensor& proj, const Tensor& mean = Tensor());
+                                   const Tensor& proj, const Tensor& mean = Tensor(), bool seed_empty = false);
 
 // Moves the centers toward the context vectors assigned to them this step.
 //  paper:    only selected rows: c <- (1 - a) c + a * mean(ctx assigned to c)

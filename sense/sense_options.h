@@ -19,6 +19,7 @@ struct SenseOptions {
   enum class CenterUpdate { Paper, Released } center_update = CenterUpdate::Paper;
   bool warmup_init_copy = false;              // new senses start from sense 0's rows
   bool warmup_zero_centers = false;           // new senses' centers start at zero (released at scale)
+  bool seed_centers = false;                  // empty centers are seeded by contexts (warmup_init = data)
   bool center_projection = false;             // subtract the PCA mean before projecting (not released)
 };
 

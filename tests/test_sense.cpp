@@ -73,6 +73,24 @@ TEST(SenseSelection, ZeroCentersAfterWarmupSplitBySign) {
   EXPECT_EQ(select_senses(t, ctx, {0, 0}, eye4()), (std::vector<int32_t>{1, 2}));
 }
 
+TEST(SenseSelection, EmptyCentersAreSeededByTheFirstContexts) {
+  SenseTable t(2, 4, 4, 5, Device::cpu(), DType::F64);
+  t.end_warmup(true);
+  t.zero_new_centers();
+  // Word 0: three senses, all empty. The first three occurrences take senses 1, 2, 3 in turn; the
+  // fourth (near the second) joins sense 2; word 1's occurrence seeds its own sense 1 (row 5).
+  Tensor ctx = Tensor::of({1, 0, 0, 0,  0, 1, 0, 0,  0, 0, 1, 0,  0.1, 1, 0, 0,  0, 0, 0, 1}, {5, 4}, DType::F64);
+  std::vector<int32_t> sel = select_senses(t, ctx, {0, 0, 0, 0, 1}, eye4(), Tensor(), true);
+  EXPECT_EQ(sel, (std::vector<int32_t>{1, 2, 3, 2, 5}));
+  // Without seeding every sense ties at cosine 0 and the lowest wins.
+  EXPECT_EQ(select_senses(t, ctx, {0, 0, 0, 0, 1}, eye4()), (std::vector<int32_t>{1, 1, 1, 1, 5}));
+  // After the update the seeded centers hold their contexts: no more seeding for word 0, and the
+  // point near the third context goes to sense 3.
+  update_centers(t, ctx, sel, 0.01, SenseOptions::CenterUpdate::Paper);
+  Tensor next = Tensor::of({0.2, 0, 0.9, 0,  0.9, 0.1, 0, 0}, {2, 4}, DType::F64);
+  EXPECT_EQ(select_senses(t, next, {0, 1}, eye4(), Tensor(), true), (std::vector<int32_t>{3, 6}));
+}
+
 TEST(SenseCenters, PaperAndReleasedUpdates) {
   for (auto mode : {SenseOptions::CenterUpdate::Paper, SenseOptions::CenterUpdate::Released}) {
     SenseTable t(2, 2, 2, 1, Device::cpu(), DType::F64);

@@ -174,8 +174,8 @@ void validate(const TrainConfig& c, const std::string& origin) {
            c.sense.n_context);
   SA_CHECK(c.center_update == "paper" || c.center_update == "released",
            "{}: center_update must be \"paper\" or \"released\", got \"{}\"", origin, c.center_update);
-  SA_CHECK(c.warmup_init == "random" || c.warmup_init == "copy" || c.warmup_init == "zero",
-           "{}: warmup_init must be \"random\", \"copy\" or \"zero\", got \"{}\"", origin, c.warmup_init);
+  SA_CHECK(c.warmup_init == "random" || c.warmup_init == "copy" || c.warmup_init == "zero" || c.warmup_init == "data",
+           "{}: warmup_init must be \"random\", \"copy\", \"zero\" or \"data\", got \"{}\"", origin, c.warmup_init);
   if (c.sense.n_context >= 2) {
     positive("cluster_proj_dim", c.sense.cluster_proj_dim);
     positive("pca_sample", c.sense.pca_sample);
@@ -207,8 +207,10 @@ TrainConfig TrainConfig::load(const std::string& path, const std::vector<std::st
   auto finish = [&] {
     c.sense.center_update =
         c.center_update == "released" ? SenseOptions::CenterUpdate::Released : SenseOptions::CenterUpdate::Paper;
-    c.sense.warmup_init_copy = c.warmup_init == "copy";
-    c.sense.warmup_zero_centers = c.warmup_init == "zero";
+    // "data": new senses start from sense 0's W and b, their centers from the first contexts seen.
+    c.sense.warmup_init_copy = c.warmup_init == "copy" || c.warmup_init == "data";
+    c.sense.warmup_zero_centers = c.warmup_init == "zero" || c.warmup_init == "data";
+    c.sense.seed_centers = c.warmup_init == "data";
   };
   for (const std::string& o : overrides) {
     size_t eq = o.find('=');

@@ -22,7 +22,8 @@ Tensor sense_direction_loss(SenseHead& h, const Tensor& top, const LmBatch& b, c
   const int64_t B = top.dim(0), T = top.dim(1), P = top.dim(2);
   Tensor ctx = selection_context(top);
   std::vector<int32_t> sel =
-      select_senses(h.table, ctx, b.targets, h.proj.matrix(), o.center_projection ? h.proj.mean() : Tensor());
+      select_senses(h.table, ctx, b.targets, h.proj.matrix(), o.center_projection ? h.proj.mean() : Tensor(),
+                    training && o.seed_centers);
   Tensor flat = ops::reshape(top, {B * T, P});
   Tensor loss;
   if (training) {

@@ -10,15 +10,19 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "data/corpus.h"
 #include "data/hdf5_file.h"
 #include "data/vocab.h"
+#include "eval/encoder_files.h"
 #include "layers/elmo_embedder.h"
 
 using namespace sa;
 
 namespace {
 
-std::vector<std::vector<std::string>> read_sentences(const std::string& path, std::vector<std::string>& lines) {
+// Lines as tokens (lowercased when the model was trained so); the original lines key the index.
+std::vector<std::vector<std::string>> read_sentences(const std::string& path, std::vector<std::string>& lines,
+                                                     bool lowercase) {
   std::ifstream f(path);
   SA_CHECK(f, "{}: cannot open input file", path);
   std::vector<std::vector<std::string>> out;
@@ -28,7 +32,10 @@ std::vector<std::vector<std::string>> read_sentences(const std::string& path, st
     SA_CHECK(valid_utf8(line, &bad), "{}:{}: invalid UTF-8 at byte {}", path, lineno, bad + 1);
     std::istringstream ss(line);
     std::vector<std::string> toks;
-    for (std::string w; ss >> w;) toks.push_back(w);
+    for (std::string w; ss >> w;) {
+      if (lowercase) lowercase_ascii(w);
+      toks.push_back(w);
+    }
     SA_CHECK(!toks.empty(), "{}:{}: empty line (one tokenized sentence per line expected; keys follow line numbers)",
              path, lineno);
     out.push_back(std::move(toks));
@@ -38,26 +45,17 @@ std::vector<std::vector<std::string>> read_sentences(const std::string& path, st
   return out;
 }
 
-nlohmann::json read_json(const std::string& path) {
-  std::ifstream f(path);
-  SA_CHECK(f, "{}: cannot open", path);
-  try {
-    return nlohmann::json::parse(f);
-  } catch (const nlohmann::json::exception& e) {
-    fail("{}: invalid JSON: {}", path, e.what());
-  }
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"Contextual ELMo embeddings in the bilm-tf/AllenNLP HDF5 layout"};
-  std::string model_dir, options, weights, vocab, input, output, layers = "all", device = "auto";
+  EncoderFiles files;
+  std::string vocab, input, output, layers = "all", device = "auto";
   int batch = 64;
   bool stateful = false;
-  app.add_option("--model", model_dir, "a run directory (options.json + weights.hdf5)");
-  app.add_option("--options", options, "bilm-tf options.json");
-  app.add_option("--weights", weights, "bilm-tf weights.hdf5");
+  app.add_option("--model", files.run_dir, "a run directory (options.json + weights.hdf5)");
+  app.add_option("--options", files.options, "bilm-tf options.json");
+  app.add_option("--weights", files.weights, "bilm-tf weights.hdf5");
   app.add_option("--vocab", vocab, "bilm-tf vocabulary (checked, not needed for embeddings)");
   app.add_option("--input", input, "one tokenized sentence per line")->required();
   app.add_option("--output", output, "HDF5 file to write")->required();
@@ -67,17 +65,11 @@ int main(int argc, char** argv) {
   app.add_option("--device", device, "auto, cpu, cuda or cuda:N");
   CLI11_PARSE(app, argc, argv);
   try {
-    if (!model_dir.empty()) {
-      options = model_dir + "/options.json";
-      weights = model_dir + "/weights.hdf5";
-    }
-    SA_CHECK(!options.empty() && !weights.empty(), "give --model RUN_DIR, or --options and --weights");
     if (!vocab.empty()) Vocab::load(vocab, false);
-    Device dev = resolve_device(device);
-    ElmoOptions opt = ElmoOptions::from_json(read_json(options), options);
-    ElmoModel model = ElmoModel::load_bilm(opt, weights, dev);
+    LoadedEncoder enc = load_encoder(files, resolve_device(device));
+    const ElmoModel& model = enc.model;
     std::vector<std::string> lines;
-    auto sents = read_sentences(input, lines);
+    auto sents = read_sentences(input, lines, enc.lowercase);
     ElmoEmbedder embedder(model, stateful, batch);
     H5File out = H5File::create(output);
     nlohmann::json index = nlohmann::json::object();

@@ -1,0 +1,68 @@
+// Nearest-sense WSD (method.md decision 12): the contextual vector of every tagged token of a
+// training corpus, averaged per sense key; each test instance gets the sense whose average is the
+// closest by cosine, over all sense entries (default) or among its lemma's senses. Plus the
+// baselines: most frequent sense in the training keys, and WordNet's first sense.
+#pragma once
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "data/wordnet.h"
+#include "data/wsd_corpus.h"
+#include "layers/elmo.h"
+
+namespace sa {
+
+// Which layer of the biLM a vector comes from: "0".."L", "top", "average" or "concat".
+struct WsdLayer {
+  std::string spec = "top";
+  // The feature vector of each token [n_tokens, D] from an embedding [L+1, n_tokens, 2P].
+  Tensor select(const Tensor& embedding) const;
+  void check(int n_layers) const;  // fails naming the valid choices
+};
+
+struct InstanceVectors {
+  std::vector<std::string> ids;
+  std::vector<std::string> lemma_pos;  // lemma#POS, as lemma_pos_index
+  Tensor vectors;                      // [N, D] float32 on the CPU
+};
+
+struct EmbedOptions {
+  WsdLayer layer;
+  int batch_size = 64;
+  bool lowercase = false;
+  std::string label;  // progress line: "embedding <label>: ..."
+};
+
+// Embeds every sentence with at least one instance (stateless, batches of similar length) and
+// returns each instance's vector: the mean over the words of its surface form.
+InstanceVectors embed_instances(const ElmoModel& model, const WsdCorpus& corpus, const EmbedOptions& o);
+
+struct SenseCentroids {
+  std::vector<std::string> keys;
+  Tensor unit;  // [K, D] unit-length mean vectors
+  std::unordered_map<std::string, std::vector<int>> by_lemma_pos;
+};
+
+// An instance with several gold keys adds its vector to each of them.
+SenseCentroids sense_centroids(const InstanceVectors& train, const WsdKeys& train_keys);
+
+struct NearestOptions {
+  bool filter_lemma = false;                // only the lemma's senses (lemma#POS)
+  const WordNetSenses* backoff = nullptr;   // first sense for lemmas with no trained sense
+};
+
+struct WsdPrediction {
+  WsdKeys keys;
+  size_t backed_off = 0, unanswered = 0;
+};
+
+WsdPrediction predict_nearest(const SenseCentroids& c, const InstanceVectors& test, const NearestOptions& o);
+
+// Per lemma#POS the key seen most often in `train_keys` (ties: WordNet order when `wn`, then the
+// key's spelling). Unseen lemmas take WordNet's first sense when `backoff`, else no answer.
+WsdPrediction predict_mfs(const WsdKeys& train_keys, const WsdCorpus& test, const WordNetSenses* wn,
+                          const WordNetSenses* backoff);
+WsdPrediction predict_first_sense(const WsdCorpus& test, const WordNetSenses& wn);
+
+}  // namespace sa
