@@ -17,6 +17,9 @@ struct SenseOptions {
   int64_t prune_every = 20000;                // E
   int64_t prune_first = 60000;                // first pruning step
   enum class CenterUpdate { Paper, Released } center_update = CenterUpdate::Paper;
+  // Negatives of the sampled softmax (decision 6): uniform over enabled rows (released), log-uniform
+  // over words with all their enabled senses (log-Q corrected), or the exact softmax.
+  enum class Negatives { Uniform, LogUniform, Full } negatives = Negatives::Uniform;
   bool warmup_init_copy = false;              // new senses start from sense 0's rows
   bool warmup_zero_centers = false;           // new senses' centers start at zero (released at scale)
   bool seed_centers = false;                  // empty centers are seeded by contexts (warmup_init = data)

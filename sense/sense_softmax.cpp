@@ -1,5 +1,7 @@
 #include "sense/sense_softmax.h"
 
+#include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "layers/softmax.h"
@@ -20,6 +22,29 @@ std::vector<int32_t> sample_enabled_rows(const SenseTable& t, int n, std::mt1993
 Tensor sense_sampled_loss(const Tensor& x, const SenseTable& t, const std::vector<int32_t>& selected,
                           const std::vector<int32_t>& negatives) {
   return candidate_softmax_loss(x, t.W, t.b, selected, negatives);
+}
+
+SenseNegatives sample_log_uniform_senses(const SenseTable& t, int n, const std::vector<int32_t>& targets,
+                                         std::mt19937_64& rng) {
+  const int V = t.vocab(), C = t.n_context();
+  const double per_word = std::max(1.0, static_cast<double>(t.enabled_rows().size()) / V);
+  const int words = std::clamp(static_cast<int>(std::lround(n / per_word)), 1, V);
+  const LogUniformSampler sampler(V);
+  int64_t tries = 0;
+  SenseNegatives out;
+  for (int32_t w : sampler.sample_unique(words, rng, tries)) {
+    const double shift = -std::log(sampler.expected_count(w, words, tries));
+    for (int s = 0; s < C; ++s)
+      if (t.is_enabled(t.row(w, s))) out.rows.push_back(t.row(w, s)), out.shift.push_back(shift);
+  }
+  for (int32_t w : targets) out.true_shift.push_back(-std::log(sampler.expected_count(w, words, tries)));
+  return out;
+}
+
+Tensor sense_sampled_loss(const Tensor& x, const SenseTable& t, const std::vector<int32_t>& selected,
+                          const SenseNegatives& neg) {
+  if (neg.shift.empty()) return candidate_softmax_loss(x, t.W, t.b, selected, neg.rows);
+  return candidate_softmax_loss(x, t.W, t.b, selected, neg.rows, &neg.true_shift, &neg.shift);
 }
 
 Tensor sense_full_loss(const Tensor& x, const SenseTable& t, const std::vector<int32_t>& selected) {

@@ -12,9 +12,22 @@ namespace sa {
 // `n` distinct enabled rows, uniformly (all of them when fewer are enabled).
 std::vector<int32_t> sample_enabled_rows(const SenseTable& table, int n, std::mt19937_64& rng);
 
+// Negatives `negative_samples = "log_uniform"`: about n rows, from distinct words drawn by bilm-tf's
+// log-uniform sampler over the frequency-sorted vocabulary, each with all its enabled senses. The
+// log-Q shifts (-log expected count of the word) go with the candidates and, for `targets`, with
+// the true rows, as in TF's sampled softmax.
+struct SenseNegatives {
+  std::vector<int32_t> rows;
+  std::vector<double> shift, true_shift;  // empty for uniform negatives
+};
+SenseNegatives sample_log_uniform_senses(const SenseTable& table, int n, const std::vector<int32_t>& targets,
+                                         std::mt19937_64& rng);
+
 // Per-row loss [N] of x [N, P] with target rows `selected`, against the sampled `negatives`.
 Tensor sense_sampled_loss(const Tensor& x, const SenseTable& table, const std::vector<int32_t>& selected,
                           const std::vector<int32_t>& negatives);
+Tensor sense_sampled_loss(const Tensor& x, const SenseTable& table, const std::vector<int32_t>& selected,
+                          const SenseNegatives& negatives);
 
 // Per-row loss [N] with the exact softmax over every enabled sense row (small vocabularies,
 // evaluation). Disabled rows are masked (probability 0, no gradient).

@@ -189,6 +189,45 @@ TEST(SenseSoftmax, UniformNegativesComeFromEnabledRows) {
   EXPECT_EQ(sample_enabled_rows(t, 1000, rng).size(), 149u);  // at most every enabled row
 }
 
+TEST(SenseSoftmax, LogUniformNegativesTakeWholeWordsWithLogQ) {
+  SenseTable t(400, 4, 2, 1, Device::cpu(), DType::F64);
+  t.end_warmup(false);           // 3 enabled senses per word
+  t.enabled[t.row(0, 3)] = 0;    // word 0 (the most frequent) keeps 2
+  std::mt19937_64 rng(5);
+  SenseNegatives neg = sample_log_uniform_senses(t, 90, {0, 5}, rng);
+  // 90 rows / 3 senses per word = 30 distinct words, each with every enabled sense.
+  std::map<int, std::vector<int>> by_word;
+  for (int32_t r : neg.rows) {
+    by_word[r / 4].push_back(r % 4);
+    EXPECT_TRUE(t.is_enabled(r));
+  }
+  EXPECT_EQ(by_word.size(), 30u);
+  for (auto& [w, senses] : by_word) EXPECT_EQ(senses.size(), w == 0 ? 2u : 3u) << w;
+  // Frequent words are drawn more often: low ids dominate.
+  int low = 0;
+  for (auto& [w, s] : by_word) low += w < 40;
+  EXPECT_GT(low, 10);
+  // The log-Q shift is shared by a word's senses, and is the smallest for the most frequent word.
+  ASSERT_EQ(neg.shift.size(), neg.rows.size());
+  ASSERT_EQ(neg.true_shift.size(), 2u);
+  EXPECT_LT(neg.true_shift[0], neg.true_shift[1]);
+  for (size_t i = 0; i + 1 < neg.rows.size(); ++i)
+    if (neg.rows[i] / 4 == neg.rows[i + 1] / 4) {
+      EXPECT_EQ(neg.shift[i], neg.shift[i + 1]);
+    }
+  // The loss with shifts equals the unshifted one computed on shifted logits: check one row by hand.
+  Tensor x = Tensor::of({0.3, -0.7}, {1, 2}, DType::F64);
+  const int32_t target = t.row(5, 1);
+  std::vector<double> W = t.W.values(), b = t.b.values();
+  auto logit = [&](int32_t r) { return x.values()[0] * W[r * 2] + x.values()[1] * W[r * 2 + 1] + b[r]; };
+  double z = std::exp(logit(target) + neg.true_shift[1]), zt = z;
+  for (size_t i = 0; i < neg.rows.size(); ++i)
+    if (neg.rows[i] != target) z += std::exp(logit(neg.rows[i]) + neg.shift[i]);
+  SenseNegatives one = neg;
+  one.true_shift = {neg.true_shift[1]};
+  EXPECT_NEAR(sense_sampled_loss(x, t, {target}, one).item(), -std::log(zt / z), 1e-12);
+}
+
 TEST(SenseSoftmax, MasksGiveNoNaN) {
   SenseTable t(4, 3, 2, 1, Device::cpu(), DType::F64);
   t.end_warmup(false);

@@ -101,4 +101,18 @@ TEST(TrainResume, SaelmoSigkillThenRerunEqualsUninterruptedRun) {
                "prune_first = 20\nprune_every = 12\ncontext_record_window = 10\ncenter_update = \"released\"\n");
 }
 
+// Centers seeded from contexts (zero centers are the "not yet seeded" state, so they must resume
+// exactly) with log-uniform negatives; and the exact softmax in training.
+TEST(TrainResume, SaelmoDataSeedingAndLogUniformNegativesResume) {
+  check_resume("saelmo-data",
+               "n_context = 4\ncluster_proj_dim = 8\npca_sample = 500\npca_every = 7\ncontextual_warmup = 15\n"
+               "prune_first = 20\nprune_every = 12\ncontext_record_window = 10\nwarmup_init = \"data\"\n"
+               "sense_negatives = \"log_uniform\"\n");
+}
+
+TEST(TrainResume, SaelmoFullSoftmaxResumes) {
+  check_resume("saelmo-full", "n_context = 3\ncluster_proj_dim = 8\npca_sample = 500\npca_every = 7\n"
+                              "contextual_warmup = 15\nprune_first = 20\nprune_every = 12\nsense_negatives = \"full\"\n");
+}
+
 }  // namespace

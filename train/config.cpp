@@ -85,6 +85,7 @@ const std::vector<Key>& schema() {
         SA_KEY(int64_t, "an integer", "prune_every", sense.prune_every),
         SA_KEY(int64_t, "an integer", "prune_first", sense.prune_first),
         SA_KEY(std::string, "a string", "center_update", center_update),
+        SA_KEY(std::string, "a string", "sense_negatives", sense_negatives),
         SA_KEY(std::string, "a string", "warmup_init", warmup_init),
         SA_KEY(bool, "true or false", "center_projection", sense.center_projection),
         SA_KEY(int64_t, "an integer", "char_cnn.embedding.dim", model.char_dim),
@@ -174,6 +175,9 @@ void validate(const TrainConfig& c, const std::string& origin) {
            c.sense.n_context);
   SA_CHECK(c.center_update == "paper" || c.center_update == "released",
            "{}: center_update must be \"paper\" or \"released\", got \"{}\"", origin, c.center_update);
+  SA_CHECK(c.sense_negatives == "uniform" || c.sense_negatives == "log_uniform" || c.sense_negatives == "full",
+           "{}: sense_negatives must be \"uniform\", \"log_uniform\" or \"full\", got \"{}\"", origin,
+           c.sense_negatives);
   SA_CHECK(c.warmup_init == "random" || c.warmup_init == "copy" || c.warmup_init == "zero" || c.warmup_init == "data",
            "{}: warmup_init must be \"random\", \"copy\", \"zero\" or \"data\", got \"{}\"", origin, c.warmup_init);
   if (c.sense.n_context >= 2) {
@@ -207,6 +211,8 @@ TrainConfig TrainConfig::load(const std::string& path, const std::vector<std::st
   auto finish = [&] {
     c.sense.center_update =
         c.center_update == "released" ? SenseOptions::CenterUpdate::Released : SenseOptions::CenterUpdate::Paper;
+    using N = SenseOptions::Negatives;
+    c.sense.negatives = c.sense_negatives == "full" ? N::Full : c.sense_negatives == "log_uniform" ? N::LogUniform : N::Uniform;
     // "data": new senses start from sense 0's W and b, their centers from the first contexts seen.
     c.sense.warmup_init_copy = c.warmup_init == "copy" || c.warmup_init == "data";
     c.sense.warmup_zero_centers = c.warmup_init == "zero" || c.warmup_init == "data";

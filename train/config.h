@@ -18,6 +18,7 @@ struct TrainConfig {
   // SaELMo (n_context >= 2; 0 = plain ELMo with the shared sampled softmax)
   SenseOptions sense{.n_context = 0};
   std::string center_update = "paper";  // or "released"
+  std::string sense_negatives = "uniform";  // or "log_uniform", "full" (decision 6)
   std::string warmup_init = "random";    // "copy": from sense 0; "zero": zero centers (released at scale);
                                          // "data": copy + centers seeded by the first contexts
   // bilm-tf training keys

@@ -27,7 +27,11 @@ Tensor sense_direction_loss(SenseHead& h, const Tensor& top, const LmBatch& b, c
   Tensor flat = ops::reshape(top, {B * T, P});
   Tensor loss;
   if (training) {
-    loss = ops::mean(sense_sampled_loss(flat, h.table, sel, sample_enabled_rows(h.table, n_negatives, rng)));
+    using N = SenseOptions::Negatives;
+    if (o.negatives == N::Full) loss = ops::mean(sense_full_loss(flat, h.table, sel));
+    else if (o.negatives == N::LogUniform)
+      loss = ops::mean(sense_sampled_loss(flat, h.table, sel, sample_log_uniform_senses(h.table, n_negatives, b.targets, rng)));
+    else loss = ops::mean(sense_sampled_loss(flat, h.table, sel, sample_enabled_rows(h.table, n_negatives, rng)));
     update_centers(h.table, ctx, sel, o.sense_learning_rate, o.center_update);
     h.usage.record(sel, h.table.n_context());
   } else {
