@@ -28,7 +28,11 @@ int SenseUsage::prune(SenseTable& t, double threshold) const {
     for (int s = 0; s < C; ++s) {
       const float score = t.enabled[static_cast<size_t>(t.row(w, s))];
       const double ratio = count[s] / (window_ + 1e-5);
-      float v = ratio <= 0.01 ? score * 0.5f : 1.f;
+      // A removed sense stays removed. The released rule would reset it to 1 when the window still
+      // holds its old selections: the warm-up sense 0 of a word seen less than a window's worth
+      // since the switch (it never happens at the released 20000/60000 schedule, but does with
+      // short ones, and revives sense 0 with its stale center).
+      float v = score <= 1e-6f ? 0.f : ratio <= 0.01 ? score * 0.5f : 1.f;
       next[s] = v < threshold ? 0.f : v;
     }
     // Guard: keep the most used sense that was enabled when a word would lose them all (a window

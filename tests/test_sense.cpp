@@ -166,6 +166,18 @@ TEST(SensePruning, HalvesRareSensesThenDisablesAndResets) {
   EXPECT_EQ(t.enabled[t.row(0, 1)], 1.f);
 }
 
+TEST(SensePruning, NeverRevivesTheWarmupSense) {
+  SenseTable t(1, 3, 2, 1);
+  SenseUsage u(100);
+  u.record(std::vector<int32_t>(60, t.row(0, 0)), 3);  // warm-up selections still in the window
+  t.end_warmup(false);
+  u.record(std::vector<int32_t>(40, t.row(0, 1)), 3);
+  u.prune(t, 0.1);
+  EXPECT_FALSE(t.is_enabled(t.row(0, 0)));
+  EXPECT_EQ(t.enabled[t.row(0, 1)], 1.f);
+  EXPECT_EQ(t.enabled[t.row(0, 2)], 0.5f);
+}
+
 TEST(SensePruning, NeverRemovesEverySense) {
   SenseTable t(2, 3, 2, 1);
   SenseUsage u(100);

@@ -101,7 +101,8 @@ void pseudo_corpus(const std::string& pairs_file, const std::string& corpus, con
   std::printf("pseudo-corpus: %zu pairs, %ld occurrences merged -> %s\n", pairs.size(), (long)replaced, out.c_str());
 }
 
-void pseudo_eval(LoadedRun& r, const std::string& pairs_file, const std::string& corpus, int max_sentences) {
+void pseudo_eval(LoadedRun& r, const std::string& pairs_file, const std::string& corpus, int max_sentences,
+                 bool stateless) {
   SA_CHECK(r.lm.sense(), "{}: not a SaELMo run", r.config.run_dir);
   auto pairs = read_pairs(pairs_file);
   std::map<std::string, std::pair<int, int>> which;  // word -> (pair, hidden label)
@@ -132,7 +133,10 @@ void pseudo_eval(LoadedRun& r, const std::string& pairs_file, const std::string&
   const int64_t P = r.config.model.projection_dim;
   std::vector<std::map<int, std::vector<int>>> tables[2];
   for (auto& t : tables) t.resize(pairs.size());
-  ElmoEmbedder emb(r.lm.bilm, false, 64);
+  // Stateful by default: training selects senses from LSTM states carried across batches, and
+  // the top-layer vectors of a zero state differ systematically from those (cosines with the
+  // learned centers turn negative), so stateless selection is not the training-time one.
+  ElmoEmbedder emb(r.lm.bilm, !stateless, 64);
   for (size_t b = 0; b < items.size(); b += 64) {
     std::vector<Sentence> batch;
     for (size_t i = b; i < std::min(items.size(), b + 64); ++i) batch.push_back(items[i].merged);
@@ -159,14 +163,18 @@ void pseudo_eval(LoadedRun& r, const std::string& pairs_file, const std::string&
     std::fprintf(stderr, "\rpseudo-eval: %zu/%zu sentences", std::min(items.size(), b + 64), items.size());
   }
   std::fprintf(stderr, "\n");
-  std::printf("%-24s %6s %6s | %-22s | %-22s\n", "pair", "n_a", "n_b", "forward purity / V", "backward purity / V");
+  std::printf("%-24s %6s %6s | %-22s | %-22s | %s\n", "pair", "n_a", "n_b", "forward purity / V", "backward purity / V",
+              "forward senses a/b");
   double sum[2][3] = {};
   for (size_t i = 0; i < pairs.size(); ++i) {
     int na = 0, nb = 0;
     for (auto& [k, c] : tables[0][i]) na += c[0], nb += c[1];
     ClusterScores f = cluster_scores(tables[0][i]), bk = cluster_scores(tables[1][i]);
-    std::printf("%-24s %6d %6d | %.3f / %.3f (maj %.3f) | %.3f / %.3f\n", (pairs[i].first + "_" + pairs[i].second).c_str(),
-                na, nb, f.purity, f.v_measure, f.majority, bk.purity, bk.v_measure);
+    // Per selected sense: occurrences of the first / second hidden word (forward direction).
+    std::string split;
+    for (auto& [row, c] : tables[0][i]) split += fmt::format(" s{}:{}/{}", row % r.config.sense.n_context, c[0], c[1]);
+    std::printf("%-24s %6d %6d | %.3f / %.3f (maj %.3f) | %.3f / %.3f |%s\n", (pairs[i].first + "_" + pairs[i].second).c_str(),
+                na, nb, f.purity, f.v_measure, f.majority, bk.purity, bk.v_measure, split.c_str());
     for (int d = 0; d < 2; ++d) {
       ClusterScores s = d ? bk : f;
       sum[d][0] += s.purity, sum[d][1] += s.v_measure, sum[d][2] += s.majority;
@@ -202,6 +210,8 @@ int main(int argc, char** argv) {
   pe->add_option("--pairs", pairs)->required();
   pe->add_option("--corpus", corpus, "the original (unmerged) text")->required();
   pe->add_option("--max-sentences", max_sentences);
+  bool stateless = false;
+  pe->add_flag("--stateless", stateless, "each sentence from a zero LSTM state (default: carried, as in training)");
   CLI11_PARSE(app, argc, argv);
   try {
     if (pc->parsed()) {
@@ -211,7 +221,7 @@ int main(int argc, char** argv) {
     LoadedRun r = load_run(model);
     if (l->parsed()) list(r, word, top);
     if (d->parsed()) dump(r, out, direction);
-    if (pe->parsed()) pseudo_eval(r, pairs, corpus, max_sentences);
+    if (pe->parsed()) pseudo_eval(r, pairs, corpus, max_sentences, stateless);
   } catch (const Error& e) {
     std::fprintf(stderr, "senses: %s\n", e.what());
     return 1;
