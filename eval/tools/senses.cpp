@@ -1,11 +1,14 @@
 // bin/senses: inspect the senses of a trained SaELMo run, and the pseudo-word evaluation.
 //   bin/senses list --model RUN --word W [--top K]       enabled senses, selection counts, nearest words
+//   bin/senses plot --model RUN --word W --output F.svg [--top K] [--direction D]   2-D PCA picture
+//   bin/senses memory [--vocab N --dim P --n-context C]   sense-table memory, before allocating anything
 //   bin/senses dump --model RUN --output F [--direction D]   sense vectors, word2vec text, "word#s"
 //   bin/senses pseudo-corpus --pairs P --corpus C --output F  merge each pair into one token "a_b"
 //   bin/senses pseudo-eval --model RUN --pairs P --corpus C   purity / V-measure of the selected senses
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -13,12 +16,19 @@
 #include "data/corpus.h"
 #include "eval/clustering.h"
 #include "layers/elmo_embedder.h"
+#include "sense/projection.h"
 #include "sense/selection.h"
 #include "train/run_dir.h"
 
 using namespace sa;
 
 namespace {
+
+std::string html_escape(const std::string& s) {
+  std::string o;
+  for (char ch : s) o += ch == '<' ? "&lt;" : ch == '>' ? "&gt;" : ch == '&' ? "&amp;" : ch == '"' ? "&quot;" : std::string(1, ch);
+  return o;
+}
 
 std::vector<std::pair<std::string, std::string>> read_pairs(const std::string& path) {
   std::ifstream f(path);
@@ -36,6 +46,32 @@ std::vector<std::pair<std::string, std::string>> read_pairs(const std::string& p
   return pairs;
 }
 
+// Unit-length sense vectors of one direction, for cosine neighbours.
+Tensor unit_rows(const Tensor& W) {
+  NoGrad ng;
+  return ops::div(W, ops::add_scalar(ops::sqrt(ops::sum(ops::square(W), 1, true)), 1e-12));
+}
+
+// The `top` enabled sense rows of other words closest (cosine) to `row`.
+std::vector<int32_t> nearest_senses(const SenseTable& t, const Tensor& unit, int32_t row, int top) {
+  NoGrad ng;
+  const int C = t.n_context();
+  std::vector<double> sims = ops::matmul(unit, ops::reshape(ops::slice(unit, 0, row, row + 1), {1, -1}), false, true).values();
+  std::vector<std::pair<double, int32_t>> best;
+  for (int32_t o : t.enabled_rows())
+    if (o / C != row / C) best.emplace_back(sims[o], o);
+  const size_t k = std::min<size_t>(static_cast<size_t>(top), best.size());
+  std::partial_sort(best.begin(), best.begin() + static_cast<long>(k), best.end(), std::greater<>());
+  std::vector<int32_t> out;
+  for (size_t i = 0; i < k; ++i) out.push_back(best[i].second);
+  return out;
+}
+
+std::string sense_name(const LoadedRun& r, int32_t row) {
+  const int C = r.config.sense.n_context;
+  return r.vocab.word(row / C) + "#" + std::to_string(row % C);
+}
+
 void list(LoadedRun& r, const std::string& word, int top) {
   SA_CHECK(r.lm.sense(), "{}: not a SaELMo run (n_context = 0)", r.config.run_dir);
   SA_CHECK(r.vocab.contains(word), "'{}' is not in the vocabulary", word);
@@ -46,25 +82,70 @@ void list(LoadedRun& r, const std::string& word, int top) {
     std::map<int, int> counts;
     if (const auto* win = h.usage.window_of(w))
       for (int32_t row : *win) ++counts[row - w * C];
-    std::vector<int32_t> rows = h.table.enabled_rows();
-    NoGrad ng;
-    Tensor Wn = ops::div(h.table.W, ops::add_scalar(ops::sqrt(ops::sum(ops::square(h.table.W), 1, true)), 1e-12));
+    const Tensor unit = unit_rows(h.table.W);
     std::printf("%s direction, '%s':\n", d == 0 ? "forward" : "backward", word.c_str());
     for (int s = 0; s < C; ++s) {
       const int row = h.table.row(w, s);
       if (!h.table.is_enabled(row)) continue;
-      std::vector<double> sims = ops::matmul(Wn, ops::reshape(ops::slice(Wn, 0, row, row + 1), {1, -1}), false, true).values();
-      std::vector<std::pair<double, int32_t>> best;
-      for (int32_t o : rows)
-        if (o / C != w) best.emplace_back(sims[o], o);
-      std::partial_sort(best.begin(), best.begin() + std::min<size_t>(top, best.size()), best.end(), std::greater<>());
       std::printf("  sense %d (score %.3g, %d of the last %zu selections):", s, h.table.enabled[row], counts[s],
                   h.usage.window_of(w) ? h.usage.window_of(w)->size() : 0);
-      for (int k = 0; k < top && k < static_cast<int>(best.size()); ++k)
-        std::printf(" %s#%d", r.vocab.word(best[k].second / C).c_str(), best[k].second % C);
+      for (int32_t o : nearest_senses(h.table, unit, row, top)) std::printf(" %s", sense_name(r, o).c_str());
       std::printf("\n");
     }
   }
+}
+
+// A 2-D PCA picture of a word's enabled senses and the nearest senses of other words (the paper's
+// appendix figures), as SVG: the word's senses in colour, each neighbour in its sense's colour.
+void plot(LoadedRun& r, const std::string& word, int top, int d, const std::string& out) {
+  SA_CHECK(r.lm.sense(), "{}: not a SaELMo run (n_context = 0)", r.config.run_dir);
+  SA_CHECK(r.vocab.contains(word), "'{}' is not in the vocabulary", word);
+  SenseHead& h = r.lm.heads[d];
+  const int w = r.vocab.id(word), C = h.table.n_context();
+  const Tensor unit = unit_rows(h.table.W);
+  std::vector<int32_t> rows;
+  std::vector<int> group;  // index of the word's sense a point belongs to
+  for (int s = 0; s < C; ++s) {
+    const int32_t row = h.table.row(w, s);
+    if (!h.table.is_enabled(row)) continue;
+    const int g = static_cast<int>(std::count(group.begin(), group.end(), -1));
+    rows.push_back(row), group.push_back(-1);
+    for (int32_t o : nearest_senses(h.table, unit, row, top))
+      if (std::find(rows.begin(), rows.end(), o) == rows.end()) rows.push_back(o), group.push_back(g);
+  }
+  NoGrad ng;
+  const int64_t n = static_cast<int64_t>(rows.size()), P = unit.dim(1);
+  SA_CHECK(n >= 3, "'{}': too few senses and neighbours to plot", word);
+  Tensor pts = ops::gather_rows(unit, Tensor::from(rows, {n}));
+  PcaProjection pca(P, 2, n, 1);
+  pca.push(pts);
+  pca.refit();
+  std::vector<double> xy = ops::matmul(ops::sub(pts, pca.mean().to(pts.dtype())), pca.matrix().to(pts.dtype())).values();
+  double lo[2] = {INFINITY, INFINITY}, hi[2] = {-INFINITY, -INFINITY};
+  for (int64_t i = 0; i < n; ++i)
+    for (int k = 0; k < 2; ++k) lo[k] = std::min(lo[k], xy[i * 2 + k]), hi[k] = std::max(hi[k], xy[i * 2 + k]);
+  const double W = 800, H = 600, m = 60;
+  auto X = [&](double v) { return m + (v - lo[0]) / std::max(hi[0] - lo[0], 1e-9) * (W - 2 * m); };
+  auto Y = [&](double v) { return H - m - (v - lo[1]) / std::max(hi[1] - lo[1], 1e-9) * (H - 2 * m); };
+  static const char* palette[] = {"#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"};
+  std::ofstream f(out);
+  SA_CHECK(f, "{}: cannot write", out);
+  f << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
+    << "\" font-family=\"sans-serif\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+    << "<text x=\"" << m << "\" y=\"30\" font-size=\"16\">" << html_escape(word) << ": senses and nearest senses ("
+    << (d == 0 ? "forward" : "backward") << ", 2-D PCA)</text>\n";
+  for (int64_t i = 0, g = -1; i < n; ++i) {
+    if (group[i] < 0) ++g;
+    const char* colour = palette[(group[i] < 0 ? g : group[i]) % 8];
+    const bool own = group[i] < 0;
+    f << "<circle cx=\"" << X(xy[i * 2]) << "\" cy=\"" << Y(xy[i * 2 + 1]) << "\" r=\"" << (own ? 7 : 4) << "\" fill=\""
+      << colour << "\"/>\n<text x=\"" << X(xy[i * 2]) + 8 << "\" y=\"" << Y(xy[i * 2 + 1]) + 4 << "\" font-size=\""
+      << (own ? 15 : 11) << "\" fill=\"" << colour << "\"" << (own ? " font-weight=\"bold\"" : "") << ">"
+      << html_escape(sense_name(r, rows[i])) << "</text>\n";
+  }
+  f << "</svg>\n";
+  SA_CHECK(f.good(), "{}: write failed", out);
+  std::printf("senses: %ld points (%s's senses and their %d nearest each) -> %s\n", (long)n, word.c_str(), top, out.c_str());
 }
 
 void dump(LoadedRun& r, const std::string& out, int d) {
@@ -197,6 +278,18 @@ int main(int argc, char** argv) {
   l->add_option("--model", model)->required();
   l->add_option("--word", word)->required();
   l->add_option("--top", top);
+  auto* pl = app.add_subcommand("plot", "2-D PCA picture (SVG) of a word's senses and their nearest senses");
+  pl->add_option("--model", model)->required();
+  pl->add_option("--word", word)->required();
+  pl->add_option("--top", top, "nearest senses per sense");
+  pl->add_option("--direction", direction, "0 forward, 1 backward")->check(CLI::Range(0, 1));
+  pl->add_option("--output", out, "SVG file")->required();
+  auto* mem = app.add_subcommand("memory", "sense-table memory for a vocabulary size, per n_context (nothing allocated)");
+  int64_t mem_vocab = 793471;
+  int mem_dim = 512, mem_context = 6;
+  mem->add_option("--vocab", mem_vocab, "words (default: the paper's 793,471)");
+  mem->add_option("--dim", mem_dim, "lstm.projection_dim");
+  mem->add_option("--n-context", mem_context, "the configuration's n_context, marked in the table");
   auto* d = app.add_subcommand("dump", "every enabled sense vector, word2vec text format, names word#s");
   d->add_option("--model", model)->required();
   d->add_option("--output", out)->required();
@@ -218,8 +311,19 @@ int main(int argc, char** argv) {
       pseudo_corpus(pairs, corpus, out);
       return 0;
     }
+    if (mem->parsed()) {
+      std::printf("sense tables (W, b, their Adagrad accumulators, centers; float32) for %ld words x %d dims\n",
+                  (long)mem_vocab, mem_dim);
+      std::printf("%9s %14s %18s\n", "n_context", "MiB per table", "MiB both directions");
+      for (int c = 1; c <= std::max(8, mem_context); ++c) {
+        const double b = SenseTable::bytes_needed(mem_vocab, c, mem_dim, DType::F32) / 1048576.0;
+        std::printf("%9d %14.1f %18.1f%s\n", c, b, 2 * b, c == mem_context ? "   <- configured" : "");
+      }
+      return 0;
+    }
     LoadedRun r = load_run(model);
     if (l->parsed()) list(r, word, top);
+    if (pl->parsed()) plot(r, word, top, direction, out);
     if (d->parsed()) dump(r, out, direction);
     if (pe->parsed()) pseudo_eval(r, pairs, corpus, max_sentences, stateless);
   } catch (const Error& e) {

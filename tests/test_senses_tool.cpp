@@ -1,0 +1,87 @@
+// bin/senses on a tiny trained SaELMo run: list, plot (SVG) and memory.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string run(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) return out;
+  char buf[512];
+  while (std::fgets(buf, sizeof buf, p)) out += buf;
+  pclose(p);
+  return out;
+}
+
+TEST(SensesTool, ListPlotAndMemory) {
+  const std::string corpus = "../shared/data/corpus/brown.txt";
+  if (!fs::exists(corpus)) GTEST_SKIP() << "no ../shared/data here";
+  const std::string dir = ::testing::TempDir() + "/senses-tool";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  {
+    std::ifstream in(corpus);
+    std::ofstream out(dir + "/corpus.txt");
+    std::string line;
+    for (int i = 0; i < 300 && std::getline(in, line); ++i) out << line << "\n";
+  }
+  std::ofstream(dir + "/tiny.cfg") << "train_prefix = \"" << dir << "/corpus.txt\"\nrun_dir = \"" << dir << "/run\"\n"
+                                   << "batch_size = 8\nunroll_steps = 10\nn_negative_samples_batch = 64\nn_steps = 30\n"
+                                   << "seed = 3\ndevice = \"cpu\"\nn_context = 4\ncluster_proj_dim = 8\npca_every = 5\n"
+                                   << "contextual_warmup = 10\nwarmup_init = \"data\"\nprune_first = 1000\n"
+                                   << "[char_cnn]\nembedding.dim = 8\nfilters = [[1, 16], [2, 16]]\nn_highway = 1\n"
+                                   << "[lstm]\ndim = 32\nprojection_dim = 16\nn_layers = 2\n";
+  ASSERT_EQ(std::system(("./bin/train " + dir + "/tiny.cfg > /dev/null 2>&1").c_str()), 0);
+
+  std::string list = run("./bin/senses list --model " + dir + "/run --word the --top 3");
+  // Forward and backward, senses 1..3 (sense 0 is the warm-up sense, disabled after it).
+  EXPECT_NE(list.find("forward direction, 'the'"), std::string::npos) << list;
+  EXPECT_NE(list.find("backward direction, 'the'"), std::string::npos) << list;
+  EXPECT_EQ(list.find("sense 0 "), std::string::npos) << list;
+  EXPECT_NE(list.find("sense 3 "), std::string::npos) << list;
+
+  const std::string svg = dir + "/the.svg";
+  std::string msg = run("./bin/senses plot --model " + dir + "/run --word the --top 2 --output " + svg);
+  ASSERT_TRUE(fs::exists(svg)) << msg;
+  std::stringstream ss;
+  ss << std::ifstream(svg).rdbuf();
+  const std::string s = ss.str();
+  EXPECT_EQ(s.rfind("<svg", 0), 0u);
+  EXPECT_NE(s.find("</svg>"), std::string::npos);
+  // The word's three senses in bold, and 3 senses x 2 neighbours (fewer when shared).
+  const auto count = [&](const std::string& what) {
+    size_t n = 0;
+    for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("font-weight=\"bold\">the#"), 3u);
+  EXPECT_GE(count("<circle"), 5u);
+  EXPECT_LE(count("<circle"), 9u);
+  // Coordinates inside the canvas.
+  std::regex cx("cx=\"([-0-9.e]+)\" cy=\"([-0-9.e]+)\"");
+  for (auto it = std::sregex_iterator(s.begin(), s.end(), cx); it != std::sregex_iterator(); ++it) {
+    const double x = std::stod((*it)[1]), y = std::stod((*it)[2]);
+    EXPECT_TRUE(x >= 0 && x <= 800 && y >= 0 && y <= 600) << x << "," << y;
+  }
+  EXPECT_NE(run("./bin/senses plot --model " + dir + "/run --word notaword --output x.svg").find("not in the vocabulary"),
+            std::string::npos);
+
+  // Memory grows linearly with n_context: n_context 6 is six times n_context 1.
+  std::string mem = run("./bin/senses memory --vocab 793471 --dim 512 --n-context 6");
+  std::smatch m1, m6;
+  ASSERT_TRUE(std::regex_search(mem, m1, std::regex("\\n +1 +([0-9.]+)")));
+  ASSERT_TRUE(std::regex_search(mem, m6, std::regex("\\n +6 +([0-9.]+)")));
+  EXPECT_NEAR(std::stod(m6[1]), 6 * std::stod(m1[1]), 0.2);
+  // 793,471 x 512 x 4 bytes x (W + its accumulator + centers) + b and its accumulator, per sense.
+  EXPECT_NEAR(std::stod(m1[1]), 793471.0 * (3 * 512 + 2) * 4 / 1048576.0, 0.1);
+}
+
+}  // namespace
