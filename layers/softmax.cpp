@@ -35,6 +35,20 @@ Tensor candidate_softmax_loss(const Tensor& x, const Tensor& W, const Tensor& b,
   SA_CHECK(static_cast<int64_t>(true_rows.size()) == N, "sampled softmax: {} true rows for {} inputs", true_rows.size(), N);
   const Device dev = x.device();
   const DType dt = x.dtype();
+  Tensor tr = Tensor::from(true_rows, {N}, dev), smp = Tensor::from(sampled, {S}, dev);
+  Tensor bt = ops::gather_rows(b, tr), bc = ops::gather_rows(b, smp);
+  if (true_shift) bt = ops::add(bt, Tensor::of(*true_shift, {N, 1}, dt, dev));
+  if (sampled_shift) bc = ops::add(bc, Tensor::of(*sampled_shift, {S, 1}, dt, dev));
+  return ops::candidate_softmax(x, ops::gather_rows(W, tr), bt, ops::gather_rows(W, smp), bc, tr, smp);
+}
+
+Tensor candidate_softmax_loss_unfused(const Tensor& x, const Tensor& W, const Tensor& b,
+                                      const std::vector<int32_t>& true_rows, const std::vector<int32_t>& sampled,
+                                      const std::vector<double>* true_shift, const std::vector<double>* sampled_shift) {
+  const int64_t N = x.dim(0), S = static_cast<int64_t>(sampled.size());
+  SA_CHECK(static_cast<int64_t>(true_rows.size()) == N, "sampled softmax: {} true rows for {} inputs", true_rows.size(), N);
+  const Device dev = x.device();
+  const DType dt = x.dtype();
   std::unordered_map<int32_t, int32_t> slot;
   for (int64_t s = 0; s < S; ++s) slot[sampled[s]] = static_cast<int32_t>(s);
   std::vector<uint8_t> hits(static_cast<size_t>(N * S), 0);

@@ -33,6 +33,11 @@ class LogUniformSampler {
 Tensor candidate_softmax_loss(const Tensor& x, const Tensor& W, const Tensor& b, const std::vector<int32_t>& true_rows,
                               const std::vector<int32_t>& sampled, const std::vector<double>* true_shift = nullptr,
                               const std::vector<double>* sampled_shift = nullptr);
+// The same through separate ops (a [N, S] logits matrix, masked_fill, cross_entropy): the reference
+// the fused path is tested against.
+Tensor candidate_softmax_loss_unfused(const Tensor& x, const Tensor& W, const Tensor& b, const std::vector<int32_t>& true_rows,
+                              const std::vector<int32_t>& sampled, const std::vector<double>* true_shift = nullptr,
+                              const std::vector<double>* sampled_shift = nullptr);
 
 // Per-row loss [N] of x [N, P] against labels (vocab ids) with the sampled softmax over table
 // W [V, P] and bias b [V, 1]; draws its candidates from `rng`.

@@ -261,6 +261,21 @@ std::vector<OpCase> build() {
         return std::vector<CaseInput>{in(uniform(r, s, -2, 2)), in(uniform(r, s)), in(uniform(r, s))};
       },
       [](const In& x) { return Out{ops::highway(x[0], x[1], x[2])}; });
+  // More rows than one CPU chunk (64), accidental hits (candidate ids drawn from the true ids'
+  // range), and a row whose every candidate is a hit.
+  add("candidate_softmax", "candidate_softmax_with_hits",
+      [](Rng& r) {
+        const int64_t n = 70 + dim(r, 0, 9), p = dim(r), s = dim(r, 1, 9);
+        std::vector<double> tid = indices(r, {n}, 0, 6).values(), cid = indices(r, {s}, 0, 6).values();
+        for (auto& v : cid) v = v == 5 ? 4 : v;
+        tid[0] = 5;
+        std::vector<int32_t> ti(tid.begin(), tid.end()), ci(cid.begin(), cid.end());
+        if (s == 1) ti[1] = ci[0];  // the only candidate is row 1's own: its softmax has one term
+        return std::vector<CaseInput>{in(uniform(r, {n, p})), in(uniform(r, {n, p})), in(uniform(r, {n, 1})),
+                                      in(uniform(r, {s, p})), in(uniform(r, {s})), fixed(Tensor::from(ti, {n})),
+                                      fixed(Tensor::from(ci, {s}))};
+      },
+      [](const In& x) { return Out{ops::candidate_softmax(x[0], x[1], x[2], x[3], x[4], x[5], x[6])}; });
   return c;
 }
 
@@ -277,7 +292,7 @@ const std::vector<std::string>& all_ops() {
       "gelu", "exp", "log", "neg", "sqrt", "square", "clip", "masked_fill", "dropout", "softmax", "log_softmax",
       "logsumexp", "cross_entropy", "soft_cross_entropy", "gather_rows", "scatter_add_rows", "conv1d_max",
       "reshape", "permute", "transpose", "slice", "concat", "split", "unbind", "sum", "mean", "max", "layer_norm",
-      "lstm_cell", "highway"};
+      "lstm_cell", "highway", "candidate_softmax"};
   return ops;
 }
 

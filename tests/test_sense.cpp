@@ -6,6 +6,7 @@
 #include <random>
 #include <set>
 
+#include "layers/softmax.h"
 #include "sense/projection.h"
 #include "sense/pruning.h"
 #include "sense/selection.h"
@@ -238,6 +239,46 @@ TEST(SenseSoftmax, LogUniformNegativesTakeWholeWordsWithLogQ) {
   SenseNegatives one = neg;
   one.true_shift = {neg.true_shift[1]};
   EXPECT_NEAR(sense_sampled_loss(x, t, {target}, one).item(), -std::log(zt / z), 1e-12);
+}
+
+// The fused candidate softmax (chunks on the CPU, a streaming log-sum-exp on CUDA) equals the
+// unfused ops on the loss and on every gradient, with accidental hits and log-Q shifts, for more
+// rows than one CPU chunk.
+TEST(SenseSoftmax, FusedEqualsUnfused) {
+  for (Device dev : {Device::cpu(), Device::cuda(0)}) {
+    if (dev.is_cuda() && cuda_device_count() == 0) {
+      std::printf("[ SKIP     ] FusedEqualsUnfused on CUDA: no GPU\n");
+      continue;
+    }
+    const DType dt = dev.is_cuda() ? DType::F32 : DType::F64;
+    SenseTable t(40, 3, 6, 7, dev, dt);
+    t.end_warmup(false);
+    t.W.set_requires_grad().set_sparse_grad();
+    t.b.set_requires_grad().set_sparse_grad();
+    std::mt19937_64 rng(11);
+    std::vector<int32_t> sel;
+    for (int i = 0; i < 150; ++i) sel.push_back(t.row(static_cast<int>(rng() % 40), 1 + static_cast<int>(rng() % 2)));
+    SenseNegatives neg = sample_log_uniform_senses(t, 30, std::vector<int32_t>(150, 0), rng);
+    for (size_t i = 0; i < neg.true_shift.size(); ++i) neg.true_shift[i] = -0.1 * static_cast<double>(i % 7);
+    neg.rows.push_back(sel[3]), neg.shift.push_back(0.3);  // an accidental hit for rows 3 (and its duplicates)
+    std::vector<double> v(150 * 6);
+    for (auto& e : v) e = std::uniform_real_distribution<double>(-1, 1)(rng);
+    Tensor x = Tensor::of(v, {150, 6}, dt, dev).set_requires_grad();
+    auto grads = [&](bool fused) {
+      x.zero_grad(), t.W.zero_grad(), t.b.zero_grad();
+      Tensor l = fused ? candidate_softmax_loss(x, t.W, t.b, sel, neg.rows, &neg.true_shift, &neg.shift)
+                       : candidate_softmax_loss_unfused(x, t.W, t.b, sel, neg.rows, &neg.true_shift, &neg.shift);
+      backward(ops::sum(l));
+      return std::vector<std::vector<double>>{l.values(), x.grad().values(), t.W.sparse_grad().to_dense(t.rows(), 6).values(),
+                                              t.b.sparse_grad().to_dense(t.rows(), 1).values()};
+    };
+    auto a = grads(true), b = grads(false);
+    const double tol = dt == DType::F64 ? 1e-12 : 2e-5;
+    for (size_t k = 0; k < a.size(); ++k) {
+      ASSERT_EQ(a[k].size(), b[k].size()) << k;
+      for (size_t i = 0; i < a[k].size(); ++i) ASSERT_NEAR(a[k][i], b[k][i], tol) << "output " << k << " element " << i;
+    }
+  }
 }
 
 TEST(SenseSoftmax, MasksGiveNoNaN) {

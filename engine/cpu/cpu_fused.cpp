@@ -185,3 +185,118 @@ void CpuBackend::adagrad_rows(Tensor& w, Tensor& acc, const Tensor& ids, const T
 }
 
 }  // namespace sa
+
+// ---- candidate softmax (the sampled softmax's fused path) ----
+
+namespace sa {
+
+namespace {
+
+constexpr int64_t kCandidateChunk = 64;  // rows per chunk: the scratch logits are [64, S]
+
+// Per row of a chunk whose candidate logits (without bias) are in L [c, S]: the true logit, and
+// after the call L holds logit - lse for the candidates (-inf for accidental hits).
+template <typename T>
+void candidate_rows(const T* x, const T* wt, const T* bt, const T* bc, const int32_t* tid, const int32_t* cid,
+                    int64_t r0, int64_t c, int64_t P, int64_t S, T* L, T* t_out, T* lse_out) {
+#pragma omp parallel for if (c * S > 4096)
+  for (int64_t i = 0; i < c; ++i) {
+    const int64_t n = r0 + i;
+    T t = bt[n];
+    for (int64_t k = 0; k < P; ++k) t += x[n * P + k] * wt[n * P + k];
+    T* l = L + i * S;
+    T m = t;
+    for (int64_t s = 0; s < S; ++s) {
+      l[s] = cid[s] == tid[n] ? T(-INFINITY) : l[s] + bc[s];
+      m = l[s] > m ? l[s] : m;
+    }
+    T sum = math::exp(t - m);
+    for (int64_t s = 0; s < S; ++s) sum += math::exp(l[s] - m);  // exp(-inf) = 0
+    const T lse = m + math::log(sum);
+    for (int64_t s = 0; s < S; ++s) l[s] -= lse;
+    t_out[i] = t;
+    lse_out[i] = lse;
+  }
+}
+
+}  // namespace
+
+void CpuBackend::candidate_softmax(const Tensor& x, const Tensor& wt, const Tensor& bt, const Tensor& Wc,
+                                   const Tensor& bc, const Tensor& true_ids, const Tensor& cand_ids, Tensor& loss,
+                                   Tensor& lse) {
+  const int64_t N = x.dim(0), P = x.dim(1), S = Wc.dim(0);
+  if (N == 0) return;
+  dispatch_float(x.dtype(), "candidate_softmax", [&](auto tag) {
+    using T = decltype(tag);
+    Tensor logits = Tensor::empty({std::min(N, kCandidateChunk), std::max<int64_t>(S, 1)}, x.dtype());
+    std::vector<T> t(static_cast<size_t>(kCandidateChunk));
+    for (int64_t r0 = 0; r0 < N; r0 += kCandidateChunk) {
+      const int64_t c = std::min(kCandidateChunk, N - r0);
+      Tensor L = logits.rows(0, c);
+      if (S > 0) {
+        GemmArgs g;
+        g.trans_b = true, g.m = c, g.n = S, g.k = P;
+        gemm(g, x.rows(r0, r0 + c), Wc, L);
+      }
+      candidate_rows<T>(x.data<T>(), wt.data<T>(), bt.data<T>(), bc.data<T>(), true_ids.data<int32_t>(),
+                        cand_ids.data<int32_t>(), r0, c, P, S, L.data<T>(), t.data(), lse.data<T>() + r0);
+      for (int64_t i = 0; i < c; ++i) loss.data<T>()[r0 + i] = lse.data<T>()[r0 + i] - t[i];
+    }
+  });
+}
+
+void CpuBackend::candidate_softmax_backward(const Tensor& x, const Tensor& wt, const Tensor& bt, const Tensor& Wc,
+                                            const Tensor& bc, const Tensor& true_ids, const Tensor& cand_ids,
+                                            const Tensor& lse, const Tensor& gloss, Tensor& gx, Tensor& gwt,
+                                            Tensor& gbt, Tensor& gWc, Tensor& gbc) {
+  const int64_t N = x.dim(0), P = x.dim(1), S = Wc.dim(0);
+  fill(gWc, 0);
+  fill(gbc, 0);
+  if (N == 0) return;
+  dispatch_float(x.dtype(), "candidate_softmax_backward", [&](auto tag) {
+    using T = decltype(tag);
+    Tensor logits = Tensor::empty({std::min(N, kCandidateChunk), std::max<int64_t>(S, 1)}, x.dtype());
+    std::vector<T> t(static_cast<size_t>(kCandidateChunk)), lse_again(static_cast<size_t>(kCandidateChunk));
+    const T *xs = x.data<T>(), *wts = wt.data<T>(), *gl = gloss.data<T>(), *le = lse.data<T>();
+    T *gxs = gx.data<T>(), *gwts = gwt.data<T>(), *gbts = gbt.data<T>(), *gbcs = gbc.data<T>();
+    for (int64_t r0 = 0; r0 < N; r0 += kCandidateChunk) {
+      const int64_t c = std::min(kCandidateChunk, N - r0);
+      Tensor L = logits.rows(0, c), xc = x.rows(r0, r0 + c), gxc = gx.rows(r0, r0 + c);
+      GemmArgs g;
+      if (S > 0) {
+        g.trans_b = true, g.m = c, g.n = S, g.k = P;
+        gemm(g, xc, Wc, L);
+      }
+      candidate_rows<T>(xs, wts, bt.data<T>(), bc.data<T>(), true_ids.data<int32_t>(), cand_ids.data<int32_t>(), r0, c,
+                        P, S, L.data<T>(), t.data(), lse_again.data());
+      // dlogit = g * softmax (candidates, in place of L); the true logit: g * (p - 1).
+      T* l = L.data<T>();
+#pragma omp parallel for if (c * S > 4096)
+      for (int64_t i = 0; i < c; ++i) {
+        const int64_t n = r0 + i;
+        for (int64_t s = 0; s < S; ++s) l[i * S + s] = gl[n] * math::exp(l[i * S + s]);
+        const T dt = gl[n] * (math::exp(t[i] - le[n]) - T(1));
+        gbts[n] = dt;
+        for (int64_t k = 0; k < P; ++k) gwts[n * P + k] = dt * xs[n * P + k];
+      }
+      if (S > 0) {
+        GemmArgs gx_args;  // gx = dL @ Wc
+        gx_args.m = c, gx_args.n = P, gx_args.k = S;
+        gemm(gx_args, L, Wc, gxc);
+        GemmArgs gw_args;  // gWc += dL^T @ x
+        gw_args.trans_a = true, gw_args.m = S, gw_args.n = P, gw_args.k = c, gw_args.beta = 1;
+        gemm(gw_args, L, xc, gWc);
+        for (int64_t i = 0; i < c; ++i)
+          for (int64_t s = 0; s < S; ++s) gbcs[s] += l[i * S + s];
+      } else {
+        fill(gxc, 0);
+      }
+      for (int64_t i = 0; i < c; ++i) {
+        const int64_t n = r0 + i;
+        for (int64_t k = 0; k < P; ++k) gxs[n * P + k] += gbts[n] * wts[n * P + k];
+      }
+    }
+  });
+}
+
+}  // namespace sa

@@ -212,3 +212,135 @@ void CudaBackend::adagrad_rows(Tensor& w, Tensor& acc, const Tensor& ids, const 
 }
 
 }  // namespace sa
+
+// ---- candidate softmax: one block per row, x in shared memory, a streaming log-sum-exp over the
+// candidates (each thread keeps a running max and sum; the block merges them), so the forward
+// never writes the [N, S] logits. The backward writes g * softmax into an [N, S] scratch (as
+// llm.c's classifier reuses its logits) and leaves the products to cuBLAS.
+
+namespace sa {
+using namespace cudak;
+
+template <typename T>
+__device__ T candidate_logit(const T* xs, const T* w, T bias, int64_t P) {
+  T l = bias;
+  for (int64_t k = 0; k < P; ++k) l += xs[k] * w[k];
+  return l;
+}
+
+template <typename T>
+__device__ T row_true_logit(const T* xs, const T* wt, T bt, int64_t P) {
+  T t = 0;
+  for (int64_t k = threadIdx.x; k < P; k += blockDim.x) t += xs[k] * wt[k];
+  return block_reduce<T, false>(t) + bt;
+}
+
+template <typename T>
+__global__ void candidate_softmax_kernel(const T* x, const T* wt, const T* bt, const T* Wc, const T* bc,
+                                         const int32_t* tid, const int32_t* cid, T* loss, T* lse, int64_t P,
+                                         int64_t S) {
+  extern __shared__ unsigned char smem[];
+  T* xs = reinterpret_cast<T*>(smem);
+  const int64_t n = blockIdx.x;
+  for (int64_t k = threadIdx.x; k < P; k += blockDim.x) xs[k] = x[n * P + k];
+  __syncthreads();
+  const T t = row_true_logit(xs, wt + n * P, bt[n], P);
+  T m = threadIdx.x == 0 ? t : T(-INFINITY), s = threadIdx.x == 0 ? T(1) : T(0);
+  for (int64_t j = threadIdx.x; j < S; j += blockDim.x) {
+    if (cid[j] == tid[n]) continue;
+    const T l = candidate_logit(xs, Wc + j * P, bc[j], P);
+    if (l > m) s = s * math::exp(m - l) + T(1), m = l;
+    else s += math::exp(l - m);
+  }
+  const T M = block_reduce<T, true>(m);
+  const T sum = block_reduce<T, false>(m == T(-INFINITY) ? T(0) : s * math::exp(m - M));
+  if (threadIdx.x == 0) {
+    lse[n] = M + math::log(sum);
+    loss[n] = lse[n] - t;
+  }
+}
+
+void CudaBackend::candidate_softmax(const Tensor& x, const Tensor& wt, const Tensor& bt, const Tensor& Wc,
+                                    const Tensor& bc, const Tensor& true_ids, const Tensor& cand_ids, Tensor& loss,
+                                    Tensor& lse) {
+  const int64_t N = x.dim(0), P = x.dim(1), S = Wc.dim(0);
+  if (N == 0) return;
+  dispatch(x.dtype(), "candidate_softmax", [&](auto tag) {
+    using T = decltype(tag);
+    candidate_softmax_kernel<<<N, kRowThreads, P * sizeof(T), stream_>>>(
+        x.data<T>(), wt.data<T>(), bt.data<T>(), Wc.data<T>(), bc.data<T>(), true_ids.data<int32_t>(),
+        cand_ids.data<int32_t>(), loss.data<T>(), lse.data<T>(), P, S);
+  });
+  CUDA_LAUNCHED("candidate_softmax");
+}
+
+// dL[n, s] = g_n * p_ns (0 for accidental hits); dt_n = g_n * (p_true - 1).
+template <typename T>
+__global__ void candidate_softmax_grad_kernel(const T* x, const T* wt, const T* bt, const T* Wc, const T* bc,
+                                              const int32_t* tid, const int32_t* cid, const T* lse, const T* gl, T* dL,
+                                              T* dt, int64_t P, int64_t S) {
+  extern __shared__ unsigned char smem[];
+  T* xs = reinterpret_cast<T*>(smem);
+  const int64_t n = blockIdx.x;
+  for (int64_t k = threadIdx.x; k < P; k += blockDim.x) xs[k] = x[n * P + k];
+  __syncthreads();
+  const T t = row_true_logit(xs, wt + n * P, bt[n], P);
+  for (int64_t j = threadIdx.x; j < S; j += blockDim.x)
+    dL[n * S + j] = cid[j] == tid[n] ? T(0) : gl[n] * math::exp(candidate_logit(xs, Wc + j * P, bc[j], P) - lse[n]);
+  if (threadIdx.x == 0) dt[n] = gl[n] * (math::exp(t - lse[n]) - T(1));
+}
+
+// gx[n] += dt[n] * wt[n]; gwt[n] = dt[n] * x[n]
+template <typename T>
+__global__ void candidate_true_grads_kernel(const T* x, const T* wt, const T* dt, T* gx, T* gwt, int64_t N, int64_t P) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < N * P; i += int64_t(gridDim.x) * blockDim.x) {
+    const T d = dt[i / P];
+    gx[i] += d * wt[i];
+    gwt[i] = d * x[i];
+  }
+}
+
+// gbc[s] = sum_n dL[n, s]
+template <typename T>
+__global__ void column_sums_kernel(const T* dL, T* out, int64_t N, int64_t S) {
+  const int64_t s = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (s >= S) return;
+  T acc = 0;
+  for (int64_t n = 0; n < N; ++n) acc += dL[n * S + s];
+  out[s] = acc;
+}
+
+void CudaBackend::candidate_softmax_backward(const Tensor& x, const Tensor& wt, const Tensor& bt, const Tensor& Wc,
+                                             const Tensor& bc, const Tensor& true_ids, const Tensor& cand_ids,
+                                             const Tensor& lse, const Tensor& gloss, Tensor& gx, Tensor& gwt,
+                                             Tensor& gbt, Tensor& gWc, Tensor& gbc) {
+  const int64_t N = x.dim(0), P = x.dim(1), S = Wc.dim(0);
+  fill(gWc, 0);
+  fill(gbc, 0);
+  fill(gx, 0);
+  if (N == 0) return;
+  Tensor dL = Tensor::empty({N, std::max<int64_t>(S, 1)}, x.dtype(), x.device());
+  dispatch(x.dtype(), "candidate_softmax_backward", [&](auto tag) {
+    using T = decltype(tag);
+    candidate_softmax_grad_kernel<<<N, kRowThreads, P * sizeof(T), stream_>>>(
+        x.data<T>(), wt.data<T>(), bt.data<T>(), Wc.data<T>(), bc.data<T>(), true_ids.data<int32_t>(),
+        cand_ids.data<int32_t>(), lse.data<T>(), gloss.data<T>(), dL.data<T>(), gbt.data<T>(), P, S);
+    CUDA_LAUNCHED("candidate_softmax_grad");
+    if (S > 0) {
+      GemmArgs g;  // gx = dL @ Wc
+      g.m = N, g.n = P, g.k = S;
+      gemm(g, dL, Wc, gx);
+      GemmArgs gw;  // gWc = dL^T @ x
+      gw.trans_a = true, gw.m = S, gw.n = P, gw.k = N;
+      gemm(gw, dL, x, gWc);
+      column_sums_kernel<<<(S + 255) / 256, 256, 0, stream_>>>(dL.data<T>(), gbc.data<T>(), N, S);
+      CUDA_LAUNCHED("candidate_softmax_column_sums");
+    }
+    const int64_t blocks = std::min<int64_t>((N * P + 255) / 256, 4096);
+    candidate_true_grads_kernel<<<blocks, 256, 0, stream_>>>(x.data<T>(), wt.data<T>(), gbt.data<T>(), gx.data<T>(),
+                                                             gwt.data<T>(), N, P);
+    CUDA_LAUNCHED("candidate_softmax_true_grads");
+  });
+}
+
+}  // namespace sa

@@ -97,6 +97,12 @@ Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, doub
 std::pair<Tensor, Tensor> lstm_cell(const Tensor& gates, const Tensor& c_prev, double forget_bias = 1.0,
                                     double cell_clip = 0.0);
 // bilm-tf highway combine: g = sig(carry), y = g * relu(transform) + (1 - g) * x
+// Per-row loss [N] of a softmax over one true row and S candidate rows, never holding all [N, S]
+// logits: x [N, P], wt [N, P] and bt [N] or [N, 1] (the true rows), Wc [S, P] and bc [S] or [S, 1]
+// (the candidates); a candidate whose id (cand_ids i32 [S]) equals the row's true id (true_ids i32
+// [N]) is left out (accidental hit). Equal to cross_entropy over [t | x Wc^T + bc] with those masked.
+Tensor candidate_softmax(const Tensor& x, const Tensor& wt, const Tensor& bt, const Tensor& Wc, const Tensor& bc,
+                         const Tensor& true_ids, const Tensor& cand_ids);
 Tensor highway(const Tensor& carry, const Tensor& transform, const Tensor& x);
 
 }  // namespace ops
