@@ -1,0 +1,126 @@
+#include "eval/anchors.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <unordered_map>
+
+#include "data/corpus.h"
+#include "layers/elmo_embedder.h"
+
+namespace sa {
+
+int WordVectors::find(const std::string& w) const {
+  if (index_.size() != words.size()) {
+    index_.clear();
+    for (size_t i = 0; i < words.size(); ++i) index_.emplace(words[i], static_cast<int>(i));
+  }
+  auto it = index_.find(w);
+  return it == index_.end() ? -1 : it->second;
+}
+
+WordVectors read_word_vectors(const std::string& path) {
+  std::ifstream f(path);
+  SA_CHECK(f, "{}: cannot open word vectors", path);
+  std::string line;
+  int64_t n = 0, d = 0;
+  SA_CHECK(std::getline(f, line) && (std::istringstream(line) >> n >> d) && n >= 0 && d > 0,
+           "{}:1: expected the word2vec header \"n_words dim\"", path);
+  WordVectors v;
+  v.vectors = Matrix(n, d);
+  for (int64_t r = 0; r < n; ++r) {
+    SA_CHECK(std::getline(f, line), "{}: {} vectors announced, the file ends after {}", path, n, r);
+    std::istringstream ss(line);
+    std::string w;
+    ss >> w;
+    for (int64_t k = 0; k < d; ++k)
+      SA_CHECK(ss >> v.vectors(r, k), "{}:{}: expected a word and {} numbers", path, r + 2, d);
+    v.words.push_back(w);
+  }
+  return v;
+}
+
+void write_word_vectors(const WordVectors& v, const std::string& path) {
+  std::ofstream f(path + ".tmp");
+  SA_CHECK(f, "{}: cannot write", path);
+  f << v.vectors.rows << " " << v.vectors.cols << "\n";
+  char buf[32];
+  for (int64_t r = 0; r < v.vectors.rows; ++r) {
+    f << v.words[static_cast<size_t>(r)];
+    for (int64_t k = 0; k < v.vectors.cols; ++k) {
+      std::snprintf(buf, sizeof buf, " %.7g", v.vectors(r, k));
+      f << buf;
+    }
+    f << "\n";
+  }
+  f.close();
+  SA_CHECK(f.good(), "{}: write failed", path);
+  std::rename((path + ".tmp").c_str(), path.c_str());
+}
+
+std::vector<WordVectors> average_anchors(const ElmoModel& model, const std::string& corpus, const AnchorOptions& o) {
+  NoGrad ng;
+  std::vector<Sentence> sents = read_sentences(corpus, o.lowercase);
+  if (o.max_sentences > 0 && static_cast<int64_t>(sents.size()) > o.max_sentences) sents.resize(o.max_sentences);
+  SA_CHECK(!sents.empty(), "{}: no sentences", corpus);
+  // Longest first: batches of similar length pad little.
+  std::vector<size_t> order(sents.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return sents[a].size() > sents[b].size(); });
+  std::unordered_map<std::string, int> id;
+  std::vector<std::string> words;
+  std::vector<int64_t> count;
+  std::vector<std::vector<double>> sum;  // per layer, [word * D + k]
+  const int L = model.opt.n_layers + 1;
+  int64_t D = 0;
+  ElmoEmbedder emb(model, false, o.batch_size);
+  const auto t0 = std::chrono::steady_clock::now();
+  size_t tokens = 0;
+  for (size_t b = 0; b < order.size(); b += static_cast<size_t>(o.batch_size)) {
+    std::vector<std::vector<std::string>> batch;
+    for (size_t i = b; i < std::min(order.size(), b + o.batch_size); ++i) batch.push_back(sents[order[i]]);
+    std::vector<Tensor> out = emb.embed(batch);
+    for (size_t i = 0; i < batch.size(); ++i) {
+      if (D == 0) D = out[i].dim(2), sum.assign(static_cast<size_t>(L), {});
+      const std::vector<double> v = out[i].values();  // [L, n, D]
+      const int64_t n = static_cast<int64_t>(batch[i].size());
+      for (int64_t t = 0; t < n; ++t) {
+        auto [it, fresh] = id.emplace(batch[i][t], static_cast<int>(words.size()));
+        if (fresh) {
+          words.push_back(batch[i][t]), count.push_back(0);
+          for (auto& s : sum) s.resize(s.size() + static_cast<size_t>(D), 0.0);
+        }
+        const size_t w = static_cast<size_t>(it->second);
+        ++count[w];
+        for (int l = 0; l < L; ++l)
+          for (int64_t k = 0; k < D; ++k) sum[l][w * D + k] += v[static_cast<size_t>((l * n + t) * D + k)];
+      }
+      tokens += batch[i].size();
+    }
+    const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const size_t done = std::min(order.size(), b + o.batch_size);
+    std::fprintf(stderr, "\ranchors: %zu/%zu sentences | %.0f tokens/s | ETA %.0f s   ", done, order.size(),
+                 tokens / std::max(el, 1e-9), el / done * (order.size() - done));
+  }
+  std::fprintf(stderr, "\n");
+  // Words by descending count (ties by spelling), as vocabularies and MUSE files order them.
+  std::vector<size_t> keep;
+  for (size_t w = 0; w < words.size(); ++w)
+    if (count[w] >= o.min_count) keep.push_back(w);
+  std::sort(keep.begin(), keep.end(), [&](size_t a, size_t b) { return count[a] != count[b] ? count[a] > count[b] : words[a] < words[b]; });
+  std::vector<WordVectors> layers(static_cast<size_t>(L));
+  for (int l = 0; l < L; ++l) {
+    WordVectors& out = layers[static_cast<size_t>(l)];
+    out.vectors = Matrix(static_cast<int64_t>(keep.size()), D);
+    for (size_t r = 0; r < keep.size(); ++r) {
+      const size_t w = keep[r];
+      out.words.push_back(words[w]);
+      for (int64_t k = 0; k < D; ++k) out.vectors(static_cast<int64_t>(r), k) = sum[l][w * D + k] / count[w];
+    }
+  }
+  return layers;
+}
+
+}  // namespace sa
