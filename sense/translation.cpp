@@ -1,0 +1,102 @@
+#include "sense/translation.h"
+
+#include <cmath>
+#include <limits>
+#include <unordered_set>
+
+namespace sa {
+
+TranslationCandidates translation_candidates(const SenseTable& t, const TranslationTable& dict,
+                                             const std::vector<int32_t>& words, const Tensor& ctx, const Tensor& proj,
+                                             const Tensor& mean) {
+  NoGrad ng;
+  const int C = t.n_context(), T = dict.per_word;
+  const int64_t N = static_cast<int64_t>(words.size()), K = static_cast<int64_t>(T) * C;
+  SA_CHECK(ctx.dim(0) == N, "translation candidates: {} context vectors for {} words", ctx.dim(0), N);
+  TranslationCandidates c;
+  c.per_token = static_cast<int>(K);
+  c.rows.assign(static_cast<size_t>(N * K), 0);
+  c.valid.assign(static_cast<size_t>(N * K), 0);
+  c.best.assign(static_cast<size_t>(N), -1);
+  bool any = false;
+  for (int64_t n = 0; n < N; ++n) {
+    const int32_t* tr = dict.of(words[n]);
+    for (int k = 0; k < T; ++k)
+      for (int s = 0; s < C; ++s)
+        if (tr[k] >= 0 && t.is_enabled(t.row(tr[k], s))) {
+          const size_t j = static_cast<size_t>(n * K + k * C + s);
+          c.rows[j] = t.row(tr[k], s), c.valid[j] = 1, any = true;
+        }
+  }
+  if (!any) return c;
+  // Cosine between each token's projected context and its candidates' projected centers.
+  const Device dev = ctx.device();
+  Tensor p = proj.to(ctx.dtype()).to(dev);
+  Tensor centers = ops::gather_rows(t.centers, Tensor::from(c.rows, {N * K}, dev)).to(ctx.dtype());
+  Tensor x = ctx;
+  if (mean.defined()) {
+    Tensor m = mean.to(ctx.dtype()).to(dev);
+    x = ops::sub(x, m), centers = ops::sub(centers, m);
+  }
+  const std::vector<double> u = ops::matmul(x, p).values(), v = ops::matmul(centers, p).values();
+  const int64_t d = p.dim(1);
+  for (int64_t n = 0; n < N; ++n) {
+    double un = 0, best = -INFINITY;
+    for (int64_t k = 0; k < d; ++k) un += u[n * d + k] * u[n * d + k];
+    for (int64_t j = 0; j < K; ++j) {
+      if (!c.valid[n * K + j]) continue;
+      double dot = 0, vn = 0;
+      for (int64_t k = 0; k < d; ++k) dot += u[n * d + k] * v[(n * K + j) * d + k], vn += v[(n * K + j) * d + k] * v[(n * K + j) * d + k];
+      const double sim = dot / (std::sqrt(vn) + 1e-6) / (std::sqrt(un) + 1e-6);
+      if (c.best[n] < 0 || sim > best) best = sim, c.best[n] = static_cast<int32_t>(j);  // ties: the first
+    }
+  }
+  return c;
+}
+
+Tensor sense_translation_loss(const Tensor& x, const SenseTable& t, const std::vector<int32_t>& selected,
+                              const TranslationCandidates& cand, const std::vector<int32_t>& negatives) {
+  const int64_t N = x.dim(0), P = x.dim(1), K = cand.per_token, S = static_cast<int64_t>(negatives.size());
+  SA_CHECK(static_cast<int64_t>(selected.size()) == N && static_cast<int64_t>(cand.rows.size()) == N * K,
+           "translation loss: {} selected rows and {} candidates for {} inputs", selected.size(), cand.rows.size(), N);
+  const Device dev = x.device();
+  const DType dt = x.dtype();
+  const double kInf = std::numeric_limits<double>::infinity();
+  Tensor sel = Tensor::from(selected, {N}, dev);
+  Tensor l_true = ops::add(ops::sum(ops::mul(x, ops::gather_rows(t.W, sel)), 1, true), ops::gather_rows(t.b, sel));
+  std::vector<Tensor> parts = {l_true};
+  std::vector<double> target(static_cast<size_t>(N * (1 + K + S)), 0.0);
+  if (K > 0) {
+    Tensor rows = Tensor::from(cand.rows, {N * K}, dev);
+    Tensor w = ops::reshape(ops::gather_rows(t.W, rows), {N, K, P});
+    Tensor l_dict = ops::add(ops::sum(ops::mul(w, ops::reshape(x, {N, 1, P})), 2),
+                             ops::reshape(ops::gather_rows(t.b, rows), {N, K}));
+    std::vector<uint8_t> invalid(cand.valid.size());
+    for (size_t j = 0; j < invalid.size(); ++j) invalid[j] = !cand.valid[j];
+    parts.push_back(ops::masked_fill(l_dict, Tensor::from(invalid, {N, K}, dev), -kInf));
+  }
+  if (S > 0) {
+    Tensor neg = Tensor::from(negatives, {S}, dev);
+    Tensor l_neg = ops::add(ops::matmul(x, ops::gather_rows(t.W, neg), false, true),
+                            ops::reshape(ops::gather_rows(t.b, neg), {1, S}));
+    // Accidental hits: the selected row, and every valid translation candidate of the row.
+    std::vector<uint8_t> hit(static_cast<size_t>(N * S), 0);
+    std::unordered_set<int32_t> own;
+    for (int64_t n = 0; n < N; ++n) {
+      own.clear();
+      own.insert(selected[n]);
+      for (int64_t j = 0; j < K; ++j)
+        if (cand.valid[n * K + j]) own.insert(cand.rows[n * K + j]);
+      for (int64_t s = 0; s < S; ++s) hit[n * S + s] = own.count(negatives[s]) > 0;
+    }
+    parts.push_back(ops::masked_fill(l_neg, Tensor::from(hit, {N, S}, dev), -kInf));
+  }
+  for (int64_t n = 0; n < N; ++n) {
+    const bool both = cand.best[n] >= 0;
+    target[n * (1 + K + S)] = both ? 0.5 : 1.0;
+    if (both) target[n * (1 + K + S) + 1 + cand.best[n]] = 0.5;
+  }
+  return ops::soft_cross_entropy(ops::concat(parts, 1), Tensor::of(target, {N, 1 + K + S}, dt, dev));
+}
+
+}  // namespace sa

@@ -1,0 +1,34 @@
+// The sense-level translation loss (Bi-SaELMo; method.md decision 8, Part 2 §3.5). Each target
+// word with dictionary translations gets T x C translation-sense candidates; the one whose center
+// is closest (cosine, in the source direction's projected space) to the token's selection vector
+// becomes a second target with weight 1/2 in the same softmax. The other candidates stay in the
+// denominator, and no candidate is also drawn as a negative. Masks are booleans (no -FLT_MAX sums).
+#pragma once
+#include <vector>
+
+#include "data/dictionary.h"
+#include "sense/sense_table.h"
+
+namespace sa {
+
+struct TranslationCandidates {
+  int per_token = 0;               // T * C
+  std::vector<int32_t> rows;       // [N * per_token]; 0 where invalid
+  std::vector<uint8_t> valid;      // [N * per_token]: an enabled sense of a translation
+  std::vector<int32_t> best;       // [N]: index into the token's candidates, or -1 (no translation)
+};
+
+// Candidates of every token (target words `words`) from the translation table, and the best by
+// cosine between ctx [N, P] and the candidates' centers, projected by proj [P, d] (after
+// subtracting `mean` when given, as in selection).
+TranslationCandidates translation_candidates(const SenseTable& table, const TranslationTable& dict,
+                                             const std::vector<int32_t>& words, const Tensor& ctx, const Tensor& proj,
+                                             const Tensor& mean = Tensor());
+
+// Per-row loss [N]: soft-label cross entropy over [selected row | T*C candidates | negatives] with
+// targets 1 on the selected row, or 1/2 and 1/2 on it and the best candidate. Negatives equal to
+// the selected row or to any valid candidate of the row are masked.
+Tensor sense_translation_loss(const Tensor& x, const SenseTable& table, const std::vector<int32_t>& selected,
+                              const TranslationCandidates& cand, const std::vector<int32_t>& negatives);
+
+}  // namespace sa

@@ -1,0 +1,111 @@
+// The sense-level translation loss: candidates and the best translation sense, the loss against a
+// hand computation, its f64 gradient check, and no NaN on self-translations.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "sense/translation.h"
+
+namespace sa {
+namespace {
+
+Tensor eye(int n) {
+  std::vector<double> v(static_cast<size_t>(n * n), 0.0);
+  for (int i = 0; i < n; ++i) v[i * n + i] = 1;
+  return Tensor::of(v, {n, n}, DType::F64);
+}
+
+// Vocabulary of 6 with C = 3 (senses 1 and 2 after warm-up); 1 -> {2, 3}, 5 -> {5} (itself).
+struct Fixture {
+  SenseTable t{6, 3, 4, 2, Device::cpu(), DType::F64};
+  TranslationTable dict;
+  Fixture() {
+    t.end_warmup(false);
+    t.enabled[t.row(3, 2)] = 0;  // a pruned sense is no candidate
+    dict.per_word = 4;
+    dict.ids.assign(6 * 4, -1);
+    dict.ids[1 * 4 + 0] = 2, dict.ids[1 * 4 + 1] = 3, dict.ids[5 * 4 + 0] = 5;
+    // Centers along the axes: row(2,1) +x, row(2,2) +y, row(3,1) -x, row(5,1) +z, row(5,2) -z.
+    std::vector<double> c(static_cast<size_t>(t.rows() * 4), 0.0);
+    c[t.row(2, 1) * 4 + 0] = 1, c[t.row(2, 2) * 4 + 1] = 1, c[t.row(3, 1) * 4 + 0] = -1;
+    c[t.row(5, 1) * 4 + 2] = 1, c[t.row(5, 2) * 4 + 2] = -1;
+    t.centers.copy_from(Tensor::of(c, {t.rows(), 4}, DType::F64));
+  }
+};
+
+TEST(Translation, CandidatesAndTheBestSense) {
+  Fixture f;
+  // Tokens: word 1 with a context along +y, word 1 along -x, word 0 (no translation), word 5 along -z.
+  Tensor ctx = Tensor::of({0, 2, 0, 0, -1, 0.1, 0, 0, 1, 1, 1, 1, 0, 0, -3, 0}, {4, 4}, DType::F64);
+  TranslationCandidates c = translation_candidates(f.t, f.dict, {1, 1, 0, 5}, ctx, eye(4));
+  ASSERT_EQ(c.per_token, 12);
+  // Token 0: candidates in order (translation k, sense s): (2,0) off, (2,1), (2,2), (3,0) off, (3,1), (3,2) pruned.
+  std::vector<uint8_t> v0(c.valid.begin(), c.valid.begin() + 12);
+  EXPECT_EQ(v0, (std::vector<uint8_t>{0, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0}));
+  EXPECT_EQ(c.rows[1], f.t.row(2, 1));
+  EXPECT_EQ(c.best, (std::vector<int32_t>{2, 4, -1, 2}));  // +y -> (2,2); -x -> (3,1); none; -z -> (5,2)
+}
+
+TEST(Translation, LossMatchesAHandComputation) {
+  Fixture f;
+  Tensor ctx = Tensor::of({0, 2, 0, 0, 0, 0, 1, 0}, {2, 4}, DType::F64);
+  TranslationCandidates c = translation_candidates(f.t, f.dict, {1, 0}, ctx, eye(4));
+  Tensor x = Tensor::of({0.3, -0.2, 0.5, 0.1, -0.4, 0.2, 0.1, 0.3}, {2, 4}, DType::F64);
+  const std::vector<int32_t> sel = {f.t.row(1, 1), f.t.row(0, 2)};
+  const std::vector<int32_t> neg = {f.t.row(2, 1), f.t.row(4, 1), f.t.row(1, 1)};  // a candidate, a plain row, a hit
+  std::vector<double> l = sense_translation_loss(x, f.t, sel, c, neg).values();
+  std::vector<double> W = f.t.W.values(), b = f.t.b.values(), xv = x.values();
+  auto logit = [&](int n, int32_t r) {
+    double s = b[r];
+    for (int k = 0; k < 4; ++k) s += xv[n * 4 + k] * W[r * 4 + k];
+    return s;
+  };
+  // Row 0: denominator = selected + candidates (2,1), (2,2), (3,1) + negative (4,1) only.
+  double z = 0;
+  for (int32_t r : {sel[0], f.t.row(2, 1), f.t.row(2, 2), f.t.row(3, 1), f.t.row(4, 1)}) z += std::exp(logit(0, r));
+  const double want0 = -0.5 * (logit(0, sel[0]) - std::log(z)) - 0.5 * (logit(0, f.t.row(2, 2)) - std::log(z));
+  EXPECT_NEAR(l[0], want0, 1e-12);
+  // Row 1: no translation, plain softmax over the selected row and the three negatives.
+  z = 0;
+  for (int32_t r : {sel[1], neg[0], neg[1], neg[2]}) z += std::exp(logit(1, r));
+  EXPECT_NEAR(l[1], -(logit(1, sel[1]) - std::log(z)), 1e-12);
+}
+
+TEST(Translation, GradientMatchesFiniteDifferencesAndSelfTranslationHasNoNaN) {
+  Fixture f;
+  std::vector<double> xv(4 * 4);
+  for (size_t i = 0; i < xv.size(); ++i) xv[i] = std::cos(0.7 * i);
+  Tensor ctx = Tensor::of({0, 2, 0, 0, -1, 0.1, 0, 0, 1, 1, 1, 1, 0, 0, -3, 0}, {4, 4}, DType::F64);
+  TranslationCandidates c = translation_candidates(f.t, f.dict, {1, 1, 0, 5}, ctx, eye(4));
+  Tensor x = Tensor::of(xv, {4, 4}, DType::F64).set_requires_grad();
+  // Token 3 is word 5 translating to itself: its selected row is also its best candidate and a negative.
+  const std::vector<int32_t> sel = {f.t.row(1, 1), f.t.row(1, 2), f.t.row(0, 1), f.t.row(5, 2)};
+  const std::vector<int32_t> neg = {f.t.row(5, 2), f.t.row(2, 2), f.t.row(4, 1), f.t.row(0, 2), f.t.row(1, 1)};
+  set_check_numerics(true);
+  auto loss = [&] { return ops::sum(sense_translation_loss(x, f.t, sel, c, neg)); };
+  x.zero_grad(), f.t.W.zero_grad(), f.t.b.zero_grad();
+  Tensor total = loss();
+  EXPECT_TRUE(std::isfinite(total.item()));
+  backward(total);
+  set_check_numerics(false);
+  std::vector<std::pair<Tensor, std::vector<double>>> checks = {
+      {x, x.grad().values()},
+      {f.t.W, f.t.W.sparse_grad().to_dense(f.t.rows(), 4).values()},
+      {f.t.b, f.t.b.sparse_grad().to_dense(f.t.rows(), 1).values()}};
+  for (auto& [p, analytic] : checks) {
+    double* d = p.data<double>();
+    for (int64_t e = 0; e < p.numel(); ++e) {
+      NoGrad ng;
+      const double keep = d[e];
+      d[e] = keep + 1e-6;
+      const double up = loss().item();
+      d[e] = keep - 1e-6;
+      const double down = loss().item();
+      d[e] = keep;
+      ASSERT_NEAR(analytic[e], (up - down) / 2e-6, 1e-7 + 1e-6 * std::abs(analytic[e])) << describe(p) << " element " << e;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace sa
