@@ -68,7 +68,14 @@ void ShardedCorpus::load_next_shard() {
   fail("{}: the corpus has no sentences (every shard is empty)", files_.size() == 1 ? files_[0] : files_[0] + "...");
 }
 
+void ShardedCorpus::mix_with(std::unique_ptr<ShardedCorpus> other, double ratio) {
+  SA_CHECK(ratio > 0 && ratio < 1, "l1_sample_ratio must be in (0, 1), got {}", ratio);
+  other_ = std::move(other);
+  ratio_ = ratio;
+}
+
 const Sentence& ShardedCorpus::next() {
+  if (other_ && std::uniform_real_distribution<double>(0, 1)(rng_) >= ratio_) return other_->next();
   if (next_sentence_ == shard_.size()) load_next_shard();
   return shard_[next_sentence_++];
 }

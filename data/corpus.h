@@ -2,6 +2,7 @@
 // many shards named by a glob. Only one shard is in memory at a time.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -25,6 +26,9 @@ std::vector<Sentence> read_sentences(const std::string& path, bool lowercase);
 class ShardedCorpus {
  public:
   ShardedCorpus(const std::string& pattern, uint64_t seed, bool lowercase, bool shuffle = true);
+  // Bilingual mixing (bilm-tf's bilingual dataset): each next sentence comes from this corpus with
+  // probability `ratio`, else from `other` (l1_sample_ratio).
+  void mix_with(std::unique_ptr<ShardedCorpus> other, double ratio);
   const Sentence& next();
   // Passes over all shards so far (0 during the first).
   int64_t epoch() const { return epoch_; }
@@ -39,6 +43,8 @@ class ShardedCorpus {
   std::mt19937_64 rng_;
   bool lowercase_, shuffle_;
   int64_t epoch_ = 0;
+  std::unique_ptr<ShardedCorpus> other_;
+  double ratio_ = 1.0;
 };
 
 // Tokens (with </S>: one per sentence) over all shards.

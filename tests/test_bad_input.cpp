@@ -87,3 +87,35 @@ TEST(BadInput, TruncatedWeightsFile) {
 
 }  // namespace
 }  // namespace sa
+
+namespace sa {
+namespace {
+
+// Every shipped config loads, and the paper's settings are where the issues put them.
+TEST(Configs, EveryShippedConfigLoads) {
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator("configs")) {
+    if (e.path().extension() != ".cfg") continue;
+    ++n;
+    EXPECT_EQ(testing::error_of([&] { TrainConfig::load(e.path().string()); }), "(no error)") << e.path();
+  }
+  EXPECT_GE(n, 9);
+  TrainConfig sa = TrainConfig::load("configs/saelmo.cfg"), bi = TrainConfig::load("configs/bi-saelmo.cfg");
+  EXPECT_EQ(sa.sense.n_context, 6);
+  EXPECT_EQ(bi.sense.n_context, 4);
+  EXPECT_EQ(bi.unroll_steps, 12);
+  EXPECT_EQ(bi.sense.contextual_warmup, 20000);
+  EXPECT_FALSE(bi.dictionary.empty());
+  EXPECT_FALSE(bi.train_prefix_l2.empty());
+  TrainConfig joint = TrainConfig::load("configs/joint-elmo.cfg");
+  EXPECT_EQ(joint.sense.n_context, 0);
+  EXPECT_TRUE(joint.dictionary.empty());
+  EXPECT_FALSE(joint.train_prefix_l2.empty());
+  // A dictionary without the sense-aware softmax is an error that says why.
+  EXPECT_NE(testing::error_of([] { TrainConfig::load("configs/joint-elmo.cfg", {"dictionary=x.txt"}); })
+                .find("needs the sense-aware softmax"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace sa

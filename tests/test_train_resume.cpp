@@ -110,6 +110,23 @@ TEST(TrainResume, SaelmoDataSeedingAndLogUniformNegativesResume) {
                "sense_negatives = \"log_uniform\"\n");
 }
 
+// Bi-SaELMo: English and German mixed sentence by sentence over a joint vocabulary, with the
+// translation loss from MUSE's en-de dictionary.
+TEST(TrainResume, BilingualSaelmoWithTranslationLossResumes) {
+  const std::string de = "../shared/data/corpus/wiki-de.txt", dict = "../shared/data/dict/muse/en-de.train.txt";
+  if (!fs::exists(de) || !fs::exists(dict)) GTEST_SKIP() << "no ../shared/data here";
+  const std::string de_small = ::testing::TempDir() + "/de-400.txt";
+  {
+    std::ifstream in(de);
+    std::ofstream out(de_small);
+    std::string line;
+    for (int i = 0; i < 400 && std::getline(in, line); ++i) out << line << "\n";
+  }
+  check_resume("bi-saelmo", "n_context = 3\ncluster_proj_dim = 8\npca_sample = 500\npca_every = 7\n"
+                            "contextual_warmup = 15\nprune_first = 20\nprune_every = 12\nlowercase = true\n"
+                            "train_prefix_l2 = \"" + de_small + "\"\ndictionary = \"" + dict + "\"\n");
+}
+
 TEST(TrainResume, SaelmoFullSoftmaxResumes) {
   check_resume("saelmo-full", "n_context = 3\ncluster_proj_dim = 8\npca_sample = 500\npca_every = 7\n"
                               "contextual_warmup = 15\nprune_first = 20\nprune_every = 12\nsense_negatives = \"full\"\n");

@@ -61,6 +61,12 @@ const std::vector<Key>& schema() {
         SA_KEY(int64_t, "an integer", "n_train_tokens", n_train_tokens),
         SA_KEY(std::string, "a string", "train_prefix", train_prefix),
         SA_KEY(std::string, "a string", "heldout_prefix", heldout_prefix),
+        SA_KEY(std::string, "a string", "train_prefix_l2", train_prefix_l2),
+        SA_KEY(double, "a number", "l1_sample_ratio", l1_sample_ratio),
+        SA_KEY(std::string, "a string", "dictionary", dictionary),
+        SA_KEY(std::string, "a string", "dictionary_format", dictionary_format),
+        SA_KEY(bool, "true or false", "dictionary_both_ways", dictionary_both_ways),
+        SA_KEY(int64_t, "an integer", "dictionary_per_word", dictionary_per_word),
         SA_KEY(std::string, "a string", "vocab_file", vocab_file),
         SA_KEY(int64_t, "an integer", "vocab_min_count", vocab_min_count),
         SA_KEY(int64_t, "an integer", "vocab_max_size", vocab_max_size),
@@ -180,6 +186,20 @@ void validate(const TrainConfig& c, const std::string& origin) {
            c.sense_negatives);
   SA_CHECK(c.warmup_init == "random" || c.warmup_init == "copy" || c.warmup_init == "zero" || c.warmup_init == "data",
            "{}: warmup_init must be \"random\", \"copy\", \"zero\" or \"data\", got \"{}\"", origin, c.warmup_init);
+  SA_CHECK(c.dictionary_format == "muse" || c.dictionary_format == "cedict" || c.dictionary_format == "edict" ||
+               c.dictionary_format == "ding",
+           "{}: dictionary_format must be \"muse\", \"cedict\", \"edict\" or \"ding\", got \"{}\"", origin,
+           c.dictionary_format);
+  SA_CHECK(c.dictionary.empty() || c.sense.n_context >= 2,
+           "{}: dictionary needs the sense-aware softmax (n_context >= 2): the translation loss is between senses",
+           origin);
+  SA_CHECK(c.dictionary.empty() || c.sense_negatives == "uniform",
+           "{}: the translation loss works with sense_negatives = \"uniform\" (the released setting)", origin);
+  SA_CHECK(!c.train_prefix_l2.empty() || c.dictionary.empty(), "{}: dictionary needs train_prefix_l2 (the second language)",
+           origin);
+  SA_CHECK(c.l1_sample_ratio > 0 && c.l1_sample_ratio < 1, "{}: l1_sample_ratio must be in (0, 1), got {}", origin,
+           c.l1_sample_ratio);
+  positive("dictionary_per_word", c.dictionary_per_word);
   if (c.sense.n_context >= 2) {
     positive("cluster_proj_dim", c.sense.cluster_proj_dim);
     positive("pca_sample", c.sense.pca_sample);

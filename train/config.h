@@ -32,6 +32,14 @@ struct TrainConfig {
   int64_t n_train_tokens = 0;  // 0: count the corpus at the first start
   // data
   std::string train_prefix;    // a file or a glob of shards
+  // bilingual (Joint-ELMo, Bi-SaELMo): a second language's corpus, mixed sentence by sentence into
+  // one joint vocabulary; and the dictionary of the translation loss (SaELMo only)
+  std::string train_prefix_l2;
+  double l1_sample_ratio = 0.5;
+  std::string dictionary;                // "" = none
+  std::string dictionary_format = "muse";  // muse, cedict, edict or ding
+  bool dictionary_both_ways = false;     // add every pair reversed too (released: one direction)
+  int dictionary_per_word = 4;
   std::string heldout_prefix;  // optional
   std::string vocab_file;      // optional: built from the training corpus when empty
   int vocab_min_count = 1;

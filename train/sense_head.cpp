@@ -18,7 +18,7 @@ Tensor selection_context(const Tensor& top) {
 }
 
 Tensor sense_direction_loss(SenseHead& h, const Tensor& top, const LmBatch& b, const SenseOptions& o, int n_negatives,
-                            bool training, std::mt19937_64& rng, Tensor* ctx_out) {
+                            bool training, std::mt19937_64& rng, Tensor* ctx_out, const TranslationTable* dict) {
   const int64_t B = top.dim(0), T = top.dim(1), P = top.dim(2);
   Tensor ctx = selection_context(top);
   std::vector<int32_t> sel =
@@ -28,7 +28,11 @@ Tensor sense_direction_loss(SenseHead& h, const Tensor& top, const LmBatch& b, c
   Tensor loss;
   if (training) {
     using N = SenseOptions::Negatives;
-    if (o.negatives == N::Full) loss = ops::mean(sense_full_loss(flat, h.table, sel));
+    if (dict) {
+      TranslationCandidates cand = translation_candidates(h.table, *dict, b.targets, ctx, h.proj.matrix(),
+                                                          o.center_projection ? h.proj.mean() : Tensor());
+      loss = ops::mean(sense_translation_loss(flat, h.table, sel, cand, sample_enabled_rows(h.table, n_negatives, rng)));
+    } else if (o.negatives == N::Full) loss = ops::mean(sense_full_loss(flat, h.table, sel));
     else if (o.negatives == N::LogUniform)
       loss = ops::mean(sense_sampled_loss(flat, h.table, sel, sample_log_uniform_senses(h.table, n_negatives, b.targets, rng)));
     else loss = ops::mean(sense_sampled_loss(flat, h.table, sel, sample_enabled_rows(h.table, n_negatives, rng)));

@@ -9,6 +9,7 @@
 #include "sense/projection.h"
 #include "sense/pruning.h"
 #include "sense/sense_table.h"
+#include "sense/translation.h"
 
 namespace sa {
 
@@ -26,7 +27,9 @@ Tensor selection_context(const Tensor& top);
 // Mean sense-aware loss of one direction from its top output [B, T, P]. Training: sampled softmax
 // over `n_negatives` uniform enabled rows, then the center update and usage record. Otherwise the
 // exact softmax over the enabled rows. `ctx_out` gets the selection vectors (for the PCA queue).
+// With `dict` (Bi-SaELMo), training adds the sense-level translation loss (sense/translation.h).
 Tensor sense_direction_loss(SenseHead& head, const Tensor& top, const LmBatch& b, const SenseOptions& o,
-                            int n_negatives, bool training, std::mt19937_64& rng, Tensor* ctx_out = nullptr);
+                            int n_negatives, bool training, std::mt19937_64& rng, Tensor* ctx_out = nullptr,
+                            const TranslationTable* dict = nullptr);
 
 }  // namespace sa

@@ -1,5 +1,7 @@
 #include "train/trainer.h"
 
+#include "data/dictionary.h"
+
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -94,13 +96,19 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet) 
   // Vocabulary: the run directory's own copy wins, so a resumed run keeps its ids.
   Vocab vocab = fs::exists(dir / "vocab.txt") ? Vocab::load((dir / "vocab.txt").string())
                 : !c.vocab_file.empty()     ? Vocab::load(c.vocab_file)
-                                            : build_vocab({c.train_prefix}, c.vocab_min_count, c.vocab_max_size, c.lowercase);
+                                            : build_vocab(c.train_prefix_l2.empty() ? std::vector<std::string>{c.train_prefix}
+                                                                                    : std::vector<std::string>{c.train_prefix, c.train_prefix_l2},
+                                                          c.vocab_min_count, c.vocab_max_size, c.lowercase);
   if (!fs::exists(dir / "vocab.txt")) vocab.save((dir / "vocab.txt").string());
   SA_CHECK(c.n_negative_samples_batch <= vocab.size(),
            "n_negative_samples_batch ({}) exceeds the vocabulary size ({})", c.n_negative_samples_batch, vocab.size());
 
   TrainConfig cfg = c;
-  if (cfg.n_train_tokens == 0) cfg.n_train_tokens = count_tokens(c.train_prefix, c.lowercase);
+  // Bilingual: an epoch is twice the larger corpus, as released (n_train_tokens = max(n1, n2) * 2).
+  if (cfg.n_train_tokens == 0)
+    cfg.n_train_tokens = c.train_prefix_l2.empty() ? count_tokens(c.train_prefix, c.lowercase)
+                                                   : 2 * std::max(count_tokens(c.train_prefix, c.lowercase),
+                                                                  count_tokens(c.train_prefix_l2, c.lowercase));
   const int64_t tokens_per_step = static_cast<int64_t>(c.batch_size) * c.unroll_steps;
   const int64_t total = c.n_steps > 0 ? c.n_steps : std::max<int64_t>(1, c.n_epochs * cfg.n_train_tokens / tokens_per_step);
   write_file_atomically((dir / "config.cfg").string(), cfg.to_toml());
@@ -143,10 +151,29 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet) 
                 vocab.size(), n_params / 1e6, n_params * 4.0 / 1048576, (long)cfg.n_train_tokens, (long)total,
                 c.batch_size, c.unroll_steps, dev.str().c_str());
 
-  LmStream fwd(std::make_unique<ShardedCorpus>(c.train_prefix, c.seed * 2 + 1, c.lowercase), vocab, c.batch_size,
-               c.unroll_steps, false);
-  LmStream bwd(std::make_unique<ShardedCorpus>(c.train_prefix, c.seed * 2 + 2, c.lowercase), vocab, c.batch_size,
-               c.unroll_steps, true);
+  // Each direction draws its own sentences (bilingual: each picks the language independently).
+  auto corpus = [&](uint64_t seed) {
+    auto one = std::make_unique<ShardedCorpus>(c.train_prefix, seed, c.lowercase);
+    if (!c.train_prefix_l2.empty())
+      one->mix_with(std::make_unique<ShardedCorpus>(c.train_prefix_l2, seed + 1000003, c.lowercase), c.l1_sample_ratio);
+    return one;
+  };
+  LmStream fwd(corpus(c.seed * 2 + 1), vocab, c.batch_size, c.unroll_steps, false);
+  LmStream bwd(corpus(c.seed * 2 + 2), vocab, c.batch_size, c.unroll_steps, true);
+  // The translation loss's dictionary (Bi-SaELMo), over the joint vocabulary.
+  std::unique_ptr<TranslationTable> dict;
+  if (!c.dictionary.empty()) {
+    Dictionary d = c.dictionary_format == "cedict" ? read_cedict(c.dictionary)
+                   : c.dictionary_format == "edict" ? read_edict(c.dictionary)
+                   : c.dictionary_format == "ding"  ? read_ding(c.dictionary)
+                                                    : read_muse_dictionary(c.dictionary);
+    if (c.dictionary_both_ways) {
+      Dictionary r = reversed(d);
+      d.pairs.insert(d.pairs.end(), r.pairs.begin(), r.pairs.end());
+    }
+    dict = std::make_unique<TranslationTable>(translation_table(d, vocab, static_cast<int>(c.dictionary_per_word)));
+    if (!quiet) std::printf("%s: %s\n", c.dictionary.c_str(), describe(d, *dict).c_str());
+  }
   LmBatch bf, bb;
   for (int64_t i = 0; i < step; ++i) {  // replay the data stream up to the checkpoint
     fwd.next(bf);
@@ -201,9 +228,9 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet) 
     Tensor lf, lb, ctx[2];
     if (sense) {
       lf = sense_direction_loss(lm.heads[0], lm_top(lm.bilm, 0, tf, state.dir[0], c.dropout, gen), bf, c.sense,
-                                c.n_negative_samples_batch, true, sample_rng, &ctx[0]);
+                                c.n_negative_samples_batch, true, sample_rng, &ctx[0], dict.get());
       lb = sense_direction_loss(lm.heads[1], lm_top(lm.bilm, 1, tb, state.dir[1], c.dropout, gen), bb, c.sense,
-                                c.n_negative_samples_batch, true, sample_rng, &ctx[1]);
+                                c.n_negative_samples_batch, true, sample_rng, &ctx[1], dict.get());
     } else {
       lf = direction_loss(lm, 0, tf, bf, state.dir[0], lo, gen, &sampler, &sample_rng);
       lb = direction_loss(lm, 1, tb, bb, state.dir[1], lo, gen, &sampler, &sample_rng);
