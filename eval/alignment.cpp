@@ -1,6 +1,8 @@
 #include "eval/alignment.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <fstream>
 #include <cmath>
 #include <numeric>
 
@@ -84,6 +86,28 @@ Matrix procrustes_map(const Matrix& X, const Matrix& Y) {
       for (int k = 0; k < d; ++k) acc += u[static_cast<size_t>(k) * d + r] * vt[static_cast<size_t>(c) * d + k];
       W(r, c) = acc;
     }
+  return W;
+}
+
+void write_map(const Matrix& W, const std::string& path) {
+  std::ofstream f(path);
+  SA_CHECK(f, "{}: cannot write", path);
+  f << W.rows << " " << W.cols << "\n";
+  char buf[32];
+  for (int64_t r = 0; r < W.rows; ++r) {
+    for (int64_t c = 0; c < W.cols; ++c) std::snprintf(buf, sizeof buf, "%s%.17g", c ? " " : "", W(r, c)), f << buf;
+    f << "\n";
+  }
+  SA_CHECK(f.good(), "{}: write failed", path);
+}
+
+Matrix read_map(const std::string& path) {
+  std::ifstream f(path);
+  SA_CHECK(f, "{}: cannot open map", path);
+  int64_t r = 0, c = 0;
+  SA_CHECK((f >> r >> c) && r > 0 && c > 0, "{}:1: expected \"rows cols\"", path);
+  Matrix W(r, c);
+  for (double& v : W.v) SA_CHECK(f >> v, "{}: expected {} x {} numbers", path, r, c);
   return W;
 }
 

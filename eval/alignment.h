@@ -5,6 +5,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace sa {
@@ -23,6 +24,9 @@ Matrix matmul(const Matrix& a, const Matrix& b);
 Matrix least_squares_map(const Matrix& X, const Matrix& Y);
 // W [d, d] orthogonal minimizing ||X W - Y||_F: W = U V^T where U S V^T = svd(X^T Y) (LAPACK dgesdd).
 Matrix procrustes_map(const Matrix& X, const Matrix& Y);
+// A map as text: "rows cols", then one row per line; read errors name the file.
+void write_map(const Matrix& W, const std::string& path);
+Matrix read_map(const std::string& path);
 // Rows scaled to unit length (zero rows stay zero).
 Matrix normalized_rows(Matrix m);
 

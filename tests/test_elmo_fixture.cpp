@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "data/hdf5_file.h"
+#include "eval/alignment.h"
 
 namespace sa {
 namespace {
@@ -48,6 +49,31 @@ TEST(ElmoFixture, StatefulEmbedMatchesTensorFlow) {
       }
     EXPECT_LT(worst, 1e-5) << "stream 0 sentence " << i << " (input line " << 3 * i << ")";
   }
+}
+
+// --align applies a per-layer map: with W_l = (l + 1) * I, layer l comes out scaled by l + 1.
+TEST(ElmoFixture, AlignAppliesOneMapPerLayer) {
+  if (!std::filesystem::exists(kFixture + "/lm_weights.hdf5")) GTEST_SKIP() << "no ../shared/data fixture here";
+  std::string dir = ::testing::TempDir() + "/elmo_align";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/in.txt") << "The first sentence .\nAnother one\n";
+  for (int l = 0; l < 3; ++l) {
+    Matrix W(32, 32);
+    for (int i = 0; i < 32; ++i) W(i, i) = l + 1;
+    write_map(W, dir + "/W.layer" + std::to_string(l) + ".txt");
+  }
+  const std::string base = "./bin/embed --device cpu --options " + kFixture + "/options.json --weights " + kFixture +
+                           "/lm_weights.hdf5 --input " + dir + "/in.txt --output " + dir;
+  ASSERT_EQ(std::system((base + "/plain.hdf5 2>/dev/null").c_str()), 0);
+  ASSERT_EQ(std::system((base + "/aligned.hdf5 --align " + dir + "/W.layer{layer}.txt 2>/dev/null").c_str()), 0);
+  H5File plain = H5File::open(dir + "/plain.hdf5"), aligned = H5File::open(dir + "/aligned.hdf5");
+  std::vector<double> p = plain.read("1").values(), a = aligned.read("1").values();
+  ASSERT_EQ(p.size(), a.size());
+  const size_t per_layer = p.size() / 3;
+  for (size_t i = 0; i < p.size(); ++i) ASSERT_NEAR(a[i], (1 + i / per_layer) * p[i], 1e-5) << i;
+  // A map of the wrong size is refused with its file named.
+  write_map(Matrix(8, 8), dir + "/small.txt");
+  EXPECT_NE(std::system((base + "/x.hdf5 --align " + dir + "/small.txt 2>/dev/null").c_str()), 0);
 }
 
 }  // namespace

@@ -43,28 +43,6 @@ Split split_by_rank(const Dictionary& d, std::pair<int, int> ranks) {
   return s;
 }
 
-void write_map(const Matrix& W, const std::string& path) {
-  std::ofstream f(path);
-  SA_CHECK(f, "{}: cannot write", path);
-  f << W.rows << " " << W.cols << "\n";
-  char buf[32];
-  for (int64_t r = 0; r < W.rows; ++r) {
-    for (int64_t c = 0; c < W.cols; ++c) std::snprintf(buf, sizeof buf, "%s%.17g", c ? " " : "", W(r, c)), f << buf;
-    f << "\n";
-  }
-  SA_CHECK(f.good(), "{}: write failed", path);
-}
-
-Matrix read_map(const std::string& path) {
-  std::ifstream f(path);
-  SA_CHECK(f, "{}: cannot open map", path);
-  int64_t r = 0, c = 0;
-  SA_CHECK((f >> r >> c) && r > 0 && c > 0, "{}:1: expected \"rows cols\"", path);
-  Matrix W(r, c);
-  for (double& v : W.v) SA_CHECK(f >> v, "{}: expected {} x {} numbers", path, r, c);
-  return W;
-}
-
 Matrix rows_of(const WordVectors& v, const std::vector<int>& idx) {
   Matrix m(static_cast<int64_t>(idx.size()), v.vectors.cols);
   for (size_t i = 0; i < idx.size(); ++i)

@@ -2,7 +2,8 @@
 //   bin/embed --model RUN_DIR --input FILE --output OUT.hdf5
 //   bin/embed --options options.json --weights weights.hdf5 [--vocab vocab.txt] --input FILE --output OUT.hdf5
 // One dataset per input line named by its 0-based index: [n_layers+1, n_tokens, 2P] float32
-// (--layers all), or [n_tokens, 2P] (top, average); plus sentence_to_index.
+// (--layers all), or [n_tokens, 2P] (top, average); plus sentence_to_index. --align W applies a
+// map from `bin/align fit` to every layer (or W.layer{layer}.txt, one per layer).
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
@@ -13,6 +14,7 @@
 #include "data/corpus.h"
 #include "data/hdf5_file.h"
 #include "data/vocab.h"
+#include "eval/alignment.h"
 #include "eval/encoder_files.h"
 #include "layers/elmo_embedder.h"
 
@@ -45,12 +47,22 @@ std::vector<std::vector<std::string>> read_sentences(const std::string& path, st
   return out;
 }
 
+// Each layer l of e [L+1, n, D] times its map.
+Tensor apply_alignment(const Tensor& e, const std::vector<Tensor>& maps) {
+  NoGrad ng;
+  std::vector<Tensor> out;
+  for (int64_t l = 0; l < e.dim(0); ++l)
+    out.push_back(ops::reshape(ops::matmul(ops::reshape(ops::slice(e, 0, l, l + 1), {e.dim(1), e.dim(2)}), maps[l]),
+                               {1, e.dim(1), e.dim(2)}));
+  return ops::concat(out, 0);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"Contextual ELMo embeddings in the bilm-tf/AllenNLP HDF5 layout"};
   EncoderFiles files;
-  std::string vocab, input, output, layers = "all", device = "auto";
+  std::string vocab, input, output, layers = "all", device = "auto", align;
   int batch = 64;
   bool stateful = false;
   app.add_option("--model", files.run_dir, "a run directory (options.json + weights.hdf5)");
@@ -61,6 +73,8 @@ int main(int argc, char** argv) {
   app.add_option("--output", output, "HDF5 file to write")->required();
   app.add_option("--layers", layers, "all, top or average")->check(CLI::IsMember({"all", "top", "average"}));
   app.add_option("--batch-size", batch, "sentences per batch")->check(CLI::PositiveNumber);
+  app.add_option("--align", align,
+                 "a map from `bin/align fit` applied to every layer; \"{layer}\" in the name picks one per layer");
   app.add_flag("--stateful", stateful, "carry LSTM state from batch row k to row k of the next batch (bilm-tf)");
   app.add_option("--device", device, "auto, cpu, cuda or cuda:N");
   CLI11_PARSE(app, argc, argv);
@@ -70,6 +84,16 @@ int main(int argc, char** argv) {
     const ElmoModel& model = enc.model;
     std::vector<std::string> lines;
     auto sents = read_sentences(input, lines, enc.lowercase);
+    std::vector<Tensor> maps;  // per layer
+    if (!align.empty())
+      for (int l = 0; l <= model.opt.n_layers; ++l) {
+        std::string path = align;
+        if (size_t at = path.find("{layer}"); at != std::string::npos) path.replace(at, 7, std::to_string(l));
+        Matrix W = read_map(path);
+        SA_CHECK(W.rows == 2 * model.opt.projection_dim && W.cols == W.rows, "{}: the map is [{}, {}], the model's vectors have {} dimensions",
+                 path, W.rows, W.cols, 2 * model.opt.projection_dim);
+        maps.push_back(Tensor::from(W.v, {W.rows, W.cols}).to(DType::F32).to(model.device()));
+      }
     ElmoEmbedder embedder(model, stateful, batch);
     H5File out = H5File::create(output);
     nlohmann::json index = nlohmann::json::object();
@@ -82,6 +106,7 @@ int main(int argc, char** argv) {
       for (size_t i = 0; i < embs.size(); ++i) {
         NoGrad ng;
         Tensor e = embs[i];
+        if (!align.empty()) e = apply_alignment(e, maps);
         if (layers == "top") e = ops::reshape(ops::slice(e, 0, e.dim(0) - 1, e.dim(0)), {e.dim(1), e.dim(2)});
         if (layers == "average") e = ops::mean(e, 0);
         std::string key = std::to_string(b + i);
