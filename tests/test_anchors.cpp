@@ -25,15 +25,7 @@ std::string run(const std::string& cmd) {
 }
 
 TEST(Anchors, MeanOfEachWordsContextualVectors) {
-  ElmoOptions o;
-  o.char_dim = 3;
-  o.filters = {{1, 2}, {2, 3}};
-  o.n_highway = 1;
-  o.lstm_dim = 3;
-  o.projection_dim = 4;
-  o.n_layers = 2;
-  o.use_skip_connections = true;
-  ElmoModel m = ElmoModel::init(o, 4);
+  ElmoModel m = ElmoModel::init(testing::tiny_elmo_options(), 4);
   std::ofstream(tmp("anch.txt")) << "the bank\nbank of the river bank\n";
   auto layers = average_anchors(m, tmp("anch.txt"), {1, 1, 0, false});
   ASSERT_EQ(layers.size(), 3u);

@@ -8,24 +8,13 @@
 
 #include "data/char_ids.h"
 #include "data/hdf5_file.h"
+#include "tests/test_util.h"
 #include "train/elmo_lm.h"
 
 namespace sa {
 namespace {
 
-ElmoOptions tiny() {
-  ElmoOptions o;
-  o.char_dim = 3;
-  o.filters = {{1, 2}, {2, 3}};
-  o.n_highway = 1;
-  o.lstm_dim = 3;
-  o.projection_dim = 4;  // differs from the 5 filters: the token projection exists
-  o.n_layers = 2;
-  o.cell_clip = 3;
-  o.proj_clip = 3;
-  o.use_skip_connections = true;
-  return o;
-}
+ElmoOptions tiny() { return testing::tiny_elmo_options(); }
 
 LmBatch batch(const std::vector<std::string>& tokens, const Vocab& v, int rows, int steps) {
   LmBatch b;

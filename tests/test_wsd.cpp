@@ -229,15 +229,7 @@ TEST(WsdProtocol, MostFrequentSenseBaseline) {
 // The instance vector is the chosen layer at the instance's words (mean over a multi-word
 // surface), the same as embedding the sentence directly.
 TEST(WsdProtocol, InstanceVectorsComeFromTheEmbedder) {
-  ElmoOptions o;
-  o.char_dim = 3;
-  o.filters = {{1, 2}, {2, 3}};
-  o.n_highway = 1;
-  o.lstm_dim = 3;
-  o.projection_dim = 4;
-  o.n_layers = 2;
-  o.use_skip_connections = true;
-  ElmoModel m = ElmoModel::init(o, 5);
+  ElmoModel m = ElmoModel::init(testing::tiny_elmo_options(), 5);
   WsdCorpus c;
   c.sentences.push_back({"s0", {{"The", "the", "DET", ""}, {"Grand_Jury", "jury", "NOUN", "i0"}, {"said", "say", "VERB", "i1"}}});
   c.sentences.push_back({"s1", {{"nothing", "nothing", "X", ""}}});

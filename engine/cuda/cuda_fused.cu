@@ -228,11 +228,14 @@ __device__ T candidate_logit(const T* xs, const T* w, T bias, int64_t P) {
   return l;
 }
 
+// Row n of x into shared memory (xs), and its true logit x_n . wt_n + bt_n (every thread gets it).
 template <typename T>
-__device__ T row_true_logit(const T* xs, const T* wt, T bt, int64_t P) {
+__device__ T load_row_and_true_logit(const T* x, const T* wt, const T* bt, int64_t n, int64_t P, T* xs) {
+  for (int64_t k = threadIdx.x; k < P; k += blockDim.x) xs[k] = x[n * P + k];
+  __syncthreads();
   T t = 0;
-  for (int64_t k = threadIdx.x; k < P; k += blockDim.x) t += xs[k] * wt[k];
-  return block_reduce<T, false>(t) + bt;
+  for (int64_t k = threadIdx.x; k < P; k += blockDim.x) t += xs[k] * wt[n * P + k];
+  return block_reduce<T, false>(t) + bt[n];
 }
 
 template <typename T>
@@ -242,9 +245,7 @@ __global__ void candidate_softmax_kernel(const T* x, const T* wt, const T* bt, c
   extern __shared__ unsigned char smem[];
   T* xs = reinterpret_cast<T*>(smem);
   const int64_t n = blockIdx.x;
-  for (int64_t k = threadIdx.x; k < P; k += blockDim.x) xs[k] = x[n * P + k];
-  __syncthreads();
-  const T t = row_true_logit(xs, wt + n * P, bt[n], P);
+  const T t = load_row_and_true_logit(x, wt, bt, n, P, xs);
   T m = threadIdx.x == 0 ? t : T(-INFINITY), s = threadIdx.x == 0 ? T(1) : T(0);
   for (int64_t j = threadIdx.x; j < S; j += blockDim.x) {
     if (cid[j] == tid[n]) continue;
@@ -282,9 +283,7 @@ __global__ void candidate_softmax_grad_kernel(const T* x, const T* wt, const T* 
   extern __shared__ unsigned char smem[];
   T* xs = reinterpret_cast<T*>(smem);
   const int64_t n = blockIdx.x;
-  for (int64_t k = threadIdx.x; k < P; k += blockDim.x) xs[k] = x[n * P + k];
-  __syncthreads();
-  const T t = row_true_logit(xs, wt + n * P, bt[n], P);
+  const T t = load_row_and_true_logit(x, wt, bt, n, P, xs);
   for (int64_t j = threadIdx.x; j < S; j += blockDim.x)
     dL[n * S + j] = cid[j] == tid[n] ? T(0) : gl[n] * math::exp(candidate_logit(xs, Wc + j * P, bc[j], P) - lse[n]);
   if (threadIdx.x == 0) dt[n] = gl[n] * (math::exp(t - lse[n]) - T(1));
