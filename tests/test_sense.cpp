@@ -2,6 +2,7 @@
 // and the gradient of the sense loss.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <set>
@@ -251,16 +252,19 @@ TEST(SenseSoftmax, FusedEqualsUnfused) {
       continue;
     }
     const DType dt = dev.is_cuda() ? DType::F32 : DType::F64;
-    SenseTable t(40, 3, 6, 7, dev, dt);
+    // 2,000 candidates: the CPU works in chunks of 2^18 / 2000 = 131 rows, so 150 rows take two.
+    SenseTable t(1500, 3, 6, 7, dev, dt);
     t.end_warmup(false);
     t.W.set_requires_grad().set_sparse_grad();
     t.b.set_requires_grad().set_sparse_grad();
     std::mt19937_64 rng(11);
     std::vector<int32_t> sel;
     for (int i = 0; i < 150; ++i) sel.push_back(t.row(static_cast<int>(rng() % 40), 1 + static_cast<int>(rng() % 2)));
-    SenseNegatives neg = sample_log_uniform_senses(t, 30, std::vector<int32_t>(150, 0), rng);
+    SenseNegatives neg = sample_log_uniform_senses(t, 2000, std::vector<int32_t>(150, 0), rng);
+    ASSERT_GT(neg.rows.size(), 1900u);
     for (size_t i = 0; i < neg.true_shift.size(); ++i) neg.true_shift[i] = -0.1 * static_cast<double>(i % 7);
-    neg.rows.push_back(sel[3]), neg.shift.push_back(0.3);  // an accidental hit for rows 3 (and its duplicates)
+    if (std::find(neg.rows.begin(), neg.rows.end(), sel[3]) == neg.rows.end())  // an accidental hit for row 3
+      neg.rows.push_back(sel[3]), neg.shift.push_back(0.3);
     std::vector<double> v(150 * 6);
     for (auto& e : v) e = std::uniform_real_distribution<double>(-1, 1)(rng);
     Tensor x = Tensor::of(v, {150, 6}, dt, dev).set_requires_grad();

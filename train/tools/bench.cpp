@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <cstdio>
 #include <functional>
+#include <optional>
 #include <thread>
 #include <unistd.h>
 
@@ -41,8 +42,35 @@ Tensor randn(Shape s, Device d) {
   return Tensor::from(v, s, d);
 }
 
-void bench_ops(Device d, bool quick) {
+// The sampled softmax at SaELMo sizes (tokens x candidates x projection): the fused candidate
+// softmax against the unfused ops (a [N, S] logits matrix, mask, cross entropy), forward and
+// backward; and its forward against the GEMM of the same logits shape alone.
+void bench_candidate_softmax(Device d, bool quick, int iters, const std::string& dev) {
+  const int64_t n = quick ? 640 : 5120, p = quick ? 128 : 512, sc = quick ? 1024 : 8192;
+  Tensor x = randn({n, p}, d).set_requires_grad(), W = randn({sc + n, p}, d).set_requires_grad();
+  Tensor b = randn({sc + n, 1}, d).set_requires_grad();
+  std::vector<int32_t> cand(static_cast<size_t>(sc)), truth(static_cast<size_t>(n));
+  for (int64_t i = 0; i < sc; ++i) cand[i] = static_cast<int32_t>(i);
+  for (int64_t i = 0; i < n; ++i) truth[i] = static_cast<int32_t>(sc + i);
+  auto step = [&](bool fused) {
+    Tensor l = fused ? candidate_softmax_loss(x, W, b, truth, cand) : candidate_softmax_loss_unfused(x, W, b, truth, cand);
+    backward(ops::sum(l));
+  };
+  double ff = time_it(d, iters, [&] { step(true); }), fu = time_it(d, iters, [&] { step(false); });
+  const std::string shape = std::to_string(n) + "x" + std::to_string(sc) + "x" + std::to_string(p);
+  std::printf("%-7s %-34s %-18s %9.3f ms %9.3f ms %7.2f\n", dev.c_str(), "cand. softmax fused vs unfused f+b",
+              shape.c_str(), ff * 1e3, fu * 1e3, fu / ff);
   NoGrad ng;
+  Tensor Wc = randn({sc, p}, d), bc = randn({sc}, d), wt = randn({n, p}, d), bt = randn({n}, d);
+  Tensor ci = Tensor::from(cand, {sc}, d), ti = Tensor::from(truth, {n}, d);
+  double fwd = time_it(d, iters, [&] { Tensor l = ops::candidate_softmax(x, wt, bt, Wc, bc, ti, ci); });
+  double gemm = time_it(d, iters, [&] { Tensor l = ops::matmul(x, Wc, false, true); });
+  std::printf("%-7s %-34s %-18s %9.3f ms %9.3f ms %7.2f\n", dev.c_str(), "cand. softmax fwd vs its GEMM alone",
+              shape.c_str(), fwd * 1e3, gemm * 1e3, fwd / gemm);
+}
+
+void bench_ops(Device d, bool quick) {
+  std::optional<NoGrad> ng(std::in_place);  // recording only where a benchmark needs gradients
   const int iters = quick ? 3 : 10;
   std::string dev = d.str();
   std::printf("\n== %s%s\n", dev.c_str(), d.is_cuda() ? (" (" + cuda::describe_device(d.index) + ")").c_str() : "");
@@ -99,32 +127,8 @@ void bench_ops(Device d, bool quick) {
   });
   std::printf("%-7s %-34s %-18s %9.3f ms %9.3f ms %7.2f\n", dev.c_str(), "highway fused vs op chain",
               (std::to_string(batch * 4) + "x" + std::to_string(hid)).c_str(), hf * 1e3, hc * 1e3, hc / hf);
-  // The sampled softmax at SaELMo sizes (tokens x candidates x projection): the fused candidate
-  // softmax against the unfused ops (a [N, S] logits matrix, mask, cross entropy), forward and
-  // backward; and its forward against the GEMM of the same logits shape alone.
-  {
-    const int64_t n = quick ? 640 : 5120, p = quick ? 128 : 512, sc = quick ? 1024 : 8192;
-    Tensor x = randn({n, p}, d).set_requires_grad(), W = randn({sc + n, p}, d).set_requires_grad();
-    Tensor b = randn({sc + n, 1}, d).set_requires_grad();
-    std::vector<int32_t> cand(static_cast<size_t>(sc)), truth(static_cast<size_t>(n));
-    for (int64_t i = 0; i < sc; ++i) cand[i] = static_cast<int32_t>(i);
-    for (int64_t i = 0; i < n; ++i) truth[i] = static_cast<int32_t>(sc + i);
-    auto step = [&](bool fused) {
-      Tensor l = fused ? candidate_softmax_loss(x, W, b, truth, cand) : candidate_softmax_loss_unfused(x, W, b, truth, cand);
-      backward(ops::sum(l));
-    };
-    double ff = time_it(d, iters, [&] { step(true); }), fu = time_it(d, iters, [&] { step(false); });
-    const std::string shape = std::to_string(n) + "x" + std::to_string(sc) + "x" + std::to_string(p);
-    std::printf("%-7s %-34s %-18s %9.3f ms %9.3f ms %7.2f\n", dev.c_str(), "cand. softmax fused vs unfused f+b",
-                shape.c_str(), ff * 1e3, fu * 1e3, fu / ff);
-    NoGrad ng;
-    Tensor Wc = randn({sc, p}, d), bc = randn({sc}, d), wt = randn({n, p}, d), bt = randn({n}, d);
-    Tensor ci = Tensor::from(cand, {sc}, d), ti = Tensor::from(truth, {n}, d);
-    double fwd = time_it(d, iters, [&] { Tensor l = ops::candidate_softmax(x, wt, bt, Wc, bc, ti, ci); });
-    double gemm = time_it(d, iters, [&] { Tensor l = ops::matmul(x, Wc, false, true); });
-    std::printf("%-7s %-34s %-18s %9.3f ms %9.3f ms %7.2f\n", dev.c_str(), "cand. softmax fwd vs its GEMM alone",
-                shape.c_str(), fwd * 1e3, gemm * 1e3, fwd / gemm);
-  }
+  ng.reset();
+  bench_candidate_softmax(d, quick, iters, dev);
   AllocatorStats s = backend(d).allocator().stats();
   std::printf("%-7s peak memory in use %.1f MiB, reserved %.1f MiB, %zu system allocations\n", dev.c_str(),
               s.peak_in_use / 1048576.0, s.reserved / 1048576.0, s.raw_allocs);
