@@ -28,14 +28,19 @@ Tensor sense_direction_loss(SenseHead& h, const Tensor& top, const LmBatch& b, c
   Tensor loss;
   if (training) {
     using N = SenseOptions::Negatives;
-    if (dict) {
+    Tensor per_row;
+    if (dict) {  // Bi-SaELMo (the config allows only uniform negatives with a dictionary)
       TranslationCandidates cand = translation_candidates(h.table, *dict, b.targets, ctx, h.proj.matrix(),
                                                           o.center_projection ? h.proj.mean() : Tensor());
-      loss = ops::mean(sense_translation_loss(flat, h.table, sel, cand, sample_enabled_rows(h.table, n_negatives, rng)));
-    } else if (o.negatives == N::Full) loss = ops::mean(sense_full_loss(flat, h.table, sel));
-    else if (o.negatives == N::LogUniform)
-      loss = ops::mean(sense_sampled_loss(flat, h.table, sel, sample_log_uniform_senses(h.table, n_negatives, b.targets, rng)));
-    else loss = ops::mean(sense_sampled_loss(flat, h.table, sel, sample_enabled_rows(h.table, n_negatives, rng)));
+      per_row = sense_translation_loss(flat, h.table, sel, cand, sample_enabled_rows(h.table, n_negatives, rng));
+    } else if (o.negatives == N::Full) {
+      per_row = sense_full_loss(flat, h.table, sel);
+    } else if (o.negatives == N::LogUniform) {
+      per_row = sense_sampled_loss(flat, h.table, sel, sample_log_uniform_senses(h.table, n_negatives, b.targets, rng));
+    } else {
+      per_row = sense_sampled_loss(flat, h.table, sel, sample_enabled_rows(h.table, n_negatives, rng));
+    }
+    loss = ops::mean(per_row);
     update_centers(h.table, ctx, sel, o.sense_learning_rate, o.center_update);
     h.usage.record(sel, h.table.n_context());
   } else {
