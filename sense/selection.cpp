@@ -5,28 +5,42 @@
 
 namespace sa {
 
+SelectionSpace::SelectionSpace(const SenseTable& t, const Tensor& ctx, const std::vector<int32_t>& rows,
+                               const Tensor& proj, const Tensor& mean) {
+  NoGrad ng;
+  const int64_t N = ctx.dim(0);
+  SA_CHECK(N > 0 && static_cast<int64_t>(rows.size()) % N == 0, "selection: {} candidate rows for {} contexts",
+           rows.size(), N);
+  per_context = static_cast<int64_t>(rows.size()) / N;
+  const Device dev = ctx.device();
+  Tensor p = proj.to(ctx.dtype()).to(dev);
+  Tensor centers = ops::gather_rows(t.centers, Tensor::from(rows, {N * per_context}, dev)).to(ctx.dtype());
+  center_sq = ops::sum(ops::square(centers), 1).values();
+  Tensor x = ctx;
+  if (mean.defined()) {
+    Tensor m = mean.to(ctx.dtype()).to(dev);
+    x = ops::sub(x, m), centers = ops::sub(centers, m);
+  }
+  u = ops::matmul(x, p).values();
+  v = ops::matmul(centers, p).values();
+  d = p.dim(1);
+}
+
+double SelectionSpace::cosine(int64_t n, const double* w) const {
+  const double* x = context(n);
+  double dot = 0, xn = 0, wn = 0;
+  for (int64_t k = 0; k < d; ++k) dot += x[k] * w[k], xn += x[k] * x[k], wn += w[k] * w[k];
+  return dot / (std::sqrt(wn) + 1e-6) / (std::sqrt(xn) + 1e-6);
+}
+
 std::vector<int32_t> select_senses(const SenseTable& t, const Tensor& ctx, const std::vector<int32_t>& words,
                                    const Tensor& proj, const Tensor& mean, bool seed_empty) {
-  NoGrad ng;
   const int64_t N = ctx.dim(0), C = t.n_context();
   SA_CHECK(static_cast<int64_t>(words.size()) == N, "select_senses: {} words for {} context vectors", words.size(), N);
   std::vector<int32_t> cand(static_cast<size_t>(N * C));
   for (int64_t n = 0; n < N; ++n)
     for (int64_t s = 0; s < C; ++s) cand[n * C + s] = t.row(words[n], static_cast<int>(s));
-  const Device dev = ctx.device();
-  Tensor p = proj.to(ctx.dtype()).to(dev);
-  Tensor centers = ops::gather_rows(t.centers, Tensor::from(cand, {N * C}, dev));
-  std::vector<double> center_sq;  // squared norms of the raw centers: 0 = never seeded
-  if (seed_empty) center_sq = ops::sum(ops::square(centers), 1).values();
-  Tensor x = ctx;
-  if (mean.defined()) {
-    Tensor m = mean.to(ctx.dtype()).to(dev);
-    x = ops::sub(x, m);
-    centers = ops::sub(centers, m);
-  }
-  std::vector<double> u = ops::matmul(x, p).values();  // [N, d]
-  std::vector<double> v = ops::matmul(centers, p).values();
-  const int64_t d = p.dim(1);
+  const SelectionSpace space(t, ctx, cand, proj, mean);
   std::vector<int32_t> sel(static_cast<size_t>(N));
   // Seeding (MacQueen): an empty enabled center is claimed by the next occurrence of its word, whose
   // projected context then stands for that center for the rest of this call.
@@ -36,7 +50,7 @@ std::vector<int32_t> select_senses(const SenseTable& t, const Tensor& ctx, const
       int32_t empty = -1;
       for (int64_t s = 0; s < C && empty < 0; ++s) {
         const int32_t r = cand[n * C + s];
-        if (t.is_enabled(r) && center_sq[n * C + s] == 0.0 && !claimed.count(r)) empty = r;
+        if (t.is_enabled(r) && space.center_sq[n * C + s] == 0.0 && !claimed.count(r)) empty = r;
       }
       if (empty >= 0) {
         claimed[empty] = n;
@@ -44,19 +58,13 @@ std::vector<int32_t> select_senses(const SenseTable& t, const Tensor& ctx, const
         continue;
       }
     }
-    double un = 0;
-    for (int64_t k = 0; k < d; ++k) un += u[n * d + k] * u[n * d + k];
-    un = std::sqrt(un);
     int32_t best = -1;
     double best_sim = -INFINITY;
     for (int64_t s = 0; s < C; ++s) {
       const int32_t r = cand[n * C + s];
       if (!t.is_enabled(r)) continue;
-      auto seed = seed_empty ? claimed.find(r) : claimed.end();
-      const double* vs = seed != claimed.end() ? &u[seed->second * d] : &v[(n * C + s) * d];
-      double dot = 0, vn = 0;
-      for (int64_t k = 0; k < d; ++k) dot += u[n * d + k] * vs[k], vn += vs[k] * vs[k];
-      const double sim = dot / (std::sqrt(vn) + 1e-6) / (un + 1e-6);
+      auto seed = claimed.find(r);
+      const double sim = space.cosine(n, seed != claimed.end() ? space.context(seed->second) : space.center(n, s));
       if (best < 0 || sim > best_sim) best = r, best_sim = sim;  // strict: ties keep the lowest sense
     }
     sel[n] = best >= 0 ? best : cand[n * C];

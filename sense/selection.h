@@ -8,6 +8,21 @@
 
 namespace sa {
 
+// Contexts and candidate centers in the selection space: ctx [N, P] and the centers of `rows`
+// ([N * K], K per context) projected by proj [P, d], after subtracting `mean` [1, P] when given.
+// Shared by sense selection and the translation loss's choice of the best translation sense.
+struct SelectionSpace {
+  int64_t d = 0, per_context = 0;
+  std::vector<double> u, v;  // [N, d] projected contexts, [N * K, d] projected centers
+  std::vector<double> center_sq;  // squared norms of the raw centers (0 = never seeded)
+  SelectionSpace(const SenseTable& table, const Tensor& ctx, const std::vector<int32_t>& rows, const Tensor& proj,
+                 const Tensor& mean);
+  const double* context(int64_t n) const { return &u[static_cast<size_t>(n * d)]; }
+  const double* center(int64_t n, int64_t j) const { return &v[static_cast<size_t>((n * per_context + j) * d)]; }
+  // Cosine of context n with a projected vector w (a center, or another context).
+  double cosine(int64_t n, const double* w) const;
+};
+
 // ctx [N, P] (any device), words [N] target word ids, proj [P, d]. Returns the selected rows
 // w*C + s. A word with no enabled sense (pruning never allows it) falls back to its first sense.
 // With `mean` [1, P], it is subtracted from contexts and centers before projecting (an option:

@@ -1,5 +1,7 @@
 #include "sense/translation.h"
 
+#include "sense/selection.h"
+
 #include <cmath>
 #include <limits>
 #include <unordered_set>
@@ -29,25 +31,12 @@ TranslationCandidates translation_candidates(const SenseTable& t, const Translat
         }
   }
   if (!any) return c;
-  // Cosine between each token's projected context and its candidates' projected centers.
-  const Device dev = ctx.device();
-  Tensor p = proj.to(ctx.dtype()).to(dev);
-  Tensor centers = ops::gather_rows(t.centers, Tensor::from(c.rows, {N * K}, dev)).to(ctx.dtype());
-  Tensor x = ctx;
-  if (mean.defined()) {
-    Tensor m = mean.to(ctx.dtype()).to(dev);
-    x = ops::sub(x, m), centers = ops::sub(centers, m);
-  }
-  const std::vector<double> u = ops::matmul(x, p).values(), v = ops::matmul(centers, p).values();
-  const int64_t d = p.dim(1);
+  const SelectionSpace space(t, ctx, c.rows, proj, mean);
   for (int64_t n = 0; n < N; ++n) {
-    double un = 0, best = -INFINITY;
-    for (int64_t k = 0; k < d; ++k) un += u[n * d + k] * u[n * d + k];
+    double best = -INFINITY;
     for (int64_t j = 0; j < K; ++j) {
       if (!c.valid[n * K + j]) continue;
-      double dot = 0, vn = 0;
-      for (int64_t k = 0; k < d; ++k) dot += u[n * d + k] * v[(n * K + j) * d + k], vn += v[(n * K + j) * d + k] * v[(n * K + j) * d + k];
-      const double sim = dot / (std::sqrt(vn) + 1e-6) / (std::sqrt(un) + 1e-6);
+      const double sim = space.cosine(n, space.center(n, j));
       if (c.best[n] < 0 || sim > best) best = sim, c.best[n] = static_cast<int32_t>(j);  // ties: the first
     }
   }
