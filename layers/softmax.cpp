@@ -49,12 +49,14 @@ Tensor candidate_softmax_loss_unfused(const Tensor& x, const Tensor& W, const Te
   SA_CHECK(static_cast<int64_t>(true_rows.size()) == N, "sampled softmax: {} true rows for {} inputs", true_rows.size(), N);
   const Device dev = x.device();
   const DType dt = x.dtype();
-  std::unordered_map<int32_t, int32_t> slot;
-  for (int64_t s = 0; s < S; ++s) slot[sampled[s]] = static_cast<int32_t>(s);
+  // Accidental hits: every sampled slot holding the row's true id (as the fused op).
+  std::unordered_map<int32_t, std::vector<int32_t>> slots;
+  for (int64_t s = 0; s < S; ++s) slots[sampled[s]].push_back(static_cast<int32_t>(s));
   std::vector<uint8_t> hits(static_cast<size_t>(N * S), 0);
   bool any_hit = false;
   for (int64_t r = 0; r < N; ++r)
-    if (auto it = slot.find(true_rows[r]); it != slot.end()) hits[r * S + it->second] = 1, any_hit = true;
+    if (auto it = slots.find(true_rows[r]); it != slots.end())
+      for (int32_t s : it->second) hits[r * S + s] = 1, any_hit = true;
 
   Tensor tr = Tensor::from(true_rows, {N}, dev), smp = Tensor::from(sampled, {S}, dev);
   Tensor logit_true = ops::add(ops::sum(ops::mul(x, ops::gather_rows(W, tr)), 1, true), ops::gather_rows(b, tr));  // [N, 1]

@@ -197,10 +197,11 @@ namespace {
 int64_t candidate_chunk(int64_t S) { return std::clamp<int64_t>((int64_t{1} << 18) / std::max<int64_t>(S, 1), 16, 1024); }
 
 // Per row of a chunk whose candidate logits (without bias) are in L [c, S]: the true logit, and
-// after the call L holds logit - lse for the candidates (-inf for accidental hits).
+// after the call L holds logit - lse for the candidates (-inf for accidental hits). The forward
+// computes lse into `lse` (rows r0..); the backward passes the forward's (`known`) and skips it.
 template <typename T>
 void candidate_rows(const T* x, const T* wt, const T* bt, const T* bc, const int32_t* tid, const int32_t* cid,
-                    int64_t r0, int64_t c, int64_t P, int64_t S, T* L, T* t_out, T* lse_out) {
+                    int64_t r0, int64_t c, int64_t P, int64_t S, T* L, T* t_out, T* lse, bool known) {
 #pragma omp parallel for if (c * S > 4096)
   for (int64_t i = 0; i < c; ++i) {
     const int64_t n = r0 + i;
@@ -212,12 +213,13 @@ void candidate_rows(const T* x, const T* wt, const T* bt, const T* bc, const int
       l[s] = cid[s] == tid[n] ? T(-INFINITY) : l[s] + bc[s];
       m = l[s] > m ? l[s] : m;
     }
-    T sum = math::exp(t - m);
-    for (int64_t s = 0; s < S; ++s) sum += math::exp(l[s] - m);  // exp(-inf) = 0
-    const T lse = m + math::log(sum);
-    for (int64_t s = 0; s < S; ++s) l[s] -= lse;
+    if (!known) {
+      T sum = math::exp(t - m);
+      for (int64_t s = 0; s < S; ++s) sum += math::exp(l[s] - m);  // exp(-inf) = 0
+      lse[n] = m + math::log(sum);
+    }
+    for (int64_t s = 0; s < S; ++s) l[s] -= lse[n];
     t_out[i] = t;
-    lse_out[i] = lse;
   }
 }
 
@@ -242,7 +244,7 @@ void CpuBackend::candidate_softmax(const Tensor& x, const Tensor& wt, const Tens
         gemm(g, x.rows(r0, r0 + c), Wc, L);
       }
       candidate_rows<T>(x.data<T>(), wt.data<T>(), bt.data<T>(), bc.data<T>(), true_ids.data<int32_t>(),
-                        cand_ids.data<int32_t>(), r0, c, P, S, L.data<T>(), t.data(), lse.data<T>() + r0);
+                        cand_ids.data<int32_t>(), r0, c, P, S, L.data<T>(), t.data(), lse.data<T>(), false);
       for (int64_t i = 0; i < c; ++i) loss.data<T>()[r0 + i] = lse.data<T>()[r0 + i] - t[i];
     }
   });
@@ -260,8 +262,9 @@ void CpuBackend::candidate_softmax_backward(const Tensor& x, const Tensor& wt, c
     using T = decltype(tag);
     const int64_t chunk = candidate_chunk(S);
     Tensor logits = Tensor::empty({std::min(N, chunk), std::max<int64_t>(S, 1)}, x.dtype());
-    std::vector<T> t(static_cast<size_t>(chunk)), lse_again(static_cast<size_t>(chunk));
-    const T *xs = x.data<T>(), *wts = wt.data<T>(), *gl = gloss.data<T>(), *le = lse.data<T>();
+    std::vector<T> t(static_cast<size_t>(chunk));
+    const T *xs = x.data<T>(), *wts = wt.data<T>(), *gl = gloss.data<T>();
+    T* le = lse.data<T>();  // read only: candidate_rows with known = true
     T *gxs = gx.data<T>(), *gwts = gwt.data<T>(), *gbts = gbt.data<T>(), *gbcs = gbc.data<T>();
     for (int64_t r0 = 0; r0 < N; r0 += chunk) {
       const int64_t c = std::min(chunk, N - r0);
@@ -272,7 +275,7 @@ void CpuBackend::candidate_softmax_backward(const Tensor& x, const Tensor& wt, c
         gemm(g, xc, Wc, L);
       }
       candidate_rows<T>(xs, wts, bt.data<T>(), bc.data<T>(), true_ids.data<int32_t>(), cand_ids.data<int32_t>(), r0, c,
-                        P, S, L.data<T>(), t.data(), lse_again.data());
+                        P, S, L.data<T>(), t.data(), le, true);
       // dlogit = g * softmax (candidates, in place of L); the true logit: g * (p - 1).
       T* l = L.data<T>();
 #pragma omp parallel for if (c * S > 4096)

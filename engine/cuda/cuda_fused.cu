@@ -314,9 +314,11 @@ void CudaBackend::candidate_softmax_backward(const Tensor& x, const Tensor& wt, 
                                              const Tensor& lse, const Tensor& gloss, Tensor& gx, Tensor& gwt,
                                              Tensor& gbt, Tensor& gWc, Tensor& gbc) {
   const int64_t N = x.dim(0), P = x.dim(1), S = Wc.dim(0);
-  fill(gWc, 0);
-  fill(gbc, 0);
-  fill(gx, 0);
+  if (S == 0 || N == 0) {  // otherwise the GEMMs and the column sums overwrite them
+    fill(gWc, 0);
+    fill(gbc, 0);
+    fill(gx, 0);
+  }
   if (N == 0) return;
   Tensor dL = Tensor::empty({N, std::max<int64_t>(S, 1)}, x.dtype(), x.device());
   dispatch(x.dtype(), "candidate_softmax_backward", [&](auto tag) {
