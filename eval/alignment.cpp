@@ -111,15 +111,12 @@ Matrix read_map(const std::string& path) {
   return W;
 }
 
-Matrix normalized_rows(Matrix m) {
-  for (int64_t r = 0; r < m.rows; ++r) {
-    double n = 0;
-    for (int64_t c = 0; c < m.cols; ++c) n += m(r, c) * m(r, c);
-    const double s = n > 0 ? 1.0 / std::sqrt(n) : 0.0;
-    for (int64_t c = 0; c < m.cols; ++c) m(r, c) *= s;
-  }
-  return m;
+Tensor unit_rows(const Tensor& m) {
+  NoGrad ng;
+  return ops::div(m, ops::add_scalar(ops::sqrt(ops::sum(ops::square(m), 1, true)), 1e-12));
 }
+
+Matrix normalized_rows(const Matrix& m) { return from_tensor(unit_rows(as_tensor(m))); }
 
 namespace {
 

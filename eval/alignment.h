@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/engine.h"
+
 namespace sa {
 
 struct Matrix {
@@ -27,8 +29,9 @@ Matrix procrustes_map(const Matrix& X, const Matrix& Y);
 // A map as text: "rows cols", then one row per line; read errors name the file.
 void write_map(const Matrix& W, const std::string& path);
 Matrix read_map(const std::string& path);
-// Rows scaled to unit length (zero rows stay zero).
-Matrix normalized_rows(Matrix m);
+// Rows scaled to unit length (zero rows stay zero), for cosine retrieval.
+Tensor unit_rows(const Tensor& m);
+Matrix normalized_rows(const Matrix& m);
 
 // CSLS(x, y) = 2 cos(x, y) - r_T(x) - r_S(y), r = mean cosine of the k nearest neighbours in the
 // other space (Conneau et al. 2018). Both inputs are unit rows.

@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "data/corpus.h"
+#include "eval/alignment.h"
 #include "layers/elmo_embedder.h"
 
 namespace sa {
@@ -97,16 +98,6 @@ InstanceVectors embed_instances(const ElmoModel& model, const WsdCorpus& corpus,
 
 namespace {
 
-// Rows scaled to unit length (zero rows stay zero).
-void normalize_rows(std::vector<float>& v, int64_t D) {
-  for (size_t r = 0; r < v.size() / static_cast<size_t>(D); ++r) {
-    double n = 0;
-    for (int64_t j = 0; j < D; ++j) n += double(v[r * D + j]) * v[r * D + j];
-    const double s = n > 0 ? 1.0 / std::sqrt(n) : 0.0;
-    for (int64_t j = 0; j < D; ++j) v[r * D + j] = static_cast<float>(v[r * D + j] * s);
-  }
-}
-
 std::vector<float> host_floats(const Tensor& t) {
   const float* p = t.to(DType::F32).to(Device::cpu()).data<float>();
   return std::vector<float>(p, p + t.numel());
@@ -131,8 +122,7 @@ SenseCentroids sense_centroids(const InstanceVectors& train, const WsdKeys& keys
       float* dst = &sum[static_cast<size_t>(index[key]) * D];
       for (int64_t j = 0; j < D; ++j) dst[j] += x[i * D + j];
     }
-  normalize_rows(sum, D);  // the mean's direction is the sum's
-  c.unit = Tensor::from(sum, {static_cast<int64_t>(c.keys.size()), D});
+  c.unit = unit_rows(Tensor::from(sum, {static_cast<int64_t>(c.keys.size()), D}));  // the mean's direction is the sum's
   for (size_t k = 0; k < c.keys.size(); ++k)
     c.by_lemma_pos[lemma_pos_index(sense_key_lemma(c.keys[k]), sense_key_pos(c.keys[k]))].push_back(static_cast<int>(k));
   return c;
@@ -142,8 +132,7 @@ WsdPrediction predict_nearest(const SenseCentroids& c, const InstanceVectors& te
   NoGrad ng;
   const int64_t D = c.unit.dim(1), N = static_cast<int64_t>(test.ids.size()), K = c.unit.dim(0);
   SA_CHECK(test.vectors.dim(1) == D, "test vectors have {} dimensions, the sense centroids {}", test.vectors.dim(1), D);
-  std::vector<float> x = host_floats(test.vectors);
-  normalize_rows(x, D);
+  const std::vector<float> x = host_floats(unit_rows(test.vectors));
   const std::vector<float> u = host_floats(c.unit);
   WsdPrediction p;
   std::vector<int> best(static_cast<size_t>(N), -1);

@@ -27,7 +27,7 @@ Tensor sense_sampled_loss(const Tensor& x, const SenseTable& t, const std::vecto
 SenseNegatives sample_log_uniform_senses(const SenseTable& t, int n, const std::vector<int32_t>& targets,
                                          std::mt19937_64& rng) {
   const int V = t.vocab(), C = t.n_context();
-  const double per_word = std::max(1.0, static_cast<double>(t.enabled_rows().size()) / V);
+  const double per_word = std::max(1.0, static_cast<double>(t.enabled_count()) / V);
   const int words = std::clamp(static_cast<int>(std::lround(n / per_word)), 1, V);
   const LogUniformSampler sampler(V);
   int64_t tries = 0;
@@ -43,8 +43,9 @@ SenseNegatives sample_log_uniform_senses(const SenseTable& t, int n, const std::
 
 Tensor sense_sampled_loss(const Tensor& x, const SenseTable& t, const std::vector<int32_t>& selected,
                           const SenseNegatives& neg) {
-  if (neg.shift.empty()) return candidate_softmax_loss(x, t.W, t.b, selected, neg.rows);
-  return candidate_softmax_loss(x, t.W, t.b, selected, neg.rows, &neg.true_shift, &neg.shift);
+  const bool shifted = !neg.shift.empty();
+  return candidate_softmax_loss(x, t.W, t.b, selected, neg.rows, shifted ? &neg.true_shift : nullptr,
+                                shifted ? &neg.shift : nullptr);
 }
 
 Tensor sense_full_loss(const Tensor& x, const SenseTable& t, const std::vector<int32_t>& selected) {

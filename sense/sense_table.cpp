@@ -34,6 +34,12 @@ std::vector<int32_t> SenseTable::enabled_rows() const {
   return r;
 }
 
+int64_t SenseTable::enabled_count() const {
+  int64_t n = 0;
+  for (int i = 0; i < rows(); ++i) n += is_enabled(i);
+  return n;
+}
+
 void SenseTable::begin_warmup() {
   for (int r = 0; r < rows(); ++r) enabled[static_cast<size_t>(r)] = r % C_ == 0 ? 1.f : 0.f;
 }

@@ -25,6 +25,7 @@ class SenseTable {
   int row(int w, int s) const { return w * C_ + s; }
   bool is_enabled(int r) const { return enabled[static_cast<size_t>(r)] > 1e-6f; }
   std::vector<int32_t> enabled_rows() const;
+  int64_t enabled_count() const;
 
   // Warm-up: sense 0 only. After it: senses 1..C-1 only (their rows start from sense 0's when
   // `copy`, else from their initialization).

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "data/corpus.h"
+#include "eval/alignment.h"
 #include "eval/clustering.h"
 #include "layers/elmo_embedder.h"
 #include "sense/projection.h"
@@ -44,12 +45,6 @@ std::vector<std::pair<std::string, std::string>> read_pairs(const std::string& p
   }
   SA_CHECK(!pairs.empty(), "{}: no pairs", path);
   return pairs;
-}
-
-// Unit-length sense vectors of one direction, for cosine neighbours.
-Tensor unit_rows(const Tensor& W) {
-  NoGrad ng;
-  return ops::div(W, ops::add_scalar(ops::sqrt(ops::sum(ops::square(W), 1, true)), 1e-12));
 }
 
 // The `top` enabled sense rows of other words closest (cosine) to `row`.
