@@ -177,6 +177,14 @@ Dictionary read_ding(const std::string& path) {
   });
 }
 
+Dictionary read_dictionary(const std::string& path, const std::string& format) {
+  if (format == "muse") return read_muse_dictionary(path);
+  if (format == "cedict") return read_cedict(path);
+  if (format == "edict") return read_edict(path);
+  if (format == "ding") return read_ding(path);
+  fail("{}: unknown dictionary format \"{}\" (muse, cedict, edict or ding)", path, format);
+}
+
 Dictionary reversed(const Dictionary& d) {
   Dictionary r = d;
   for (auto& [a, b] : r.pairs) std::swap(a, b);

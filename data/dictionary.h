@@ -33,6 +33,8 @@ Dictionary read_edict(const std::string& path);
 // Ding (UTF-8, Debian `trans-de-en`): "de; de | de :: en; en | en" -> (German word, English
 // word) within each '|' group, for one-word entries once {..}, (..) and [..] are removed.
 Dictionary read_ding(const std::string& path);
+// One of the above by name: "muse", "cedict", "edict" or "ding" (the config key dictionary_format).
+Dictionary read_dictionary(const std::string& path, const std::string& format);
 // (target, source)
 Dictionary reversed(const Dictionary& d);
 

@@ -42,6 +42,8 @@ TEST(Dictionary, MuseCountsMalformedAndNonUtf8Lines) {
   EXPECT_TRUE(has_pair(d, "bank", "bank"));
   EXPECT_EQ(d.pairs.size(), 3u);
   EXPECT_NE(error_of([] { read_muse_dictionary(tmp("none.txt")); }).find("cannot open"), std::string::npos);
+  EXPECT_EQ(read_dictionary(tmp("m.txt"), "muse").pairs, d.pairs);
+  EXPECT_NE(error_of([] { read_dictionary(tmp("m.txt"), "xml"); }).find("unknown dictionary format"), std::string::npos);
 }
 
 TEST(Dictionary, CedictTakesOneWordGlosses) {

@@ -163,10 +163,7 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet) 
   // The translation loss's dictionary (Bi-SaELMo), over the joint vocabulary.
   std::unique_ptr<TranslationTable> dict;
   if (!c.dictionary.empty()) {
-    Dictionary d = c.dictionary_format == "cedict" ? read_cedict(c.dictionary)
-                   : c.dictionary_format == "edict" ? read_edict(c.dictionary)
-                   : c.dictionary_format == "ding"  ? read_ding(c.dictionary)
-                                                    : read_muse_dictionary(c.dictionary);
+    Dictionary d = read_dictionary(c.dictionary, c.dictionary_format);
     if (c.dictionary_both_ways) {
       Dictionary r = reversed(d);
       d.pairs.insert(d.pairs.end(), r.pairs.begin(), r.pairs.end());
