@@ -1,7 +1,6 @@
 #include "eval/anchors.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -65,46 +64,28 @@ std::vector<WordVectors> average_anchors(const ElmoModel& model, const std::stri
   std::vector<Sentence> sents = read_sentences(corpus, o.lowercase);
   if (o.max_sentences > 0 && static_cast<int64_t>(sents.size()) > o.max_sentences) sents.resize(o.max_sentences);
   SA_CHECK(!sents.empty(), "{}: no sentences", corpus);
-  // Longest first: batches of similar length pad little.
-  std::vector<size_t> order(sents.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return sents[a].size() > sents[b].size(); });
   std::unordered_map<std::string, int> id;
   std::vector<std::string> words;
   std::vector<int64_t> count;
   std::vector<std::vector<double>> sum;  // per layer, [word * D + k]
   const int L = model.opt.n_layers + 1;
   int64_t D = 0;
-  ElmoEmbedder emb(model, false, o.batch_size);
-  const auto t0 = std::chrono::steady_clock::now();
-  size_t tokens = 0;
-  for (size_t b = 0; b < order.size(); b += static_cast<size_t>(o.batch_size)) {
-    std::vector<std::vector<std::string>> batch;
-    for (size_t i = b; i < std::min(order.size(), b + o.batch_size); ++i) batch.push_back(sents[order[i]]);
-    std::vector<Tensor> out = emb.embed(batch);
-    for (size_t i = 0; i < batch.size(); ++i) {
-      if (D == 0) D = out[i].dim(2), sum.assign(static_cast<size_t>(L), {});
-      const std::vector<double> v = out[i].values();  // [L, n, D]
-      const int64_t n = static_cast<int64_t>(batch[i].size());
-      for (int64_t t = 0; t < n; ++t) {
-        auto [it, fresh] = id.emplace(batch[i][t], static_cast<int>(words.size()));
-        if (fresh) {
-          words.push_back(batch[i][t]), count.push_back(0);
-          for (auto& s : sum) s.resize(s.size() + static_cast<size_t>(D), 0.0);
-        }
-        const size_t w = static_cast<size_t>(it->second);
-        ++count[w];
-        for (int l = 0; l < L; ++l)
-          for (int64_t k = 0; k < D; ++k) sum[l][w * D + k] += v[static_cast<size_t>((l * n + t) * D + k)];
+  embed_all(model, sents, o.batch_size, "anchors", [&](size_t i, const Tensor& emb) {
+    if (D == 0) D = emb.dim(2), sum.assign(static_cast<size_t>(L), {});
+    const std::vector<double> v = emb.values();  // [L, n, D]
+    const int64_t n = static_cast<int64_t>(sents[i].size());
+    for (int64_t t = 0; t < n; ++t) {
+      auto [it, fresh] = id.emplace(sents[i][t], static_cast<int>(words.size()));
+      if (fresh) {
+        words.push_back(sents[i][t]), count.push_back(0);
+        for (auto& s : sum) s.resize(s.size() + static_cast<size_t>(D), 0.0);
       }
-      tokens += batch[i].size();
+      const size_t w = static_cast<size_t>(it->second);
+      ++count[w];
+      for (int l = 0; l < L; ++l)
+        for (int64_t k = 0; k < D; ++k) sum[l][w * D + k] += v[static_cast<size_t>((l * n + t) * D + k)];
     }
-    const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const size_t done = std::min(order.size(), b + o.batch_size);
-    std::fprintf(stderr, "\ranchors: %zu/%zu sentences | %.0f tokens/s | ETA %.0f s   ", done, order.size(),
-                 tokens / std::max(el, 1e-9), el / done * (order.size() - done));
-  }
-  std::fprintf(stderr, "\n");
+  });
   // Words by descending count (ties by spelling), as vocabularies and MUSE files order them.
   std::vector<size_t> keep;
   for (size_t w = 0; w < words.size(); ++w)

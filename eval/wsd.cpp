@@ -1,11 +1,9 @@
 #include "eval/wsd.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <map>
-#include <numeric>
 
 #include "data/corpus.h"
 #include "eval/alignment.h"
@@ -33,65 +31,45 @@ Tensor WsdLayer::select(const Tensor& e) const {
 }
 
 InstanceVectors embed_instances(const ElmoModel& model, const WsdCorpus& corpus, const EmbedOptions& o) {
-  NoGrad ng;
   o.layer.check(model.opt.n_layers);
-  // Sentences with instances, longest first, so that a batch pads little.
-  struct Item {
-    size_t sentence;
-    std::vector<std::string> words;
-    std::vector<std::pair<int, int>> spans;  // per instance token: [first word, end)
-    std::vector<size_t> slots;               // its index in the output
-  };
-  std::vector<Item> items;
+  // The words of the sentences with instances, and per instance its span of words.
+  std::vector<std::vector<std::string>> sentences;
+  std::vector<std::vector<std::pair<int, int>>> spans;  // [first word, end) per instance, in output order
   InstanceVectors out;
-  for (size_t i = 0; i < corpus.sentences.size(); ++i) {
-    const WsdSentence& s = corpus.sentences[i];
-    Item it{i, {}, {}, {}};
+  for (const WsdSentence& s : corpus.sentences) {
+    std::vector<std::string> words;
+    std::vector<std::pair<int, int>> own;
     for (const WsdToken& t : s.tokens) {
-      const int begin = static_cast<int>(it.words.size());
+      const int begin = static_cast<int>(words.size());
       for (std::string w : surface_words(t.surface)) {
         if (o.lowercase) lowercase_ascii(w);
-        it.words.push_back(std::move(w));
+        words.push_back(std::move(w));
       }
       if (t.id.empty()) continue;
-      it.spans.emplace_back(begin, static_cast<int>(it.words.size()));
-      it.slots.push_back(out.ids.size());
+      own.emplace_back(begin, static_cast<int>(words.size()));
       out.ids.push_back(t.id);
       out.lemma_pos.push_back(lemma_pos_index(t.lemma, t.pos));
     }
-    if (!it.spans.empty()) items.push_back(std::move(it));
+    if (own.empty()) continue;
+    sentences.push_back(std::move(words));
+    spans.push_back(std::move(own));
   }
-  SA_CHECK(!items.empty(), "{}: no instances to embed", o.label);
-  std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.words.size() > b.words.size(); });
-
-  ElmoEmbedder embedder(model, false, o.batch_size);
+  SA_CHECK(!sentences.empty(), "{}: no instances to embed", o.label);
+  std::vector<size_t> first(spans.size());  // output index of each sentence's first instance
+  for (size_t i = 1; i < spans.size(); ++i) first[i] = first[i - 1] + spans[i - 1].size();
   std::vector<float> vec;
   int64_t D = -1;
-  size_t tokens = 0, done = 0;
-  const auto t0 = std::chrono::steady_clock::now();
-  for (size_t b = 0; b < items.size(); b += static_cast<size_t>(o.batch_size)) {
-    const size_t e = std::min(items.size(), b + static_cast<size_t>(o.batch_size));
-    std::vector<std::vector<std::string>> batch;
-    for (size_t i = b; i < e; ++i) batch.push_back(items[i].words), tokens += items[i].words.size();
-    std::vector<Tensor> embs = embedder.embed(batch);
-    for (size_t i = b; i < e; ++i) {
-      Tensor x = o.layer.select(embs[i - b]).to(Device::cpu());
-      if (D < 0) D = x.dim(1), vec.assign(out.ids.size() * static_cast<size_t>(D), 0.f);
-      const std::vector<double> v = x.values();
-      const Item& it = items[i];
-      for (size_t k = 0; k < it.spans.size(); ++k) {
-        float* dst = &vec[it.slots[k] * static_cast<size_t>(D)];
-        const auto [w0, w1] = it.spans[k];
-        for (int w = w0; w < w1; ++w)
-          for (int64_t j = 0; j < D; ++j) dst[j] += static_cast<float>(v[static_cast<size_t>(w * D + j)] / (w1 - w0));
-      }
+  embed_all(model, sentences, o.batch_size, "embedding " + o.label, [&](size_t i, const Tensor& emb) {
+    Tensor x = o.layer.select(emb).to(Device::cpu());
+    if (D < 0) D = x.dim(1), vec.assign(out.ids.size() * static_cast<size_t>(D), 0.f);
+    const std::vector<double> v = x.values();
+    for (size_t k = 0; k < spans[i].size(); ++k) {
+      float* dst = &vec[(first[i] + k) * static_cast<size_t>(D)];
+      const auto [w0, w1] = spans[i][k];
+      for (int w = w0; w < w1; ++w)
+        for (int64_t j = 0; j < D; ++j) dst[j] += static_cast<float>(v[static_cast<size_t>(w * D + j)] / (w1 - w0));
     }
-    done = e;
-    const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::fprintf(stderr, "\rembedding %s: %zu/%zu sentences | %.0f tokens/s | ETA %.0f s   ", o.label.c_str(), done,
-                 items.size(), tokens / std::max(el, 1e-9), el / done * (items.size() - done));
-  }
-  std::fprintf(stderr, "\n");
+  });
   out.vectors = Tensor::from(vec, {static_cast<int64_t>(out.ids.size()), D});
   return out;
 }

@@ -1,5 +1,11 @@
 #include "layers/elmo_embedder.h"
 
+#include <cstdio>
+
+#include <chrono>
+
+#include <algorithm>
+
 #include "data/char_ids.h"
 
 namespace sa {
@@ -71,6 +77,30 @@ std::vector<Tensor> ElmoEmbedder::embed(const std::vector<std::vector<std::strin
     result.push_back(ops::concat(per_layer, 0));
   }
   return result;
+}
+
+void embed_all(const ElmoModel& model, const std::vector<std::vector<std::string>>& sentences, int batch_size,
+               const std::string& label, const std::function<void(size_t, const Tensor&)>& f) {
+  NoGrad ng;
+  std::vector<size_t> order(sentences.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return sentences[a].size() > sentences[b].size(); });
+  ElmoEmbedder embedder(model, false, batch_size);
+  const auto t0 = std::chrono::steady_clock::now();
+  size_t tokens = 0;
+  for (size_t b = 0; b < order.size(); b += static_cast<size_t>(batch_size)) {
+    const size_t e = std::min(order.size(), b + static_cast<size_t>(batch_size));
+    std::vector<std::vector<std::string>> batch;
+    for (size_t i = b; i < e; ++i) batch.push_back(sentences[order[i]]), tokens += sentences[order[i]].size();
+    std::vector<Tensor> embs = embedder.embed(batch);
+    for (size_t i = b; i < e; ++i) f(order[i], embs[i - b]);
+    if (label.empty()) continue;
+    const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::fprintf(stderr, "\r%s: %zu/%zu sentences | %.0f tokens/s | ETA %.0f s   ", label.c_str(), e, order.size(),
+                 tokens / std::max(el, 1e-9), el / e * (order.size() - e));
+  }
+  if (!label.empty()) std::fprintf(stderr, "\n");
 }
 
 }  // namespace sa

@@ -3,6 +3,7 @@
 // Stateless by default; stateful mode reproduces bilm-tf, where the final LSTM state of batch row
 // k is the initial state of row k in the next batch.
 #pragma once
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -22,5 +23,11 @@ class ElmoEmbedder {
   int max_batch_;
   std::vector<LstmState> state_[2];  // [direction][layer], [max_batch, ...] when stateful
 };
+
+// Embeds every sentence statelessly in batches of similar length (longest first, so that a batch
+// pads little) and calls f(i, embedding of sentences[i]) for each. With a `label`, prints a
+// progress line (sentences, tokens/s, ETA) to stderr. For tools that need every sentence once.
+void embed_all(const ElmoModel& model, const std::vector<std::vector<std::string>>& sentences, int batch_size,
+               const std::string& label, const std::function<void(size_t, const Tensor&)>& f);
 
 }  // namespace sa
