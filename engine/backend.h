@@ -91,17 +91,19 @@ class Backend {
   virtual void soft_cross_entropy_backward(const Tensor& x, const Tensor& t, const Tensor& lse, const Tensor& gloss,
                                            Tensor& gx, bool accumulate) = 0;
   // Softmax over candidate rows without the [N, S] logits in memory (the CPU works in chunks of
-  // rows, CUDA streams a log-sum-exp per row). Row n: the true logit t_n = x_n.wt_n + bt_n and the
-  // candidates x_n.Wc_s + bc_s, except those with cand_ids[s] == true_ids[n] (accidental hits);
-  // loss[n] = lse[n] - t_n.
+  // rows, CUDA streams a log-sum-exp per row). Row n has H own rows (H = own_ids.numel() / N):
+  // logits t_nh = x_n.wt_nh + bt_nh (wt [N*H, P], bt [N*H]; an own id of -1 is absent, logit -inf;
+  // at least one must be present), and the shared candidates x_n.Wc_s + bc_s, except those whose
+  // cand_ids[s] equals one of the row's own ids (accidental hits). lse[n] is over both;
+  // loss[n] = lse[n] - sum_h own_w[n,h] t_nh (the soft targets own_w sum to 1 per row).
   virtual void candidate_softmax(const Tensor& x, const Tensor& wt, const Tensor& bt, const Tensor& Wc,
-                                 const Tensor& bc, const Tensor& true_ids, const Tensor& cand_ids, Tensor& loss,
-                                 Tensor& lse) = 0;
+                                 const Tensor& bc, const Tensor& own_ids, const Tensor& cand_ids, const Tensor& own_w,
+                                 Tensor& loss, Tensor& lse) = 0;
   // All five gradients are overwritten (gWc and gbc sum over the rows).
   virtual void candidate_softmax_backward(const Tensor& x, const Tensor& wt, const Tensor& bt, const Tensor& Wc,
-                                          const Tensor& bc, const Tensor& true_ids, const Tensor& cand_ids,
-                                          const Tensor& lse, const Tensor& gloss, Tensor& gx, Tensor& gwt, Tensor& gbt,
-                                          Tensor& gWc, Tensor& gbc) = 0;
+                                          const Tensor& bc, const Tensor& own_ids, const Tensor& cand_ids,
+                                          const Tensor& own_w, const Tensor& lse, const Tensor& gloss, Tensor& gx,
+                                          Tensor& gwt, Tensor& gbt, Tensor& gWc, Tensor& gbc) = 0;
 
   // rows of a 2-D table by i32 index
   virtual void gather_rows(const Tensor& table, const Tensor& idx, Tensor& out) = 0;
@@ -171,11 +173,12 @@ class Backend {
   void soft_cross_entropy_backward(const Tensor& x, const Tensor& t, const Tensor& lse, const Tensor& gloss, \
                                    Tensor& gx, bool accumulate) override; \
   void candidate_softmax(const Tensor& x, const Tensor& wt, const Tensor& bt, const Tensor& Wc, const Tensor& bc, \
-                         const Tensor& true_ids, const Tensor& cand_ids, Tensor& loss, Tensor& lse) override; \
+                         const Tensor& own_ids, const Tensor& cand_ids, const Tensor& own_w, Tensor& loss, \
+                         Tensor& lse) override; \
   void candidate_softmax_backward(const Tensor& x, const Tensor& wt, const Tensor& bt, const Tensor& Wc, \
-                                  const Tensor& bc, const Tensor& true_ids, const Tensor& cand_ids, const Tensor& lse, \
-                                  const Tensor& gloss, Tensor& gx, Tensor& gwt, Tensor& gbt, Tensor& gWc, \
-                                  Tensor& gbc) override; \
+                                  const Tensor& bc, const Tensor& own_ids, const Tensor& cand_ids, \
+                                  const Tensor& own_w, const Tensor& lse, const Tensor& gloss, Tensor& gx, \
+                                  Tensor& gwt, Tensor& gbt, Tensor& gWc, Tensor& gbc) override; \
   void gather_rows(const Tensor& table, const Tensor& idx, Tensor& out) override; \
   void scatter_add_rows(const Tensor& src, const Tensor& idx, Tensor& table) override; \
   void conv1d_max(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, Tensor& argmax) override; \

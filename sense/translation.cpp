@@ -43,11 +43,46 @@ TranslationCandidates translation_candidates(const SenseTable& t, const Translat
   return c;
 }
 
-Tensor sense_translation_loss(const Tensor& x, const SenseTable& t, const std::vector<int32_t>& selected,
-                              const TranslationCandidates& cand, const std::vector<int32_t>& negatives) {
-  const int64_t N = x.dim(0), P = x.dim(1), K = cand.per_token, S = static_cast<int64_t>(negatives.size());
+namespace {
+
+void check_sizes(const Tensor& x, const std::vector<int32_t>& selected, const TranslationCandidates& cand) {
+  const int64_t N = x.dim(0), K = cand.per_token;
   SA_CHECK(static_cast<int64_t>(selected.size()) == N && static_cast<int64_t>(cand.rows.size()) == N * K,
            "translation loss: {} selected rows and {} candidates for {} inputs", selected.size(), cand.rows.size(), N);
+}
+
+}  // namespace
+
+Tensor sense_translation_loss(const Tensor& x, const SenseTable& t, const std::vector<int32_t>& selected,
+                              const TranslationCandidates& cand, const std::vector<int32_t>& negatives) {
+  check_sizes(x, selected, cand);
+  const int64_t N = x.dim(0), P = x.dim(1), K = cand.per_token, H = 1 + K, S = static_cast<int64_t>(negatives.size());
+  const Device dev = x.device();
+  // Own rows per token: the selected row, then the T*C candidates (-1 where invalid).
+  std::vector<int32_t> own(static_cast<size_t>(N * H)), gather(static_cast<size_t>(N * H));
+  std::vector<double> w(static_cast<size_t>(N * H), 0.0);
+  for (int64_t n = 0; n < N; ++n) {
+    own[n * H] = gather[n * H] = selected[n];
+    for (int64_t j = 0; j < K; ++j) {
+      const bool ok = cand.valid[n * K + j];
+      gather[n * H + 1 + j] = ok ? cand.rows[n * K + j] : selected[n];
+      own[n * H + 1 + j] = ok ? cand.rows[n * K + j] : -1;
+    }
+    const bool both = cand.best[n] >= 0;
+    w[n * H] = both ? 0.5 : 1.0;
+    if (both) w[n * H + 1 + cand.best[n]] = 0.5;
+  }
+  Tensor g = Tensor::from(gather, {N * H}, dev), neg = Tensor::from(negatives, {S}, dev);
+  return ops::candidate_softmax(x, ops::reshape(ops::gather_rows(t.W, g), {N, H, P}),
+                                ops::reshape(ops::gather_rows(t.b, g), {N, H}), ops::gather_rows(t.W, neg),
+                                ops::gather_rows(t.b, neg), Tensor::from(own, {N, H}, dev), neg,
+                                Tensor::of(w, {N, H}, x.dtype(), dev));
+}
+
+Tensor sense_translation_loss_unfused(const Tensor& x, const SenseTable& t, const std::vector<int32_t>& selected,
+                                      const TranslationCandidates& cand, const std::vector<int32_t>& negatives) {
+  check_sizes(x, selected, cand);
+  const int64_t N = x.dim(0), P = x.dim(1), K = cand.per_token, S = static_cast<int64_t>(negatives.size());
   const Device dev = x.device();
   const DType dt = x.dtype();
   const double kInf = std::numeric_limits<double>::infinity();

@@ -27,8 +27,12 @@ TranslationCandidates translation_candidates(const SenseTable& table, const Tran
 
 // Per-row loss [N]: soft-label cross entropy over [selected row | T*C candidates | negatives] with
 // targets 1 on the selected row, or 1/2 and 1/2 on it and the best candidate. Negatives equal to
-// the selected row or to any valid candidate of the row are masked.
+// the selected row or to any valid candidate of the row are masked. One fused op
+// (ops::candidate_softmax with 1 + T*C own rows per token): no [N, S] logits in memory.
 Tensor sense_translation_loss(const Tensor& x, const SenseTable& table, const std::vector<int32_t>& selected,
                               const TranslationCandidates& cand, const std::vector<int32_t>& negatives);
+// The same from plain ops (gathers, a GEMM, masks, soft cross entropy): the reference in tests.
+Tensor sense_translation_loss_unfused(const Tensor& x, const SenseTable& table, const std::vector<int32_t>& selected,
+                                      const TranslationCandidates& cand, const std::vector<int32_t>& negatives);
 
 }  // namespace sa

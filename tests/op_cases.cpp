@@ -276,6 +276,27 @@ std::vector<OpCase> build() {
                                       fixed(Tensor::from(ci, {s}))};
       },
       [](const In& x) { return Out{ops::candidate_softmax(x[0], x[1], x[2], x[3], x[4], x[5], x[6])}; });
+  // Several own rows with soft targets (the translation loss): absent own rows (-1), an own row
+  // repeated (a self-translation), candidates that hit a second own row, more rows than a chunk.
+  add("candidate_softmax", "candidate_softmax_soft_targets",
+      [](Rng& r) {
+        const int64_t n = 70 + dim(r, 0, 9), p = dim(r), s = dim(r, 1, 9), h = 3;
+        std::vector<double> oid = indices(r, {n, h}, 0, 8).values(), cid = indices(r, {s}, 0, 8).values();
+        std::vector<double> w(static_cast<size_t>(n * h), 0.0);
+        for (int64_t i = 0; i < n; ++i) {
+          if (i % 3 == 1) oid[i * h + 2] = -1;
+          if (i % 3 == 2) oid[i * h + 1] = oid[i * h + 2] = -1;
+          if (i % 5 == 0) oid[i * h + 1] = oid[i * h];
+          const bool two = oid[i * h + 1] >= 0;
+          w[i * h] = two ? 0.5 : 1.0;
+          if (two) w[i * h + 1] = 0.5;
+        }
+        std::vector<int32_t> oi(oid.begin(), oid.end()), ci(cid.begin(), cid.end());
+        return std::vector<CaseInput>{in(uniform(r, {n, p})),    in(uniform(r, {n, h, p})), in(uniform(r, {n, h})),
+                                      in(uniform(r, {s, p})),    in(uniform(r, {s})),       fixed(Tensor::from(oi, {n, h})),
+                                      fixed(Tensor::from(ci, {s})), fixed(Tensor::of(w, {n, h}, DType::F64))};
+      },
+      [](const In& x) { return Out{ops::candidate_softmax(x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7])}; });
   return c;
 }
 

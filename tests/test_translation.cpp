@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
 
+#include "sense/sense_softmax.h"
 #include "sense/translation.h"
 
 namespace sa {
@@ -103,6 +105,63 @@ TEST(Translation, GradientMatchesFiniteDifferencesAndSelfTranslationHasNoNaN) {
       const double down = loss().item();
       d[e] = keep;
       ASSERT_NEAR(analytic[e], (up - down) / 2e-6, 1e-7 + 1e-6 * std::abs(analytic[e])) << describe(p) << " element " << e;
+    }
+  }
+}
+
+// The fused translation loss (ops::candidate_softmax with 1 + T*C own rows) equals the unfused
+// reference on the loss and every gradient: random dictionaries with self-translations, absent
+// candidates, negatives that hit a candidate, and more rows than one CPU chunk.
+TEST(Translation, FusedEqualsUnfused) {
+  for (Device dev : {Device::cpu(), Device::cuda(0)}) {
+    if (dev.is_cuda() && cuda_device_count() == 0) {
+      std::printf("[ SKIP     ] Translation.FusedEqualsUnfused on CUDA: no GPU\n");
+      continue;
+    }
+    const DType dt = dev.is_cuda() ? DType::F32 : DType::F64;
+    const int V = 300, C = 3, P = 6, N = 150;
+    SenseTable t(V, C, P, 5, dev, dt);
+    t.end_warmup(false);
+    std::mt19937_64 rng(3);
+    for (int i = 0; i < 60; ++i) t.enabled[t.row(static_cast<int>(rng() % V), 1 + static_cast<int>(rng() % 2))] = 0;
+    t.W.set_requires_grad().set_sparse_grad();
+    t.b.set_requires_grad().set_sparse_grad();
+    TranslationTable dict;
+    dict.per_word = 4;
+    dict.ids.assign(static_cast<size_t>(V) * 4, -1);
+    for (int w = 0; w < V; ++w)
+      for (int k = 0; k < static_cast<int>(rng() % 5); ++k) dict.ids[w * 4 + k] = k == 0 && w % 7 == 0 ? w : static_cast<int>(rng() % V);
+    std::vector<int32_t> words, sel;
+    for (int n = 0; n < N; ++n) {
+      words.push_back(static_cast<int>(rng() % 40));
+      sel.push_back(t.row(words.back(), 1 + static_cast<int>(rng() % 2)));
+    }
+    std::vector<double> v(static_cast<size_t>(N) * P), cv(v.size());
+    for (auto& e : v) e = std::uniform_real_distribution<double>(-1, 1)(rng);
+    for (auto& e : cv) e = std::uniform_real_distribution<double>(-1, 1)(rng);
+    std::vector<double> pv(static_cast<size_t>(P) * 3);
+    for (auto& e : pv) e = std::uniform_real_distribution<double>(-1, 1)(rng);
+    TranslationCandidates c = translation_candidates(t, dict, words, Tensor::of(cv, {N, P}, dt, dev), Tensor::of(pv, {P, 3}, dt, dev));
+    // 2,000 negatives: CPU chunks of 131 rows, so 150 rows take two; plus a candidate of row 0.
+    std::vector<int32_t> neg = sample_enabled_rows(t, 2000, rng);
+    for (int j = 0; j < c.per_token; ++j)
+      if (c.valid[j]) neg.push_back(c.rows[j]);
+    Tensor x = Tensor::of(v, {N, P}, dt, dev).set_requires_grad();
+    auto grads = [&](bool fused) {
+      x.zero_grad(), t.W.zero_grad(), t.b.zero_grad();
+      Tensor l = fused ? sense_translation_loss(x, t, sel, c, neg) : sense_translation_loss_unfused(x, t, sel, c, neg);
+      backward(ops::sum(l));
+      return std::vector<std::vector<double>>{l.values(), x.grad().values(), t.W.sparse_grad().to_dense(t.rows(), P).values(),
+                                              t.b.sparse_grad().to_dense(t.rows(), 1).values()};
+    };
+    auto a = grads(true), b = grads(false);
+    int with_translation = 0;
+    for (int32_t best : c.best) with_translation += best >= 0;
+    ASSERT_GT(with_translation, N / 4);
+    const double tol = dt == DType::F64 ? 1e-12 : 2e-5;
+    for (size_t k = 0; k < a.size(); ++k) {
+      ASSERT_EQ(a[k].size(), b[k].size()) << k;
+      for (size_t i = 0; i < a[k].size(); ++i) ASSERT_NEAR(a[k][i], b[k][i], tol) << "output " << k << " element " << i;
     }
   }
 }

@@ -196,45 +196,58 @@ namespace {
 // S = 1024, 32 at 8192), which measured as fast as the unfused ops at bench-small sizes.
 int64_t candidate_chunk(int64_t S) { return std::clamp<int64_t>((int64_t{1} << 18) / std::max<int64_t>(S, 1), 16, 1024); }
 
-// Per row of a chunk whose candidate logits (without bias) are in L [c, S]: the true logit, and
-// after the call L holds logit - lse for the candidates (-inf for accidental hits). The forward
-// computes lse into `lse` (rows r0..); the backward passes the forward's (`known`) and skips it.
+// Per row of a chunk whose candidate logits (without bias) are in L [c, S]: the H own logits go to
+// t_out [c, H] (-inf when absent), and after the call L holds logit - lse for the candidates (-inf
+// for accidental hits). The forward computes lse into `lse` (rows r0..); the backward passes the
+// forward's (`known`) and skips it.
 template <typename T>
-void candidate_rows(const T* x, const T* wt, const T* bt, const T* bc, const int32_t* tid, const int32_t* cid,
-                    int64_t r0, int64_t c, int64_t P, int64_t S, T* L, T* t_out, T* lse, bool known) {
+void candidate_rows(const T* x, const T* wt, const T* bt, const T* bc, const int32_t* oid, const int32_t* cid,
+                    int64_t r0, int64_t c, int64_t P, int64_t S, int64_t H, T* L, T* t_out, T* lse, bool known) {
 #pragma omp parallel for if (c * S > 4096)
   for (int64_t i = 0; i < c; ++i) {
     const int64_t n = r0 + i;
-    T t = bt[n];
-    for (int64_t k = 0; k < P; ++k) t += x[n * P + k] * wt[n * P + k];
+    const int32_t* own = oid + n * H;
+    T* t = t_out + i * H;
+    T m = T(-INFINITY);
+    for (int64_t h = 0; h < H; ++h) {
+      t[h] = T(-INFINITY);
+      if (own[h] < 0) continue;
+      T v = bt[n * H + h];
+      for (int64_t k = 0; k < P; ++k) v += x[n * P + k] * wt[(n * H + h) * P + k];
+      t[h] = v;
+      m = v > m ? v : m;
+    }
     T* l = L + i * S;
-    T m = t;
     for (int64_t s = 0; s < S; ++s) {
-      l[s] = cid[s] == tid[n] ? T(-INFINITY) : l[s] + bc[s];
+      bool hit = false;
+      for (int64_t h = 0; h < H; ++h) hit |= cid[s] == own[h];
+      l[s] = hit ? T(-INFINITY) : l[s] + bc[s];
       m = l[s] > m ? l[s] : m;
     }
     if (!known) {
-      T sum = math::exp(t - m);
-      for (int64_t s = 0; s < S; ++s) sum += math::exp(l[s] - m);  // exp(-inf) = 0
+      T sum = 0;
+      for (int64_t h = 0; h < H; ++h) sum += math::exp(t[h] - m);  // exp(-inf) = 0
+      for (int64_t s = 0; s < S; ++s) sum += math::exp(l[s] - m);
       lse[n] = m + math::log(sum);
     }
     for (int64_t s = 0; s < S; ++s) l[s] -= lse[n];
-    t_out[i] = t;
   }
 }
 
 }  // namespace
 
 void CpuBackend::candidate_softmax(const Tensor& x, const Tensor& wt, const Tensor& bt, const Tensor& Wc,
-                                   const Tensor& bc, const Tensor& true_ids, const Tensor& cand_ids, Tensor& loss,
-                                   Tensor& lse) {
+                                   const Tensor& bc, const Tensor& own_ids, const Tensor& cand_ids, const Tensor& own_w,
+                                   Tensor& loss, Tensor& lse) {
   const int64_t N = x.dim(0), P = x.dim(1), S = Wc.dim(0);
   if (N == 0) return;
+  const int64_t H = own_ids.numel() / N;
   dispatch_float(x.dtype(), "candidate_softmax", [&](auto tag) {
     using T = decltype(tag);
     const int64_t chunk = candidate_chunk(S);
     Tensor logits = Tensor::empty({std::min(N, chunk), std::max<int64_t>(S, 1)}, x.dtype());
-    std::vector<T> t(static_cast<size_t>(chunk));
+    std::vector<T> t(static_cast<size_t>(chunk * H));
+    const T* w = own_w.data<T>();
     for (int64_t r0 = 0; r0 < N; r0 += chunk) {
       const int64_t c = std::min(chunk, N - r0);
       Tensor L = logits.rows(0, c);
@@ -243,27 +256,35 @@ void CpuBackend::candidate_softmax(const Tensor& x, const Tensor& wt, const Tens
         g.trans_b = true, g.m = c, g.n = S, g.k = P;
         gemm(g, x.rows(r0, r0 + c), Wc, L);
       }
-      candidate_rows<T>(x.data<T>(), wt.data<T>(), bt.data<T>(), bc.data<T>(), true_ids.data<int32_t>(),
-                        cand_ids.data<int32_t>(), r0, c, P, S, L.data<T>(), t.data(), lse.data<T>(), false);
-      for (int64_t i = 0; i < c; ++i) loss.data<T>()[r0 + i] = lse.data<T>()[r0 + i] - t[i];
+      candidate_rows<T>(x.data<T>(), wt.data<T>(), bt.data<T>(), bc.data<T>(), own_ids.data<int32_t>(),
+                        cand_ids.data<int32_t>(), r0, c, P, S, H, L.data<T>(), t.data(), lse.data<T>(), false);
+      for (int64_t i = 0; i < c; ++i) {
+        const int64_t n = r0 + i;
+        T target = 0;
+        for (int64_t h = 0; h < H; ++h)
+          if (own_ids.data<int32_t>()[n * H + h] >= 0) target += w[n * H + h] * t[i * H + h];
+        loss.data<T>()[n] = lse.data<T>()[n] - target;
+      }
     }
   });
 }
 
 void CpuBackend::candidate_softmax_backward(const Tensor& x, const Tensor& wt, const Tensor& bt, const Tensor& Wc,
-                                            const Tensor& bc, const Tensor& true_ids, const Tensor& cand_ids,
-                                            const Tensor& lse, const Tensor& gloss, Tensor& gx, Tensor& gwt,
-                                            Tensor& gbt, Tensor& gWc, Tensor& gbc) {
+                                            const Tensor& bc, const Tensor& own_ids, const Tensor& cand_ids,
+                                            const Tensor& own_w, const Tensor& lse, const Tensor& gloss, Tensor& gx,
+                                            Tensor& gwt, Tensor& gbt, Tensor& gWc, Tensor& gbc) {
   const int64_t N = x.dim(0), P = x.dim(1), S = Wc.dim(0);
   fill(gWc, 0);
   fill(gbc, 0);
   if (N == 0) return;
+  const int64_t H = own_ids.numel() / N;
   dispatch_float(x.dtype(), "candidate_softmax_backward", [&](auto tag) {
     using T = decltype(tag);
     const int64_t chunk = candidate_chunk(S);
     Tensor logits = Tensor::empty({std::min(N, chunk), std::max<int64_t>(S, 1)}, x.dtype());
-    std::vector<T> t(static_cast<size_t>(chunk));
-    const T *xs = x.data<T>(), *wts = wt.data<T>(), *gl = gloss.data<T>();
+    std::vector<T> t(static_cast<size_t>(chunk * H));
+    const T *xs = x.data<T>(), *wts = wt.data<T>(), *gl = gloss.data<T>(), *w = own_w.data<T>();
+    const int32_t* oid = own_ids.data<int32_t>();
     T* le = lse.data<T>();  // read only: candidate_rows with known = true
     T *gxs = gx.data<T>(), *gwts = gwt.data<T>(), *gbts = gbt.data<T>(), *gbcs = gbc.data<T>();
     for (int64_t r0 = 0; r0 < N; r0 += chunk) {
@@ -274,17 +295,20 @@ void CpuBackend::candidate_softmax_backward(const Tensor& x, const Tensor& wt, c
         g.trans_b = true, g.m = c, g.n = S, g.k = P;
         gemm(g, xc, Wc, L);
       }
-      candidate_rows<T>(xs, wts, bt.data<T>(), bc.data<T>(), true_ids.data<int32_t>(), cand_ids.data<int32_t>(), r0, c,
-                        P, S, L.data<T>(), t.data(), le, true);
-      // dlogit = g * softmax (candidates, in place of L); the true logit: g * (p - 1).
+      candidate_rows<T>(xs, wts, bt.data<T>(), bc.data<T>(), oid, cand_ids.data<int32_t>(), r0, c, P, S, H, L.data<T>(),
+                        t.data(), le, true);
+      // dlogit = g * softmax (candidates, in place of L); own logit h: g * (p_h - w_h), 0 when absent.
       T* l = L.data<T>();
 #pragma omp parallel for if (c * S > 4096)
       for (int64_t i = 0; i < c; ++i) {
         const int64_t n = r0 + i;
         for (int64_t s = 0; s < S; ++s) l[i * S + s] = gl[n] * math::exp(l[i * S + s]);
-        const T dt = gl[n] * (math::exp(t[i] - le[n]) - T(1));
-        gbts[n] = dt;
-        for (int64_t k = 0; k < P; ++k) gwts[n * P + k] = dt * xs[n * P + k];
+        for (int64_t h = 0; h < H; ++h) {
+          const int64_t j = n * H + h;
+          const T dt = oid[j] < 0 ? T(0) : gl[n] * (math::exp(t[i * H + h] - le[n]) - w[j]);
+          gbts[j] = dt;
+          for (int64_t k = 0; k < P; ++k) gwts[j * P + k] = dt * xs[n * P + k];
+        }
       }
       if (S > 0) {
         GemmArgs gx_args;  // gx = dL @ Wc
@@ -300,7 +324,8 @@ void CpuBackend::candidate_softmax_backward(const Tensor& x, const Tensor& wt, c
       }
       for (int64_t i = 0; i < c; ++i) {
         const int64_t n = r0 + i;
-        for (int64_t k = 0; k < P; ++k) gxs[n * P + k] += gbts[n] * wts[n * P + k];
+        for (int64_t h = 0; h < H; ++h)
+          for (int64_t k = 0; k < P; ++k) gxs[n * P + k] += gbts[n * H + h] * wts[(n * H + h) * P + k];
       }
     }
   });

@@ -228,27 +228,48 @@ __device__ T candidate_logit(const T* xs, const T* w, T bias, int64_t P) {
   return l;
 }
 
-// Row n of x into shared memory (xs), and its true logit x_n . wt_n + bt_n (every thread gets it).
+// Row n of x into shared memory (xs) and its H own logits into ts (-inf when absent; every thread
+// reads them after the call).
 template <typename T>
-__device__ T load_row_and_true_logit(const T* x, const T* wt, const T* bt, int64_t n, int64_t P, T* xs) {
+__device__ void load_row_and_own_logits(const T* x, const T* wt, const T* bt, const int32_t* oid, int64_t n,
+                                        int64_t P, int64_t H, T* xs, T* ts) {
   for (int64_t k = threadIdx.x; k < P; k += blockDim.x) xs[k] = x[n * P + k];
   __syncthreads();
-  T t = 0;
-  for (int64_t k = threadIdx.x; k < P; k += blockDim.x) t += xs[k] * wt[n * P + k];
-  return block_reduce<T, false>(t) + bt[n];
+  for (int64_t h = 0; h < H; ++h) {
+    T t = 0;
+    for (int64_t k = threadIdx.x; k < P; k += blockDim.x) t += xs[k] * wt[(n * H + h) * P + k];
+    t = block_reduce<T, false>(t);
+    if (threadIdx.x == 0) ts[h] = oid[n * H + h] < 0 ? T(-INFINITY) : t + bt[n * H + h];
+  }
+  __syncthreads();
+}
+
+template <typename T>
+__device__ bool is_own(const int32_t* oid, int64_t n, int64_t H, int32_t id) {
+  for (int64_t h = 0; h < H; ++h)
+    if (oid[n * H + h] == id) return true;
+  return false;
 }
 
 template <typename T>
 __global__ void candidate_softmax_kernel(const T* x, const T* wt, const T* bt, const T* Wc, const T* bc,
-                                         const int32_t* tid, const int32_t* cid, T* loss, T* lse, int64_t P,
-                                         int64_t S) {
+                                         const int32_t* oid, const int32_t* cid, const T* w, T* loss, T* lse,
+                                         int64_t P, int64_t S, int64_t H) {
   extern __shared__ unsigned char smem[];
   T* xs = reinterpret_cast<T*>(smem);
+  T* ts = xs + P;
   const int64_t n = blockIdx.x;
-  const T t = load_row_and_true_logit(x, wt, bt, n, P, xs);
-  T m = threadIdx.x == 0 ? t : T(-INFINITY), s = threadIdx.x == 0 ? T(1) : T(0);
+  load_row_and_own_logits(x, wt, bt, oid, n, P, H, xs, ts);
+  T m = T(-INFINITY), s = T(0);
+  if (threadIdx.x == 0)
+    for (int64_t h = 0; h < H; ++h) {
+      const T l = ts[h];
+      if (l == T(-INFINITY)) continue;
+      if (l > m) s = s * math::exp(m - l) + T(1), m = l;
+      else s += math::exp(l - m);
+    }
   for (int64_t j = threadIdx.x; j < S; j += blockDim.x) {
-    if (cid[j] == tid[n]) continue;
+    if (is_own<T>(oid, n, H, cid[j])) continue;
     const T l = candidate_logit(xs, Wc + j * P, bc[j], P);
     if (l > m) s = s * math::exp(m - l) + T(1), m = l;
     else s += math::exp(l - m);
@@ -256,46 +277,59 @@ __global__ void candidate_softmax_kernel(const T* x, const T* wt, const T* bt, c
   const T M = block_reduce<T, true>(m);
   const T sum = block_reduce<T, false>(m == T(-INFINITY) ? T(0) : s * math::exp(m - M));
   if (threadIdx.x == 0) {
+    T target = 0;
+    for (int64_t h = 0; h < H; ++h)
+      if (oid[n * H + h] >= 0) target += w[n * H + h] * ts[h];
     lse[n] = M + math::log(sum);
-    loss[n] = lse[n] - t;
+    loss[n] = lse[n] - target;
   }
 }
 
 void CudaBackend::candidate_softmax(const Tensor& x, const Tensor& wt, const Tensor& bt, const Tensor& Wc,
-                                    const Tensor& bc, const Tensor& true_ids, const Tensor& cand_ids, Tensor& loss,
-                                    Tensor& lse) {
+                                    const Tensor& bc, const Tensor& own_ids, const Tensor& cand_ids,
+                                    const Tensor& own_w, Tensor& loss, Tensor& lse) {
   const int64_t N = x.dim(0), P = x.dim(1), S = Wc.dim(0);
   if (N == 0) return;
+  const int64_t H = own_ids.numel() / N;
   dispatch(x.dtype(), "candidate_softmax", [&](auto tag) {
     using T = decltype(tag);
-    candidate_softmax_kernel<<<N, kRowThreads, P * sizeof(T), stream_>>>(
-        x.data<T>(), wt.data<T>(), bt.data<T>(), Wc.data<T>(), bc.data<T>(), true_ids.data<int32_t>(),
-        cand_ids.data<int32_t>(), loss.data<T>(), lse.data<T>(), P, S);
+    candidate_softmax_kernel<<<N, kRowThreads, (P + H) * sizeof(T), stream_>>>(
+        x.data<T>(), wt.data<T>(), bt.data<T>(), Wc.data<T>(), bc.data<T>(), own_ids.data<int32_t>(),
+        cand_ids.data<int32_t>(), own_w.data<T>(), loss.data<T>(), lse.data<T>(), P, S, H);
   });
   CUDA_LAUNCHED("candidate_softmax");
 }
 
-// dL[n, s] = g_n * p_ns (0 for accidental hits); dt_n = g_n * (p_true - 1).
+// dL[n, s] = g_n * p_ns (0 for accidental hits); dt[n, h] = g_n * (p_nh - w_nh) (0 when absent).
 template <typename T>
 __global__ void candidate_softmax_grad_kernel(const T* x, const T* wt, const T* bt, const T* Wc, const T* bc,
-                                              const int32_t* tid, const int32_t* cid, const T* lse, const T* gl, T* dL,
-                                              T* dt, int64_t P, int64_t S) {
+                                              const int32_t* oid, const int32_t* cid, const T* w, const T* lse,
+                                              const T* gl, T* dL, T* dt, int64_t P, int64_t S, int64_t H) {
   extern __shared__ unsigned char smem[];
   T* xs = reinterpret_cast<T*>(smem);
+  T* ts = xs + P;
   const int64_t n = blockIdx.x;
-  const T t = load_row_and_true_logit(x, wt, bt, n, P, xs);
+  load_row_and_own_logits(x, wt, bt, oid, n, P, H, xs, ts);
   for (int64_t j = threadIdx.x; j < S; j += blockDim.x)
-    dL[n * S + j] = cid[j] == tid[n] ? T(0) : gl[n] * math::exp(candidate_logit(xs, Wc + j * P, bc[j], P) - lse[n]);
-  if (threadIdx.x == 0) dt[n] = gl[n] * (math::exp(t - lse[n]) - T(1));
+    dL[n * S + j] = is_own<T>(oid, n, H, cid[j]) ? T(0)
+                                                 : gl[n] * math::exp(candidate_logit(xs, Wc + j * P, bc[j], P) - lse[n]);
+  for (int64_t h = threadIdx.x; h < H; h += blockDim.x)
+    dt[n * H + h] = oid[n * H + h] < 0 ? T(0) : gl[n] * (math::exp(ts[h] - lse[n]) - w[n * H + h]);
 }
 
-// gx[n] += dt[n] * wt[n]; gwt[n] = dt[n] * x[n]
+// gx[n] += sum_h dt[n, h] * wt[n, h]; gwt[n, h] = dt[n, h] * x[n]
 template <typename T>
-__global__ void candidate_true_grads_kernel(const T* x, const T* wt, const T* dt, T* gx, T* gwt, int64_t N, int64_t P) {
+__global__ void candidate_own_grads_kernel(const T* x, const T* wt, const T* dt, T* gx, T* gwt, int64_t N, int64_t P,
+                                           int64_t H) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < N * P; i += int64_t(gridDim.x) * blockDim.x) {
-    const T d = dt[i / P];
-    gx[i] += d * wt[i];
-    gwt[i] = d * x[i];
+    const int64_t n = i / P, k = i % P;
+    T acc = 0;
+    for (int64_t h = 0; h < H; ++h) {
+      const T d = dt[n * H + h];
+      acc += d * wt[(n * H + h) * P + k];
+      gwt[(n * H + h) * P + k] = d * x[i];
+    }
+    gx[i] += acc;
   }
 }
 
@@ -310,9 +344,9 @@ __global__ void column_sums_kernel(const T* dL, T* out, int64_t N, int64_t S) {
 }
 
 void CudaBackend::candidate_softmax_backward(const Tensor& x, const Tensor& wt, const Tensor& bt, const Tensor& Wc,
-                                             const Tensor& bc, const Tensor& true_ids, const Tensor& cand_ids,
-                                             const Tensor& lse, const Tensor& gloss, Tensor& gx, Tensor& gwt,
-                                             Tensor& gbt, Tensor& gWc, Tensor& gbc) {
+                                             const Tensor& bc, const Tensor& own_ids, const Tensor& cand_ids,
+                                             const Tensor& own_w, const Tensor& lse, const Tensor& gloss, Tensor& gx,
+                                             Tensor& gwt, Tensor& gbt, Tensor& gWc, Tensor& gbc) {
   const int64_t N = x.dim(0), P = x.dim(1), S = Wc.dim(0);
   if (S == 0 || N == 0) {  // otherwise the GEMMs and the column sums overwrite them
     fill(gWc, 0);
@@ -320,12 +354,14 @@ void CudaBackend::candidate_softmax_backward(const Tensor& x, const Tensor& wt, 
     fill(gx, 0);
   }
   if (N == 0) return;
+  const int64_t H = own_ids.numel() / N;
   Tensor dL = Tensor::empty({N, std::max<int64_t>(S, 1)}, x.dtype(), x.device());
   dispatch(x.dtype(), "candidate_softmax_backward", [&](auto tag) {
     using T = decltype(tag);
-    candidate_softmax_grad_kernel<<<N, kRowThreads, P * sizeof(T), stream_>>>(
-        x.data<T>(), wt.data<T>(), bt.data<T>(), Wc.data<T>(), bc.data<T>(), true_ids.data<int32_t>(),
-        cand_ids.data<int32_t>(), lse.data<T>(), gloss.data<T>(), dL.data<T>(), gbt.data<T>(), P, S);
+    candidate_softmax_grad_kernel<<<N, kRowThreads, (P + H) * sizeof(T), stream_>>>(
+        x.data<T>(), wt.data<T>(), bt.data<T>(), Wc.data<T>(), bc.data<T>(), own_ids.data<int32_t>(),
+        cand_ids.data<int32_t>(), own_w.data<T>(), lse.data<T>(), gloss.data<T>(), dL.data<T>(), gbt.data<T>(), P, S,
+        H);
     CUDA_LAUNCHED("candidate_softmax_grad");
     if (S > 0) {
       GemmArgs g;  // gx = dL @ Wc
@@ -338,9 +374,9 @@ void CudaBackend::candidate_softmax_backward(const Tensor& x, const Tensor& wt, 
       CUDA_LAUNCHED("candidate_softmax_column_sums");
     }
     const int64_t blocks = std::min<int64_t>((N * P + 255) / 256, 4096);
-    candidate_true_grads_kernel<<<blocks, 256, 0, stream_>>>(x.data<T>(), wt.data<T>(), gbt.data<T>(), gx.data<T>(),
-                                                             gwt.data<T>(), N, P);
-    CUDA_LAUNCHED("candidate_softmax_true_grads");
+    candidate_own_grads_kernel<<<blocks, 256, 0, stream_>>>(x.data<T>(), wt.data<T>(), gbt.data<T>(), gx.data<T>(),
+                                                            gwt.data<T>(), N, P, H);
+    CUDA_LAUNCHED("candidate_softmax_own_grads");
   });
 }
 

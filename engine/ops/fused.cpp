@@ -65,20 +65,23 @@ Tensor highway(const Tensor& carry, const Tensor& transform, const Tensor& x) {
 }
 
 Tensor candidate_softmax(const Tensor& x, const Tensor& wt, const Tensor& bt, const Tensor& Wc, const Tensor& bc,
-                         const Tensor& true_ids, const Tensor& cand_ids) {
-  check_same("candidate_softmax", {x, wt, bt, Wc, bc});
+                         const Tensor& own_ids, const Tensor& cand_ids, const Tensor& own_w) {
+  check_same("candidate_softmax", {x, wt, bt, Wc, bc, own_w});
   const int64_t N = x.rank() == 2 ? x.dim(0) : -1, P = x.rank() == 2 ? x.dim(1) : -1, S = Wc.rank() == 2 ? Wc.dim(0) : -1;
-  SA_CHECK(N >= 0 && wt.shape() == x.shape() && bt.numel() == N && S >= 0 && Wc.dim(1) == P && bc.numel() == S &&
-               true_ids.dtype() == DType::I32 && true_ids.numel() == N && cand_ids.dtype() == DType::I32 &&
-               cand_ids.numel() == S && true_ids.device() == x.device() && cand_ids.device() == x.device(),
-           "candidate_softmax: x {}, wt {}, bt {}, Wc {}, bc {}, true_ids {}, cand_ids {} (expected [N,P], [N,P], [N], "
-           "[S,P], [S], i32 [N], i32 [S] on one device)",
-           describe(x), describe(wt), describe(bt), describe(Wc), describe(bc), describe(true_ids), describe(cand_ids));
+  const int64_t H = N > 0 ? own_ids.numel() / N : 1;
+  SA_CHECK(N >= 0 && H >= 1 && own_ids.numel() == N * H && wt.numel() == N * H * P && wt.dim(-1) == P &&
+               bt.numel() == N * H && own_w.numel() == N * H && S >= 0 && Wc.dim(1) == P && bc.numel() == S &&
+               own_ids.dtype() == DType::I32 && cand_ids.dtype() == DType::I32 && cand_ids.numel() == S &&
+               own_ids.device() == x.device() && cand_ids.device() == x.device(),
+           "candidate_softmax: x {}, wt {}, bt {}, Wc {}, bc {}, own_ids {}, cand_ids {}, own_w {} (expected [N,P], "
+           "[N,H,P], [N,H], [S,P], [S], i32 [N,H], i32 [S], [N,H] on one device)",
+           describe(x), describe(wt), describe(bt), describe(Wc), describe(bc), describe(own_ids), describe(cand_ids),
+           describe(own_w));
   Tensor loss = Tensor::empty({N}, x.dtype(), x.device()), lse = like(loss);
-  be(x).candidate_softmax(x, wt, bt, Wc, bc, true_ids, cand_ids, loss, lse);
+  be(x).candidate_softmax(x, wt, bt, Wc, bc, own_ids, cand_ids, own_w, loss, lse);
   record("candidate_softmax", {x, wt, bt, Wc, bc}, {loss}, [=](const std::vector<Tensor>& gs) {
     Tensor gx = like(x), gwt = like(wt), gbt = like(bt), gWc = like(Wc), gbc = like(bc);
-    be(x).candidate_softmax_backward(x, wt, bt, Wc, bc, true_ids, cand_ids, lse, gs[0], gx, gwt, gbt, gWc, gbc);
+    be(x).candidate_softmax_backward(x, wt, bt, Wc, bc, own_ids, cand_ids, own_w, lse, gs[0], gx, gwt, gbt, gWc, gbc);
     accumulate_grad(x, gx, true);
     accumulate_grad(wt, gwt, true);
     accumulate_grad(bt, gbt, true);
@@ -86,6 +89,14 @@ Tensor candidate_softmax(const Tensor& x, const Tensor& wt, const Tensor& bt, co
     accumulate_grad(bc, gbc, true);
   });
   return loss;
+}
+
+Tensor candidate_softmax(const Tensor& x, const Tensor& wt, const Tensor& bt, const Tensor& Wc, const Tensor& bc,
+                         const Tensor& true_ids, const Tensor& cand_ids) {
+  SA_CHECK(x.rank() == 2 && wt.shape() == x.shape() && true_ids.numel() == x.dim(0),
+           "candidate_softmax: x {}, wt {}, true_ids {} (expected [N,P], [N,P], i32 [N])", describe(x), describe(wt),
+           describe(true_ids));
+  return candidate_softmax(x, wt, bt, Wc, bc, true_ids, cand_ids, Tensor::full({x.dim(0)}, 1.0, x.dtype(), x.device()));
 }
 
 }  // namespace sa::ops

@@ -103,6 +103,12 @@ std::pair<Tensor, Tensor> lstm_cell(const Tensor& gates, const Tensor& c_prev, d
 // [N]) is left out (accidental hit). Equal to cross_entropy over [t | x Wc^T + bc] with those masked.
 Tensor candidate_softmax(const Tensor& x, const Tensor& wt, const Tensor& bt, const Tensor& Wc, const Tensor& bc,
                          const Tensor& true_ids, const Tensor& cand_ids);
+// The same with H own rows per row and soft targets (Bi-SaELMo's translation loss): wt [N, H, P],
+// bt [N, H], own_ids i32 [N, H] (-1: absent, at least one present per row), own_w [N, H] the
+// target weights (summing to 1; no gradient). Every present own row is in the denominator and
+// masks the candidates with its id. Equal to soft_cross_entropy over [own | x Wc^T + bc].
+Tensor candidate_softmax(const Tensor& x, const Tensor& wt, const Tensor& bt, const Tensor& Wc, const Tensor& bc,
+                         const Tensor& own_ids, const Tensor& cand_ids, const Tensor& own_w);
 Tensor highway(const Tensor& carry, const Tensor& transform, const Tensor& x);
 
 }  // namespace ops
