@@ -53,7 +53,7 @@ all: $(TOOLS) bin/tests
 # missing ones (with sudo when not root).
 DEB_PACKAGES := g++ make python3 libopenblas-openmp-dev libfmt-dev libgtest-dev libcli11-dev libhdf5-dev \
   nlohmann-json3-dev libtomlplusplus-dev debian-handbook \
-  wordnet-base wordnet-sense-index libpugixml-dev edict trans-de-en
+  wordnet-base wordnet-sense-index libpugixml-dev edict trans-de-en man-db manpages-de
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \

@@ -148,5 +148,42 @@ TEST(ElmoTrain, RowsFlowAcrossSentencesAsBilmTf) {
   EXPECT_EQ(b.targets, (std::vector<int32_t>{4, 3, 0}));  // reversed: </S> b a <S> -> targets b a <S>
 }
 
+// state_reset: rows are zeroed in every layer and direction with the given probability, the same
+// rows for the same seed, and the others keep their state.
+TEST(ElmoTrain, StateResetZeroesRandomRowsDeterministically) {
+  ElmoOptions o = testing::tiny_elmo_options();
+  auto filled = [&] {
+    CarriedState s = CarriedState::zeros(o, 200, Device::cpu(), DType::F32);
+    for (auto& d : s.dir)
+      for (LstmState& l : d) l = {Tensor::full(l.c.shape(), 0.5), Tensor::full(l.m.shape(), -0.25)};
+    return s;
+  };
+  auto zero_rows = [&](const CarriedState& s, int dir, int layer) {
+    std::vector<int> rows;
+    std::vector<double> c = s.dir[dir][layer].c.values(), m = s.dir[dir][layer].m.values();
+    const int64_t H = s.dir[dir][layer].c.dim(1), P = s.dir[dir][layer].m.dim(1);
+    for (int r = 0; r < 200; ++r) {
+      const bool cz = c[r * H] == 0.0, mz = m[r * P] == 0.0;
+      EXPECT_EQ(cz, mz) << "row " << r;
+      for (int64_t k = 0; k < H; ++k) EXPECT_EQ(c[r * H + k], cz ? 0.0 : 0.5);
+      if (cz) rows.push_back(r);
+    }
+    return rows;
+  };
+  CarriedState a = filled(), b = filled(), none = filled(), all = filled();
+  a.reset_rows(0.3, 42);
+  b.reset_rows(0.3, 42);
+  none.reset_rows(0.0, 42);
+  all.reset_rows(1.0, 42);
+  std::vector<int> ra = zero_rows(a, 0, 0);
+  EXPECT_EQ(ra, zero_rows(a, 0, 1));  // every layer of a direction
+  EXPECT_EQ(ra, zero_rows(b, 0, 0));  // the same seed resets the same rows
+  EXPECT_GT(ra.size(), 35u);
+  EXPECT_LT(ra.size(), 85u);
+  EXPECT_NE(ra, zero_rows(a, 1, 0));  // each direction draws its own rows
+  EXPECT_TRUE(zero_rows(none, 1, 1).empty());
+  EXPECT_EQ(zero_rows(all, 1, 1).size(), 200u);
+}
+
 }  // namespace
 }  // namespace sa

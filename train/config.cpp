@@ -57,6 +57,7 @@ const std::vector<Key>& schema() {
         SA_KEY(double, "a number", "dropout", dropout),
         SA_KEY(double, "a number", "all_clip_norm_val", all_clip_norm_val),
         SA_KEY(double, "a number", "learning_rate", learning_rate),
+        SA_KEY(double, "a number", "state_reset", state_reset),
         SA_KEY(int64_t, "an integer", "n_epochs", n_epochs),
         SA_KEY(int64_t, "an integer", "n_train_tokens", n_train_tokens),
         SA_KEY(std::string, "a string", "train_prefix", train_prefix),
@@ -173,6 +174,7 @@ void validate(const TrainConfig& c, const std::string& origin) {
   positive("checkpoint_every", c.checkpoint_every);
   positive("keep_checkpoints", c.keep_checkpoints);
   SA_CHECK(c.dropout >= 0 && c.dropout < 1, "{}: dropout must be in [0, 1) (got {})", origin, c.dropout);
+  SA_CHECK(c.state_reset >= 0 && c.state_reset <= 1, "{}: state_reset must be in [0, 1] (got {})", origin, c.state_reset);
   SA_CHECK(!c.train_prefix.empty(), "{}: train_prefix (the training corpus: a file or a glob) is required", origin);
   SA_CHECK(!c.run_dir.empty(), "{}: run_dir is required", origin);
   SA_CHECK(c.model.max_characters_per_token == 50, "{}: char_cnn.max_characters_per_token must be 50", origin);

@@ -67,6 +67,20 @@ void CarriedState::detach() {
     for (LstmState& s : d) s = {s.c.detach(), s.m.detach()};
 }
 
+void CarriedState::reset_rows(double p, uint64_t seed) {
+  if (p <= 0) return;
+  std::mt19937_64 rng(seed);
+  std::bernoulli_distribution reset(p);
+  for (auto& d : dir) {
+    if (d.empty()) continue;
+    const int64_t rows = d[0].c.dim(0);
+    std::vector<uint8_t> m(static_cast<size_t>(rows));
+    for (uint8_t& v : m) v = reset(rng) ? 1 : 0;
+    Tensor mask = Tensor::from(m, {rows, 1}, d[0].c.device());
+    for (LstmState& s : d) s = {ops::masked_fill(s.c, mask, 0.0), ops::masked_fill(s.m, mask, 0.0)};
+  }
+}
+
 std::pair<Tensor, Tensor> encode_batches(const ElmoLM& lm, const LmBatch& f, const LmBatch& b) {
   SA_CHECK(f.rows == b.rows && f.steps == b.steps, "encode_batches: the two directions' batches differ in shape");
   std::vector<int32_t> ids(f.char_ids);

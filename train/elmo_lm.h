@@ -31,6 +31,9 @@ struct CarriedState {
   std::vector<LstmState> dir[2];
   static CarriedState zeros(const ElmoOptions& o, int rows, Device dev, DType dt);
   void detach();
+  // Zeroes each row's state (all layers, both directions) with probability p; the draw depends
+  // on `seed` only, so a resumed run resets the same rows.
+  void reset_rows(double p, uint64_t seed);
 };
 
 struct LossOptions {

@@ -220,6 +220,7 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet) 
     fwd.next(bf);
     bwd.next(bb);
     ++step;
+    state.reset_rows(c.state_reset, c.seed * 998244353 + static_cast<uint64_t>(step));
     std::mt19937_64 sample_rng(c.seed * 1000003 + static_cast<uint64_t>(step));
     auto [tf, tb] = encode_batches(lm, bf, bb);
     Tensor lf, lb, ctx[2];
