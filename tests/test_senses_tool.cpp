@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
 #include <sstream>
 
 namespace {
@@ -82,6 +83,60 @@ TEST(SensesTool, ListPlotAndMemory) {
   EXPECT_NEAR(std::stod(m6[1]), 6 * std::stod(m1[1]), 0.2);
   // 793,471 x 512 x 4 bytes x (W + its accumulator + centers) + b and its accumulator, per sense.
   EXPECT_NEAR(std::stod(m1[1]), 793471.0 * (3 * 512 + 2) * 4 / 1048576.0, 0.1);
+}
+
+// A joint (bilingual) run: list gives each sense's nearest senses per language, and every word
+// listed for the second language occurs in its corpus; plot marks that language's points.
+TEST(SensesTool, JointRunShowsNearestSensesInEachLanguage) {
+  const std::string en = "../shared/data/corpus/brown.txt", de = "../shared/data/corpus/wiki-de.txt";
+  if (!fs::exists(en) || !fs::exists(de)) GTEST_SKIP() << "no ../shared/data here";
+  const std::string dir = ::testing::TempDir() + "/senses-joint";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::set<std::string> de_words;
+  for (auto [from, to] : {std::pair{en, std::string("en.txt")}, std::pair{de, std::string("de.txt")}}) {
+    std::ifstream in(from);
+    std::ofstream out(dir + "/" + to);
+    std::string line;
+    for (int i = 0; i < 300 && std::getline(in, line); ++i) {
+      out << line << "\n";
+      if (to == "de.txt") {
+        std::istringstream ws(line);
+        for (std::string w; ws >> w;) de_words.insert(w);
+      }
+    }
+  }
+  std::ofstream(dir + "/tiny.cfg") << "train_prefix = \"" << dir << "/en.txt\"\ntrain_prefix_l2 = \"" << dir
+                                   << "/de.txt\"\nrun_dir = \"" << dir << "/run\"\n"
+                                   << "batch_size = 8\nunroll_steps = 10\nn_negative_samples_batch = 64\nn_steps = 20\n"
+                                   << "seed = 3\ndevice = \"cpu\"\nn_context = 3\ncluster_proj_dim = 8\npca_every = 5\n"
+                                   << "contextual_warmup = 10\nprune_first = 1000\n"
+                                   << "[char_cnn]\nembedding.dim = 8\nfilters = [[1, 16], [2, 16]]\nn_highway = 1\n"
+                                   << "[lstm]\ndim = 32\nprojection_dim = 16\nn_layers = 2\n";
+  ASSERT_EQ(std::system(("./bin/train " + dir + "/tiny.cfg > /dev/null 2>&1").c_str()), 0);
+  std::string list = run("./bin/senses list --model " + dir + "/run --word der --top 4 --langs en,de");
+  EXPECT_NE(list.find("nearest en:"), std::string::npos) << list;
+  std::istringstream lines(list);
+  int de_lines = 0;
+  for (std::string line; std::getline(lines, line);) {
+    const size_t at = line.find("nearest de:");
+    if (at == std::string::npos) continue;
+    ++de_lines;
+    std::istringstream ws(line.substr(at + 11));
+    int n = 0;
+    for (std::string w; ws >> w; ++n) {
+      const std::string word = w.substr(0, w.rfind('#'));
+      EXPECT_TRUE(de_words.count(word)) << word << " is listed as German but is not in the German corpus\n" << list;
+    }
+    EXPECT_EQ(n, 4) << line;
+  }
+  EXPECT_EQ(de_lines, 4) << list;  // 2 senses (1 and 2 after the warm-up) x 2 directions
+  const std::string svg = dir + "/der.svg";
+  std::string msg = run("./bin/senses plot --model " + dir + "/run --word der --top 2 --langs en,de --output " + svg);
+  std::stringstream ss;
+  ss << std::ifstream(svg).rdbuf();
+  EXPECT_NE(ss.str().find("<rect x="), std::string::npos) << msg;
+  EXPECT_NE(ss.str().find("squares and italics: de"), std::string::npos) << msg;
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // bin/senses: inspect the senses of a trained SaELMo run, and the pseudo-word evaluation.
-//   bin/senses list --model RUN --word W [--top K]       enabled senses, selection counts, nearest words
+//   bin/senses list --model RUN --word W [--top K] [--langs en,de]   enabled senses, selection counts, nearest
+//                                                      words (a joint run: nearest in each language)
 //   bin/senses plot --model RUN --word W --output F.svg [--top K] [--direction D]   2-D PCA picture
 //   bin/senses memory [--vocab N --dim P --n-context C]   sense-table memory, before allocating anything
 //   bin/senses dump --model RUN --output F [--direction D]   sense vectors, word2vec text, "word#s"
@@ -9,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <algorithm>
+#include <array>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -47,14 +49,38 @@ std::vector<std::pair<std::string, std::string>> read_pairs(const std::string& p
   return pairs;
 }
 
-// The `top` enabled sense rows of other words closest (cosine) to `row`.
-std::vector<int32_t> nearest_senses(const SenseTable& t, const Tensor& unit, int32_t row, int top) {
+// The language of each word of a joint (bilingual) run's vocabulary: 1 for the first corpus
+// (train_prefix), 2 for the second (train_prefix_l2), whichever the word is relatively more
+// frequent in (names and numbers occur in both). Empty for a monolingual run.
+std::vector<uint8_t> word_languages(const LoadedRun& r) {
+  if (r.config.train_prefix_l2.empty()) return {};
+  std::vector<double> count[2];
+  for (int k = 0; k < 2; ++k) {
+    count[k].assign(static_cast<size_t>(r.vocab.size()), 0.0);
+    double total = 0;
+    for (const std::string& file : expand_glob(k == 0 ? r.config.train_prefix : r.config.train_prefix_l2))
+      for (const Sentence& s : read_sentences(file, r.config.lowercase))
+        for (const std::string& w : s) {
+          total += 1;
+          if (r.vocab.contains(w)) count[k][static_cast<size_t>(r.vocab.id(w))] += 1;
+        }
+    for (double& c : count[k]) c /= std::max(total, 1.0);
+  }
+  std::vector<uint8_t> lang(static_cast<size_t>(r.vocab.size()));
+  for (size_t i = 0; i < lang.size(); ++i) lang[i] = count[1][i] > count[0][i] ? 2 : 1;
+  return lang;
+}
+
+// The `top` enabled sense rows of other words closest (cosine) to `row`; with `lang`, only words
+// of that language (1 or 2, as word_languages).
+std::vector<int32_t> nearest_senses(const SenseTable& t, const Tensor& unit, int32_t row, int top,
+                                    const std::vector<uint8_t>* langs = nullptr, int lang = 0) {
   NoGrad ng;
   const int C = t.n_context();
   std::vector<double> sims = ops::matmul(unit, ops::reshape(ops::slice(unit, 0, row, row + 1), {1, -1}), false, true).values();
   std::vector<std::pair<double, int32_t>> best;
   for (int32_t o : t.enabled_rows())
-    if (o / C != row / C) best.emplace_back(sims[o], o);
+    if (o / C != row / C && (!langs || (*langs)[o / C] == lang)) best.emplace_back(sims[o], o);
   const size_t k = std::min<size_t>(static_cast<size_t>(top), best.size());
   std::partial_sort(best.begin(), best.begin() + static_cast<long>(k), best.end(), std::greater<>());
   std::vector<int32_t> out;
@@ -67,10 +93,19 @@ std::string sense_name(const LoadedRun& r, int32_t row) {
   return r.vocab.word(row / C) + "#" + std::to_string(row % C);
 }
 
-void list(LoadedRun& r, const std::string& word, int top) {
+// Language names of a joint run ("en,de"), for labels.
+std::array<std::string, 2> lang_names(const std::string& spec) {
+  const size_t c = spec.find(',');
+  SA_CHECK(c != std::string::npos && c > 0 && c + 1 < spec.size(), "--langs {}: expected two names, e.g. en,de", spec);
+  return {spec.substr(0, c), spec.substr(c + 1)};
+}
+
+void list(LoadedRun& r, const std::string& word, int top, const std::string& langs_spec) {
   SA_CHECK(r.lm.sense(), "{}: not a SaELMo run (n_context = 0)", r.config.run_dir);
   SA_CHECK(r.vocab.contains(word), "'{}' is not in the vocabulary", word);
   const int w = r.vocab.id(word);
+  const std::vector<uint8_t> langs = word_languages(r);
+  const auto names = lang_names(langs_spec);
   for (int d = 0; d < 2; ++d) {
     SenseHead& h = r.lm.heads[d];
     const int C = h.table.n_context();
@@ -84,7 +119,14 @@ void list(LoadedRun& r, const std::string& word, int top) {
       if (!h.table.is_enabled(row)) continue;
       std::printf("  sense %d (score %.3g, %d of the last %zu selections):", s, h.table.enabled[row], counts[s],
                   h.usage.window_of(w) ? h.usage.window_of(w)->size() : 0);
-      for (int32_t o : nearest_senses(h.table, unit, row, top)) std::printf(" %s", sense_name(r, o).c_str());
+      if (langs.empty()) {
+        for (int32_t o : nearest_senses(h.table, unit, row, top)) std::printf(" %s", sense_name(r, o).c_str());
+      } else {  // a joint run: the nearest senses in each language
+        for (int k = 0; k < 2; ++k) {
+          std::printf("\n    nearest %s:", names[k].c_str());
+          for (int32_t o : nearest_senses(h.table, unit, row, top, &langs, k + 1)) std::printf(" %s", sense_name(r, o).c_str());
+        }
+      }
       std::printf("\n");
     }
   }
@@ -92,7 +134,9 @@ void list(LoadedRun& r, const std::string& word, int top) {
 
 // A 2-D PCA picture of a word's enabled senses and the nearest senses of other words (the paper's
 // appendix figures), as SVG: the word's senses in colour, each neighbour in its sense's colour.
-void plot(LoadedRun& r, const std::string& word, int top, int d, const std::string& out) {
+// For a joint run, each sense gets its `top` nearest senses in each language; the second
+// language's are drawn as squares with italic labels.
+void plot(LoadedRun& r, const std::string& word, int top, int d, const std::string& out, const std::string& langs_spec) {
   SA_CHECK(r.lm.sense(), "{}: not a SaELMo run (n_context = 0)", r.config.run_dir);
   SA_CHECK(r.vocab.contains(word), "'{}' is not in the vocabulary", word);
   SenseHead& h = r.lm.heads[d];
@@ -100,14 +144,19 @@ void plot(LoadedRun& r, const std::string& word, int top, int d, const std::stri
   const Tensor unit = unit_rows(h.table.W);
   std::vector<int32_t> rows;
   std::vector<int> group;  // index of the word's sense a point belongs to
+  const std::vector<uint8_t> langs = word_languages(r);
+  const auto names = lang_names(langs_spec);
   for (int s = 0; s < C; ++s) {
     const int32_t row = h.table.row(w, s);
     if (!h.table.is_enabled(row)) continue;
     const int g = static_cast<int>(std::count(group.begin(), group.end(), -1));
     rows.push_back(row), group.push_back(-1);
-    for (int32_t o : nearest_senses(h.table, unit, row, top))
-      if (std::find(rows.begin(), rows.end(), o) == rows.end()) rows.push_back(o), group.push_back(g);
+    for (int k = 0; k < (langs.empty() ? 1 : 2); ++k)
+      for (int32_t o : nearest_senses(h.table, unit, row, top, langs.empty() ? nullptr : &langs, k + 1))
+        if (std::find(rows.begin(), rows.end(), o) == rows.end()) rows.push_back(o), group.push_back(g);
   }
+  // Second-language words are marked.
+  auto second = [&](int32_t row) { return !langs.empty() && langs[row / C] == 2; };
   NoGrad ng;
   const int64_t n = static_cast<int64_t>(rows.size()), P = unit.dim(1);
   SA_CHECK(n >= 3, "'{}': too few senses and neighbours to plot", word);
@@ -129,14 +178,22 @@ void plot(LoadedRun& r, const std::string& word, int top, int d, const std::stri
     << "\" font-family=\"sans-serif\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
     << "<text x=\"" << m << "\" y=\"30\" font-size=\"16\">" << html_escape(word) << ": senses and nearest senses ("
     << (d == 0 ? "forward" : "backward") << ", 2-D PCA)</text>\n";
+  if (!langs.empty())
+    f << "<text x=\"" << m << "\" y=\"50\" font-size=\"12\">circles: " << html_escape(names[0]) << ", squares and italics: "
+      << html_escape(names[1]) << "</text>\n";
   for (int64_t i = 0, g = -1; i < n; ++i) {
     if (group[i] < 0) ++g;
     const char* colour = palette[(group[i] < 0 ? g : group[i]) % 8];
-    const bool own = group[i] < 0;
-    f << "<circle cx=\"" << X(xy[i * 2]) << "\" cy=\"" << Y(xy[i * 2 + 1]) << "\" r=\"" << (own ? 7 : 4) << "\" fill=\""
-      << colour << "\"/>\n<text x=\"" << X(xy[i * 2]) + 8 << "\" y=\"" << Y(xy[i * 2 + 1]) + 4 << "\" font-size=\""
-      << (own ? 15 : 11) << "\" fill=\"" << colour << "\"" << (own ? " font-weight=\"bold\"" : "") << ">"
-      << html_escape(sense_name(r, rows[i])) << "</text>\n";
+    const bool own = group[i] < 0, l2 = second(rows[i]);
+    if (l2)
+      f << "<rect x=\"" << X(xy[i * 2]) - 4 << "\" y=\"" << Y(xy[i * 2 + 1]) - 4 << "\" width=\"8\" height=\"8\" fill=\""
+        << colour << "\"/>\n";
+    else
+      f << "<circle cx=\"" << X(xy[i * 2]) << "\" cy=\"" << Y(xy[i * 2 + 1]) << "\" r=\"" << (own ? 7 : 4) << "\" fill=\""
+        << colour << "\"/>\n";
+    f << "<text x=\"" << X(xy[i * 2]) + 8 << "\" y=\"" << Y(xy[i * 2 + 1]) + 4 << "\" font-size=\"" << (own ? 15 : 11)
+      << "\" fill=\"" << colour << "\"" << (own ? " font-weight=\"bold\"" : "") << (l2 ? " font-style=\"italic\"" : "")
+      << ">" << html_escape(sense_name(r, rows[i])) << "</text>\n";
   }
   f << "</svg>\n";
   SA_CHECK(f.good(), "{}: write failed", out);
@@ -272,12 +329,15 @@ int main(int argc, char** argv) {
   l->add_option("--model", model)->required();
   l->add_option("--word", word)->required();
   l->add_option("--top", top);
+  std::string langs = "L1,L2";
+  l->add_option("--langs", langs, "names of a joint run's two languages, e.g. en,de (labels only)");
   auto* pl = app.add_subcommand("plot", "2-D PCA picture (SVG) of a word's senses and their nearest senses");
   pl->add_option("--model", model)->required();
   pl->add_option("--word", word)->required();
   pl->add_option("--top", top, "nearest senses per sense");
   pl->add_option("--direction", direction, "0 forward, 1 backward")->check(CLI::Range(0, 1));
   pl->add_option("--output", out, "SVG file")->required();
+  pl->add_option("--langs", langs, "names of a joint run's two languages, e.g. en,de (labels only)");
   auto* mem = app.add_subcommand("memory", "sense-table memory for a vocabulary size, per n_context (nothing allocated)");
   int64_t mem_vocab = 793471;
   int mem_dim = 512, mem_context = 6;
@@ -316,8 +376,8 @@ int main(int argc, char** argv) {
       return 0;
     }
     LoadedRun r = load_run(model);
-    if (l->parsed()) list(r, word, top);
-    if (pl->parsed()) plot(r, word, top, direction, out);
+    if (l->parsed()) list(r, word, top, langs);
+    if (pl->parsed()) plot(r, word, top, direction, out, langs);
     if (d->parsed()) dump(r, out, direction);
     if (pe->parsed()) pseudo_eval(r, pairs, corpus, max_sentences, stateful);
   } catch (const Error& e) {
