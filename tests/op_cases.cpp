@@ -255,6 +255,20 @@ std::vector<OpCase> build() {
           return Out{cc, hh};
         });
   }
+  // The whole sequence, with both clips low enough to bind: every output and the final state.
+  for (double clip : {0.0, 0.5}) {
+    add("lstm_sequence", clip > 0 ? "lstm_sequence_clipped" : "lstm_sequence",
+        [](Rng& r) {
+          const int64_t t = dim(r, 1, 4), b = dim(r, 1, 4), k = dim(r, 1, 4), d = dim(r, 1, 4), p = dim(r, 1, 4);
+          return std::vector<CaseInput>{in(uniform(r, {t, b, k})), in(uniform(r, {k + p, 4 * d})),
+                                        in(uniform(r, {4 * d})),    in(uniform(r, {d, p}, -1.5, 1.5)),
+                                        in(uniform(r, {b, d})),     in(uniform(r, {b, p}))};
+        },
+        [=](const In& x) {
+          std::vector<Tensor> o = ops::lstm_sequence(x[0], x[1], x[2], x[3], x[4], x[5], clip, clip);
+          return Out{o[0], o[1], o[2]};
+        });
+  }
   add("highway", "highway",
       [](Rng& r) {
         Shape s{dim(r), dim(r)};
@@ -313,7 +327,7 @@ const std::vector<std::string>& all_ops() {
       "gelu", "exp", "log", "neg", "sqrt", "square", "clip", "masked_fill", "dropout", "softmax", "log_softmax",
       "logsumexp", "cross_entropy", "soft_cross_entropy", "gather_rows", "scatter_add_rows", "conv1d_max",
       "reshape", "permute", "transpose", "slice", "concat", "split", "unbind", "sum", "mean", "max", "layer_norm",
-      "lstm_cell", "highway", "candidate_softmax"};
+      "lstm_cell", "lstm_sequence", "highway", "candidate_softmax"};
   return ops;
 }
 

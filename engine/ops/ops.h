@@ -96,6 +96,12 @@ Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, doub
 // gates [N, 4H] (i, j, f, o), c_prev [N, H] -> (c, h) with h = sig(o) * tanh(c) (before projection)
 std::pair<Tensor, Tensor> lstm_cell(const Tensor& gates, const Tensor& c_prev, double forget_bias = 1.0,
                                     double cell_clip = 0.0);
+// A whole LSTM-with-projection sequence (TF gate order i, j, f, o; forget bias 1; cell_clip and
+// proj_clip when > 0) as one tape node: x [T, B, in] time-major, W [in + P, 4D] (input rows, then
+// recurrent rows), bias [4D], W_P [D, P], initial state c0 [B, D], m0 [B, P]. Returns the outputs
+// y [T, B, P] and the final c [B, D] and m [B, P]. Equal to stepping lstm_cell with two GEMMs.
+std::vector<Tensor> lstm_sequence(const Tensor& x, const Tensor& W, const Tensor& bias, const Tensor& W_P,
+                                  const Tensor& c0, const Tensor& m0, double cell_clip, double proj_clip);
 // bilm-tf highway combine: g = sig(carry), y = g * relu(transform) + (1 - g) * x
 // Per-row loss [N] of a softmax over one true row and S candidate rows, never holding all [N, S]
 // logits: x [N, P], wt [N, P] and bt [N] or [N, 1] (the true rows), Wc [S, P] and bc [S] or [S, 1]

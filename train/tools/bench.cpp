@@ -15,6 +15,7 @@
 
 #include "engine/bench_support.h"
 #include "engine/engine.h"
+#include "layers/lstm.h"
 #include "layers/softmax.h"
 #include "train/trainer.h"
 
@@ -67,6 +68,37 @@ void bench_candidate_softmax(Device d, bool quick, int iters, const std::string&
   double gemm = time_it(d, iters, [&] { Tensor l = ops::matmul(x, Wc, false, true); });
   std::printf("%-7s %-34s %-18s %9.3f ms %9.3f ms %7.2f\n", dev.c_str(), "cand. softmax fwd vs its GEMM alone",
               shape.c_str(), fwd * 1e3, gemm * 1e3, fwd / gemm);
+}
+
+// One LSTM layer over a batch (bench-small's sizes; the paper's with --quick off on a GPU):
+// forward and backward of the sequence op against the same steps as separate ops.
+void bench_lstm_sequence(Device d, bool quick, int iters, const std::string& dev) {
+  const int64_t T = 20, B = 32, in = 128, D = quick ? 512 : 4096, P = quick ? 128 : 512;
+  auto leaf = [&](const Shape& s, double scale) { return ops::scale(randn(s, d), scale).detach().set_requires_grad(); };
+  Tensor x = leaf({B, T, in}, 1.0), W = leaf({in + P, 4 * D}, 0.05), b = leaf({4 * D}, 0.1), WP = leaf({D, P}, 0.05);
+  auto run = [&](bool fused) {
+    Tensor c = Tensor::zeros({B, D}, DType::F32, d), m = Tensor::zeros({B, P}, DType::F32, d), y;
+    if (fused) {
+      y = ops::lstm_sequence(ops::permute(x, {1, 0, 2}), W, b, WP, c, m, 3.0, 3.0)[0];
+    } else {  // the same steps as separate ops (the layer's path before the sequence op)
+      std::vector<Tensor> xw = ops::unbind(ops::reshape(
+          ops::linear(ops::permute(x, {1, 0, 2}), ops::slice(W, 0, 0, in), b), {T, B, 4 * D}));
+      Tensor wh = ops::slice(W, 0, in, in + P);
+      std::vector<Tensor> outs;
+      for (int64_t t = 0; t < T; ++t) {
+        auto [cn, h] = ops::lstm_cell(ops::add(xw[t], ops::matmul(m, wh)), c, 1.0, 3.0);
+        c = cn, m = ops::clip(ops::matmul(h, WP), -3.0, 3.0);
+        outs.push_back(ops::reshape(m, {1, B, P}));
+      }
+      y = ops::concat(outs, 0);
+    }
+    backward(ops::sum(y));
+  };
+  double tf = time_it(d, iters, [&] { run(true); });
+  double tc = time_it(d, iters, [&] { run(false); });
+  std::printf("%-7s %-34s %-18s %9.3f ms %9.3f ms %7.2f\n", dev.c_str(), "lstm_sequence fwd+bwd vs steps",
+              (std::to_string(T) + "x" + std::to_string(B) + "x" + std::to_string(D) + "/" + std::to_string(P)).c_str(),
+              tf * 1e3, tc * 1e3, tc / tf);
 }
 
 void bench_ops(Device d, bool quick) {
@@ -128,6 +160,7 @@ void bench_ops(Device d, bool quick) {
   std::printf("%-7s %-34s %-18s %9.3f ms %9.3f ms %7.2f\n", dev.c_str(), "highway fused vs op chain",
               (std::to_string(batch * 4) + "x" + std::to_string(hid)).c_str(), hf * 1e3, hc * 1e3, hc / hf);
   ng.reset();
+  bench_lstm_sequence(d, quick, iters, dev);
   bench_candidate_softmax(d, quick, iters, dev);
   AllocatorStats s = backend(d).allocator().stats();
   std::printf("%-7s peak memory in use %.1f MiB, reserved %.1f MiB, %zu system allocations\n", dev.c_str(),
