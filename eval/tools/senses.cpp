@@ -235,7 +235,7 @@ void pseudo_corpus(const std::string& pairs_file, const std::string& corpus, con
 }
 
 void pseudo_eval(LoadedRun& r, const std::string& pairs_file, const std::string& corpus, int max_sentences,
-                 bool stateful) {
+                 bool stateful, bool ceiling) {
   SA_CHECK(r.lm.sense(), "{}: not a SaELMo run", r.config.run_dir);
   auto pairs = read_pairs(pairs_file);
   std::map<std::string, std::pair<int, int>> which;  // word -> (pair, hidden label)
@@ -266,6 +266,9 @@ void pseudo_eval(LoadedRun& r, const std::string& pairs_file, const std::string&
   const int64_t P = r.config.model.projection_dim;
   std::vector<std::map<int, std::vector<int>>> tables[2];
   for (auto& t : tables) t.resize(pairs.size());
+  std::vector<std::vector<float>> vecs[2];  // --ceiling: the selection vectors and hidden labels per pair
+  std::vector<std::vector<int>> labels[2];
+  for (int d = 0; d < 2; ++d) vecs[d].resize(pairs.size()), labels[d].resize(pairs.size());
   // Stateless by default (decision 11); --stateful carries LSTM states across batches as training
   // does (it gave the same scores on the runs measured).
   ElmoEmbedder emb(r.lm.bilm, stateful, 64);
@@ -289,6 +292,13 @@ void pseudo_eval(LoadedRun& r, const std::string& pairs_file, const std::string&
           std::vector<int>& cell = tables[d][it.hits[k][1]][sel[k]];
           cell.resize(2);
           cell[it.hits[k][2]]++;
+        }
+        if (ceiling) {
+          std::vector<double> v = ctx.values();
+          for (size_t k = 0; k < sel.size(); ++k) {
+            vecs[d][it.hits[k][1]].insert(vecs[d][it.hits[k][1]].end(), v.begin() + k * P, v.begin() + (k + 1) * P);
+            labels[d][it.hits[k][1]].push_back(it.hits[k][2]);
+          }
         }
       }
     }
@@ -316,6 +326,23 @@ void pseudo_eval(LoadedRun& r, const std::string& pairs_file, const std::string&
   for (int d = 0; d < 2; ++d)
     std::printf("mean %s: purity %.3f (one-sense baseline %.3f), V-measure %.3f\n", d ? "backward" : "forward",
                 sum[d][0] / n, sum[d][2] / n, sum[d][1] / n);
+  if (!ceiling) return;
+  // What these vectors could separate at best: unsupervised 2-means and a supervised probe.
+  std::printf("\nceiling (selection vectors, mean-centred per pseudo-word, unit length):\n");
+  std::printf("%-24s | %-28s | %-28s\n", "pair", "forward 2-means / probe", "backward 2-means / probe");
+  double csum[2][2] = {};
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    SeparationCeiling c[2];
+    for (int d = 0; d < 2; ++d) {
+      c[d] = separation_ceiling(vecs[d][i], P, labels[d][i], 7 + i);
+      csum[d][0] += c[d].two_means_purity, csum[d][1] += c[d].probe_accuracy;
+    }
+    std::printf("%-24s | %.3f / %.3f                | %.3f / %.3f\n", (pairs[i].first + "_" + pairs[i].second).c_str(),
+                c[0].two_means_purity, c[0].probe_accuracy, c[1].two_means_purity, c[1].probe_accuracy);
+  }
+  for (int d = 0; d < 2; ++d)
+    std::printf("mean %s: 2-means purity %.3f, nearest-mean probe accuracy %.3f\n", d ? "backward" : "forward",
+                csum[d][0] / n, csum[d][1] / n);
 }
 
 }  // namespace
@@ -359,6 +386,8 @@ int main(int argc, char** argv) {
   pe->add_option("--max-sentences", max_sentences);
   bool stateful = false;
   pe->add_flag("--stateful", stateful, "carry LSTM states across batches, as training does (default: zero state)");
+  bool ceiling = false;
+  pe->add_flag("--ceiling", ceiling, "also report what the selection vectors could separate: 2-means and a probe");
   CLI11_PARSE(app, argc, argv);
   try {
     if (pc->parsed()) {
@@ -379,7 +408,7 @@ int main(int argc, char** argv) {
     if (l->parsed()) list(r, word, top, langs);
     if (pl->parsed()) plot(r, word, top, direction, out, langs);
     if (d->parsed()) dump(r, out, direction);
-    if (pe->parsed()) pseudo_eval(r, pairs, corpus, max_sentences, stateful);
+    if (pe->parsed()) pseudo_eval(r, pairs, corpus, max_sentences, stateful, ceiling);
   } catch (const Error& e) {
     std::fprintf(stderr, "senses: %s\n", e.what());
     return 1;
