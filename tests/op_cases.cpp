@@ -269,6 +269,22 @@ std::vector<OpCase> build() {
           return Out{o[0], o[1], o[2]};
         });
   }
+  // Two independent sequences of different sizes as one node (run side by side on the CPU).
+  add("lstm_sequences", "lstm_sequences_two",
+      [](Rng& r) {
+        std::vector<CaseInput> v;
+        for (int i = 0; i < 2; ++i) {
+          const int64_t t = dim(r, 1, 4), b = dim(r, 1, 4), k = dim(r, 1, 4), d = dim(r, 1, 4), p = dim(r, 1, 4);
+          for (Tensor x : {uniform(r, {t, b, k}), uniform(r, {k + p, 4 * d}), uniform(r, {4 * d}),
+                           uniform(r, {d, p}, -1.5, 1.5), uniform(r, {b, d}), uniform(r, {b, p})})
+            v.push_back(in(x));
+        }
+        return v;
+      },
+      [](const In& x) {
+        auto o = ops::lstm_sequences({{x[0], x[1], x[2], x[3], x[4], x[5], 0.5, 0.5}, {x[6], x[7], x[8], x[9], x[10], x[11], 0.0, 0.7}});
+        return Out{o[0][0], o[0][1], o[0][2], o[1][0], o[1][1], o[1][2]};
+      });
   add("highway", "highway",
       [](Rng& r) {
         Shape s{dim(r), dim(r)};
@@ -327,7 +343,7 @@ const std::vector<std::string>& all_ops() {
       "gelu", "exp", "log", "neg", "sqrt", "square", "clip", "masked_fill", "dropout", "softmax", "log_softmax",
       "logsumexp", "cross_entropy", "soft_cross_entropy", "gather_rows", "scatter_add_rows", "conv1d_max",
       "reshape", "permute", "transpose", "slice", "concat", "split", "unbind", "sum", "mean", "max", "layer_norm",
-      "lstm_cell", "lstm_sequence", "highway", "candidate_softmax"};
+      "lstm_cell", "lstm_sequence", "lstm_sequences", "highway", "candidate_softmax"};
   return ops;
 }
 

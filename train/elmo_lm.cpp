@@ -89,26 +89,59 @@ std::pair<Tensor, Tensor> encode_batches(const ElmoLM& lm, const LmBatch& f, con
   return {both[0], both[1]};
 }
 
+namespace {
+
+// The top outputs of the listed directions, their layers run as one op per layer.
+std::vector<Tensor> tops(const ElmoModel& m, const std::vector<int>& dirs, std::vector<Tensor> x,
+                         const std::vector<std::vector<LstmState>*>& states, double p, Generator& gen) {
+  const size_t n = dirs.size();
+  for (int l = 0; l < m.opt.n_layers; ++l) {
+    std::vector<Tensor> in(n);
+    std::vector<ops::LstmSequenceArgs> args;
+    for (size_t k = 0; k < n; ++k) {
+      in[k] = ops::dropout(x[k], p, gen);
+      const LstmWeights& w = m.lstm[dirs[k]][l];
+      LstmState& s = (*states[k])[l];
+      args.push_back({ops::permute(in[k], {1, 0, 2}), w.W, w.B, w.W_P, s.c, s.m, m.opt.cell_clip, m.opt.proj_clip});
+    }
+    std::vector<std::vector<Tensor>> r = ops::lstm_sequences(args);
+    for (size_t k = 0; k < n; ++k) {
+      (*states[k])[l] = {r[k][1], r[k][2]};
+      Tensor out = ops::permute(r[k][0], {1, 0, 2});
+      if (m.opt.use_skip_connections && l > 0) out = ops::add(out, in[k]);  // the residual adds the dropped input
+      x[k] = out;
+    }
+  }
+  for (Tensor& t : x) t = ops::dropout(t, p, gen);
+  return x;
+}
+
+}  // namespace
+
 Tensor lm_top(const ElmoModel& m, int dir, const Tensor& tokens, std::vector<LstmState>& state, double p,
               Generator& gen) {
-  Tensor x = tokens;  // [B, T, P]
-  for (int l = 0; l < m.opt.n_layers; ++l) {
-    Tensor in = ops::dropout(x, p, gen);
-    Tensor out = lstm_forward(m.lstm[dir][l], in, state[l], m.opt.cell_clip, m.opt.proj_clip);
-    if (m.opt.use_skip_connections && l > 0) out = ops::add(out, in);  // the residual adds the dropped input
-    x = out;
-  }
-  return ops::dropout(x, p, gen);
+  return tops(m, {dir}, {tokens}, {&state}, p, gen)[0];
+}
+
+std::array<Tensor, 2> lm_tops(const ElmoModel& m, const std::array<Tensor, 2>& tokens, CarriedState& state, double p,
+                              Generator& gen) {
+  std::vector<Tensor> t = tops(m, {0, 1}, {tokens[0], tokens[1]}, {&state.dir[0], &state.dir[1]}, p, gen);
+  return {t[0], t[1]};
+}
+
+Tensor direction_loss(ElmoLM& lm, const Tensor& top, const LmBatch& b, const LossOptions& o,
+                      const LogUniformSampler* sampler, std::mt19937_64* rng) {
+  const int64_t B = b.rows, T = b.steps, P = lm.bilm.opt.projection_dim;
+  Tensor flat = ops::reshape(top, {B * T, P});
+  Tensor loss = o.training && o.n_samples > 0
+                    ? sampled_softmax_loss(flat, lm.softmax_W, lm.softmax_b, b.targets, *sampler, o.n_samples, *rng)
+                    : full_softmax_loss(flat, lm.softmax_W, lm.softmax_b, b.targets);
+  return ops::mean(loss);
 }
 
 Tensor direction_loss(ElmoLM& lm, int dir, const Tensor& tokens, const LmBatch& b, std::vector<LstmState>& state,
                       const LossOptions& o, Generator& gen, const LogUniformSampler* sampler, std::mt19937_64* rng) {
-  const int64_t B = b.rows, T = b.steps, P = lm.bilm.opt.projection_dim;
-  Tensor top = ops::reshape(lm_top(lm.bilm, dir, tokens, state, o.training ? o.dropout : 0.0, gen), {B * T, P});
-  Tensor loss = o.training && o.n_samples > 0
-                    ? sampled_softmax_loss(top, lm.softmax_W, lm.softmax_b, b.targets, *sampler, o.n_samples, *rng)
-                    : full_softmax_loss(top, lm.softmax_W, lm.softmax_b, b.targets);
-  return ops::mean(loss);
+  return direction_loss(lm, lm_top(lm.bilm, dir, tokens, state, o.training ? o.dropout : 0.0, gen), b, o, sampler, rng);
 }
 
 }  // namespace sa

@@ -2,6 +2,7 @@
 // directions (bilm-tf), dropout where bilm-tf puts it (each LSTM layer's input, before the
 // residual add, and the top output), and LSTM state carried between batches.
 #pragma once
+#include <array>
 #include <random>
 
 #include "data/lm_batches.h"
@@ -50,11 +51,18 @@ std::pair<Tensor, Tensor> encode_batches(const ElmoLM& lm, const LmBatch& fwd, c
 // output, as bilm-tf); advances `state`.
 Tensor lm_top(const ElmoModel& m, int dir, const Tensor& tokens, std::vector<LstmState>& state, double p,
               Generator& dropout_gen);
+// Both directions at once (tokens and states in direction order): each layer runs the two LSTMs
+// as one op, side by side on the CPU.
+std::array<Tensor, 2> lm_tops(const ElmoModel& m, const std::array<Tensor, 2>& tokens, CarriedState& state, double p,
+                              Generator& dropout_gen);
 
 // Mean token loss of one direction from its token vectors [B, T, P] and the batch's targets;
 // advances `state`.
 Tensor direction_loss(ElmoLM& lm, int dir, const Tensor& tokens, const LmBatch& batch, std::vector<LstmState>& state,
                       const LossOptions& o, Generator& dropout_gen, const LogUniformSampler* sampler,
                       std::mt19937_64* sample_rng);
+// The same from the direction's top output [B, T, P] (lm_tops).
+Tensor direction_loss(ElmoLM& lm, const Tensor& top, const LmBatch& batch, const LossOptions& o,
+                      const LogUniformSampler* sampler, std::mt19937_64* sample_rng);
 
 }  // namespace sa

@@ -224,14 +224,15 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet) 
     std::mt19937_64 sample_rng(c.seed * 1000003 + static_cast<uint64_t>(step));
     auto [tf, tb] = encode_batches(lm, bf, bb);
     Tensor lf, lb, ctx[2];
+    auto [top_f, top_b] = lm_tops(lm.bilm, {tf, tb}, state, c.dropout, gen);
     if (sense) {
-      lf = sense_direction_loss(lm.heads[0], lm_top(lm.bilm, 0, tf, state.dir[0], c.dropout, gen), bf, c.sense,
-                                c.n_negative_samples_batch, true, sample_rng, &ctx[0], dict.get());
-      lb = sense_direction_loss(lm.heads[1], lm_top(lm.bilm, 1, tb, state.dir[1], c.dropout, gen), bb, c.sense,
-                                c.n_negative_samples_batch, true, sample_rng, &ctx[1], dict.get());
+      lf = sense_direction_loss(lm.heads[0], top_f, bf, c.sense, c.n_negative_samples_batch, true, sample_rng, &ctx[0],
+                                dict.get());
+      lb = sense_direction_loss(lm.heads[1], top_b, bb, c.sense, c.n_negative_samples_batch, true, sample_rng, &ctx[1],
+                                dict.get());
     } else {
-      lf = direction_loss(lm, 0, tf, bf, state.dir[0], lo, gen, &sampler, &sample_rng);
-      lb = direction_loss(lm, 1, tb, bb, state.dir[1], lo, gen, &sampler, &sample_rng);
+      lf = direction_loss(lm, top_f, bf, lo, &sampler, &sample_rng);
+      lb = direction_loss(lm, top_b, bb, lo, &sampler, &sample_rng);
     }
     Tensor loss = ops::scale(ops::add(lf, lb), 0.5);
     double lv = loss.item();

@@ -21,87 +21,159 @@ void mm(const Tensor& a, const Tensor& b, Tensor& c, bool ta, bool tb, double be
 
 }  // namespace
 
-std::vector<Tensor> lstm_sequence(const Tensor& x, const Tensor& W, const Tensor& bias, const Tensor& W_P,
-                                  const Tensor& c0, const Tensor& m0, double cell_clip, double proj_clip) {
-  check_same("lstm_sequence", {x, W, bias, W_P, c0, m0});
-  const int64_t T = x.rank() == 3 ? x.dim(0) : -1, B = x.rank() == 3 ? x.dim(1) : -1, in = x.rank() == 3 ? x.dim(2) : -1;
-  const int64_t D = W_P.rank() == 2 ? W_P.dim(0) : -1, P = W_P.rank() == 2 ? W_P.dim(1) : -1;
-  SA_CHECK(T >= 1 && D > 0 && W.shape() == (Shape{in + P, 4 * D}) && bias.numel() == 4 * D &&
-               c0.shape() == (Shape{B, D}) && m0.shape() == (Shape{B, P}),
+namespace {
+
+// One sequence's saved tensors and sizes.
+struct Seq {
+  LstmSequenceArgs a;
+  int64_t T, B, in, D, P;
+  Tensor X, Wx, Wh, G, C, H, M, Y;
+};
+
+Seq prepare(const LstmSequenceArgs& a) {
+  check_same("lstm_sequence", {a.x, a.W, a.bias, a.W_P, a.c0, a.m0});
+  const Tensor& x = a.x;
+  Seq s{a, x.rank() == 3 ? x.dim(0) : -1, x.rank() == 3 ? x.dim(1) : -1, x.rank() == 3 ? x.dim(2) : -1,
+        a.W_P.rank() == 2 ? a.W_P.dim(0) : -1, a.W_P.rank() == 2 ? a.W_P.dim(1) : -1};
+  const int64_t T = s.T, B = s.B, in = s.in, D = s.D, P = s.P;
+  SA_CHECK(T >= 1 && D > 0 && a.W.shape() == (Shape{in + P, 4 * D}) && a.bias.numel() == 4 * D &&
+               a.c0.shape() == (Shape{B, D}) && a.m0.shape() == (Shape{B, P}),
            "lstm_sequence: x {}, W {}, bias {}, W_P {}, c0 {}, m0 {} (expected [T,B,in], [in+P,4D], [4D], [D,P], [B,D], "
            "[B,P])",
-           describe(x), describe(W), describe(bias), describe(W_P), describe(c0), describe(m0));
-  Backend& b = be(x);
-  const Tensor X = x.view({T * B, in}), Wx = W.rows(0, in), Wh = W.rows(in, in + P);
+           describe(x), describe(a.W), describe(a.bias), describe(a.W_P), describe(a.c0), describe(a.m0));
+  s.X = x.view({T * B, in}), s.Wx = a.W.rows(0, in), s.Wh = a.W.rows(in, in + P);
   // Saved for the backward: pre-activation gates, cells, pre-projection outputs h, and the
   // projections before (M) and after (Y) the clip.
-  Tensor G = Tensor::empty({T * B, 4 * D}, x.dtype(), x.device());
-  Tensor C = Tensor::empty({T * B, D}, x.dtype(), x.device()), H = like(C);
-  Tensor M = Tensor::empty({T * B, P}, x.dtype(), x.device());
-  Tensor Y = proj_clip > 0 ? like(M) : M;
-  {
-    NoGrad ng;
-    mm(X, Wx, G, false, false);  // the input GEMM, hoisted over all steps
-    const Tensor bias_row = bias.view({1, 4 * D});
-    b.binary(BinaryOp::Add, G, bias_row, G, make_broadcast_plan(G.shape(), G.shape(), bias_row.shape()));
-  }
-  Tensor c_prev = c0, m_prev = m0;
+  s.G = Tensor::empty({T * B, 4 * D}, x.dtype(), x.device());
+  s.C = Tensor::empty({T * B, D}, x.dtype(), x.device()), s.H = like(s.C);
+  s.M = Tensor::empty({T * B, P}, x.dtype(), x.device());
+  s.Y = a.proj_clip > 0 ? like(s.M) : s.M;
+  return s;
+}
+
+void forward(const Seq& s) {
+  Backend& b = be(s.a.x);
+  const int64_t T = s.T, B = s.B, D = s.D;
+  Tensor G = s.G;                    // a handle: the saved buffer is written
+  mm(s.X, s.Wx, G, false, false);  // the input GEMM, hoisted over all steps
+  const Tensor bias_row = s.a.bias.view({1, 4 * D});
+  b.binary(BinaryOp::Add, G, bias_row, G, make_broadcast_plan(G.shape(), G.shape(), bias_row.shape()));
+  Tensor c_prev = s.a.c0, m_prev = s.a.m0;
   for (int64_t t = 0; t < T; ++t) {
-    Tensor g = G.rows(t * B, (t + 1) * B), c = C.rows(t * B, (t + 1) * B), h = H.rows(t * B, (t + 1) * B);
-    Tensor m = M.rows(t * B, (t + 1) * B), y = Y.rows(t * B, (t + 1) * B);
-    mm(m_prev, Wh, g, false, false, 1.0);
-    b.lstm_cell(g, c_prev, 1.0, cell_clip, c, h);
-    mm(h, W_P, m, false, false);
-    if (proj_clip > 0) b.unary(UnaryOp::Clip, m, y, -proj_clip, proj_clip);
+    Tensor g = s.G.rows(t * B, (t + 1) * B), c = s.C.rows(t * B, (t + 1) * B), h = s.H.rows(t * B, (t + 1) * B);
+    Tensor m = s.M.rows(t * B, (t + 1) * B), y = s.Y.rows(t * B, (t + 1) * B);
+    mm(m_prev, s.Wh, g, false, false, 1.0);
+    b.lstm_cell(g, c_prev, 1.0, s.a.cell_clip, c, h);
+    mm(h, s.a.W_P, m, false, false);
+    if (s.a.proj_clip > 0) b.unary(UnaryOp::Clip, m, y, -s.a.proj_clip, s.a.proj_clip);
     c_prev = c, m_prev = y;
   }
-  // Fresh handles for the outputs (record marks them as requiring grad; the buffers stay saved).
-  Tensor y_out = Y.view({T, B, P}), c_last = c_prev.clone(), m_last = m_prev.clone();
-  record("lstm_sequence", {x, W, bias, W_P, c0, m0}, {y_out, c_last, m_last}, [=](const std::vector<Tensor>& gs) {
-    Backend& bk = be(x);
-    Tensor dG = like(G), dM = like(M);
-    Tensor dm_rec = gs[2].defined() ? gs[2].clone() : zeros_like(m0);
-    Tensor dc_rec = gs[1].defined() ? gs[1].clone() : zeros_like(c0);
-    Tensor dm = like(m0), gh = like(c0), dc_prev = like(c0);
-    const Tensor gy = gs[0].defined() ? gs[0].view({T * B, P}) : Tensor();
-    for (int64_t t = T - 1; t >= 0; --t) {
-      const auto r = [&](const Tensor& s) { return s.rows(t * B, (t + 1) * B); };
-      dm.copy_from(dm_rec);
-      if (gy.defined()) bk.axpy(1.0, r(gy), dm);
-      Tensor dmt = r(dM);
-      if (proj_clip > 0)
-        bk.unary_backward(UnaryOp::Clip, r(M), r(Y), dm, dmt, -proj_clip, proj_clip, false);
-      else
-        dmt.copy_from(dm);
-      mm(dmt, W_P, gh, false, true);
-      const Tensor cp = t > 0 ? C.rows((t - 1) * B, t * B) : c0;
-      Tensor dg = r(dG);
-      bk.lstm_cell_backward(r(G), cp, r(C), 1.0, cell_clip, &dc_rec, &gh, dg, &dc_prev);
-      std::swap(dc_rec, dc_prev);
-      mm(dg, Wh, dm_rec, false, true);
+}
+
+// The gradients of one sequence, in the order x, W, bias, W_P, c0, m0. All memory is allocated
+// before the per-step loop, which only runs backend kernels (safe in a parallel region).
+struct Grads {
+  Tensor gx, gW, gbias, gWP, gc0, gm0;
+  Tensor dG, dM, dm, gh, dc_prev, m_before;
+};
+
+Grads alloc_grads(const Seq& s, const Tensor& gc, const Tensor& gm) {
+  Grads g;
+  g.dG = like(s.G), g.dM = like(s.M);
+  g.gm0 = gm.defined() ? gm.clone() : zeros_like(s.a.m0);  // becomes d m0 after the loop
+  g.gc0 = gc.defined() ? gc.clone() : zeros_like(s.a.c0);  // becomes d c0 after the loop
+  g.dm = like(s.a.m0), g.gh = like(s.a.c0), g.dc_prev = like(s.a.c0);
+  g.gW = like(s.a.W), g.gWP = like(s.a.W_P), g.m_before = like(s.M);
+  g.gbias = Tensor::empty({1, 4 * s.D}, s.a.x.dtype(), s.a.x.device());
+  g.gx = Tensor::empty({s.T * s.B, s.in}, s.a.x.dtype(), s.a.x.device());
+  return g;
+}
+
+void backward_one(const Seq& s, const Tensor& gy_in, Grads& g) {
+  Backend& bk = be(s.a.x);
+  const int64_t T = s.T, B = s.B, in = s.in, P = s.P;
+  const double pc = s.a.proj_clip;
+  const Tensor gy = gy_in.defined() ? gy_in.view({T * B, P}) : Tensor();
+  Tensor &dm_rec = g.gm0, &dc_rec = g.gc0;
+  for (int64_t t = T - 1; t >= 0; --t) {
+    const auto r = [&](const Tensor& x) { return x.rows(t * B, (t + 1) * B); };
+    g.dm.copy_from(dm_rec);
+    if (gy.defined()) bk.axpy(1.0, r(gy), g.dm);
+    Tensor dmt = r(g.dM);
+    if (pc > 0)
+      bk.unary_backward(UnaryOp::Clip, r(s.M), r(s.Y), g.dm, dmt, -pc, pc, false);
+    else
+      dmt.copy_from(g.dm);
+    mm(dmt, s.a.W_P, g.gh, false, true);
+    const Tensor cp = t > 0 ? s.C.rows((t - 1) * B, t * B) : s.a.c0;
+    Tensor dg = r(g.dG);
+    bk.lstm_cell_backward(r(s.G), cp, r(s.C), 1.0, s.a.cell_clip, &dc_rec, &g.gh, dg, &g.dc_prev);
+    dc_rec.copy_from(g.dc_prev);
+    mm(dg, s.Wh, dm_rec, false, true);
+  }
+  // Weight gradients: one GEMM each over all steps.
+  Tensor gWx = g.gW.rows(0, in), gWh = g.gW.rows(in, in + P);
+  mm(s.X, g.dG, gWx, true, false);
+  g.m_before.rows(0, B).copy_from(s.a.m0);  // m_{t-1} of every step: m0, then the outputs but the last
+  if (T > 1) g.m_before.rows(B, T * B).copy_from(s.Y.rows(0, (T - 1) * B));
+  mm(g.m_before, g.dG, gWh, true, false);
+  mm(s.H, g.dM, g.gWP, true, false);
+  bk.sum_to(g.dG, g.gbias, make_broadcast_plan(g.dG.shape(), g.dG.shape(), g.gbias.shape()), false);
+  mm(g.dG, s.Wx, g.gx, false, true);
+}
+
+// Runs f(i) for every sequence: on the CPU each in its own thread (its GEMMs single-threaded:
+// small recurrent GEMMs gain more from running side by side than from splitting), otherwise in turn.
+template <typename F>
+void for_each_sequence(const std::vector<Seq>& seqs, F f) {
+  const int n = static_cast<int>(seqs.size());
+  if (n > 1 && !seqs[0].a.x.device().is_cuda()) {
+#pragma omp parallel for num_threads(n) schedule(static, 1)
+    for (int i = 0; i < n; ++i) f(i);
+  } else {
+    for (int i = 0; i < n; ++i) f(i);
+  }
+}
+
+}  // namespace
+
+std::vector<std::vector<Tensor>> lstm_sequences(const std::vector<LstmSequenceArgs>& args) {
+  std::vector<Seq> seqs;
+  for (const LstmSequenceArgs& a : args) seqs.push_back(prepare(a));
+  {
+    NoGrad ng;
+    for_each_sequence(seqs, [&](int i) { forward(seqs[i]); });
+  }
+  std::vector<std::vector<Tensor>> outs;
+  std::vector<Tensor> inputs, flat_outs;
+  for (const Seq& s : seqs) {
+    // Fresh handles for the outputs (record marks them as requiring grad; the buffers stay saved).
+    const int64_t last = (s.T - 1) * s.B;
+    outs.push_back({s.Y.view({s.T, s.B, s.P}), s.C.rows(last, last + s.B).clone(), s.Y.rows(last, last + s.B).clone()});
+    for (const Tensor& t : {s.a.x, s.a.W, s.a.bias, s.a.W_P, s.a.c0, s.a.m0}) inputs.push_back(t);
+    for (const Tensor& t : outs.back()) flat_outs.push_back(t);
+  }
+  record("lstm_sequence", inputs, flat_outs, [=](const std::vector<Tensor>& gs) {
+    std::vector<Grads> grads;
+    for (size_t i = 0; i < seqs.size(); ++i) grads.push_back(alloc_grads(seqs[i], gs[3 * i + 1], gs[3 * i + 2]));
+    for_each_sequence(seqs, [&](int i) { backward_one(seqs[i], gs[3 * i], grads[i]); });
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      const Seq& s = seqs[i];
+      Grads& g = grads[i];
+      accumulate_grad(s.a.x, g.gx.view(s.a.x.shape()), true);
+      accumulate_grad(s.a.W, g.gW, true);
+      accumulate_grad(s.a.bias, g.gbias.view(s.a.bias.shape()), true);
+      accumulate_grad(s.a.W_P, g.gWP, true);
+      accumulate_grad(s.a.c0, g.gc0, true);
+      accumulate_grad(s.a.m0, g.gm0, true);
     }
-    // Weight gradients: one GEMM each over all steps.
-    Tensor gW = like(W);
-    Tensor gWx = gW.rows(0, in), gWh = gW.rows(in, in + P);
-    mm(X, dG, gWx, true, false);
-    Tensor m_before = like(M);  // m_{t-1} of every step: m0, then the outputs but the last
-    m_before.rows(0, B).copy_from(m0);
-    if (T > 1) m_before.rows(B, T * B).copy_from(Y.rows(0, (T - 1) * B));
-    mm(m_before, dG, gWh, true, false);
-    Tensor gWP = like(W_P);
-    mm(H, dM, gWP, true, false);
-    Tensor gbias = Tensor::empty({1, 4 * D}, x.dtype(), x.device());
-    bk.sum_to(dG, gbias, make_broadcast_plan(dG.shape(), dG.shape(), gbias.shape()), false);
-    Tensor gx = Tensor::empty({T * B, in}, x.dtype(), x.device());
-    mm(dG, Wx, gx, false, true);
-    accumulate_grad(x, gx.view(x.shape()), true);
-    accumulate_grad(W, gW, true);
-    accumulate_grad(bias, gbias.view(bias.shape()), true);
-    accumulate_grad(W_P, gWP, true);
-    accumulate_grad(c0, dc_rec, true);
-    accumulate_grad(m0, dm_rec, true);
   });
-  return {y_out, c_last, m_last};
+  return outs;
+}
+
+std::vector<Tensor> lstm_sequence(const Tensor& x, const Tensor& W, const Tensor& bias, const Tensor& W_P,
+                                  const Tensor& c0, const Tensor& m0, double cell_clip, double proj_clip) {
+  return lstm_sequences({{x, W, bias, W_P, c0, m0, cell_clip, proj_clip}})[0];
 }
 
 }  // namespace sa::ops
