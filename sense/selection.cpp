@@ -19,7 +19,14 @@ SelectionSpace::SelectionSpace(const SenseTable& t, const Tensor& ctx, const std
   Tensor x = ctx;
   if (mean.defined()) {
     Tensor m = mean.to(ctx.dtype()).to(dev);
-    x = ops::sub(x, m), centers = ops::sub(centers, m);
+    x = ops::sub(x, m);
+    if (m.rank() == 2 && m.dim(0) == N && N > 1) {  // one mean per context, for its K centers
+      const int64_t P = ctx.dim(1);
+      centers = ops::reshape(ops::sub(ops::reshape(centers, {N, per_context, P}), ops::reshape(m, {N, 1, P})),
+                             {N * per_context, P});
+    } else {
+      centers = ops::sub(centers, m);
+    }
   }
   u = ops::matmul(x, p).values();
   v = ops::matmul(centers, p).values();
@@ -70,6 +77,24 @@ std::vector<int32_t> select_senses(const SenseTable& t, const Tensor& ctx, const
     sel[n] = best >= 0 ? best : cand[n * C];
   }
   return sel;
+}
+
+Tensor selection_mean(const SenseTable& t, const SenseOptions& o, const Tensor& queue_mean,
+                      const std::vector<int32_t>& words) {
+  using M = SenseOptions::SelectionMean;
+  if (o.selection_mean == M::Global) return queue_mean;
+  if (o.selection_mean == M::None) return Tensor();
+  NoGrad ng;
+  std::vector<int32_t> rows(words.size());
+  for (size_t n = 0; n < words.size(); ++n) rows[n] = t.row(words[n], 0);
+  return ops::gather_rows(t.centers, Tensor::from(rows, {static_cast<int64_t>(rows.size())}, t.centers.device()));
+}
+
+void keep_word_means(SenseTable& t, const SenseOptions& o, const Tensor& ctx, const std::vector<int32_t>& words) {
+  if (o.selection_mean != SenseOptions::SelectionMean::Word || words.empty() || t.is_enabled(t.row(words[0], 0))) return;
+  std::vector<int32_t> rows(words.size());
+  for (size_t n = 0; n < words.size(); ++n) rows[n] = t.row(words[n], 0);
+  update_centers(t, ctx, rows, o.sense_learning_rate, SenseOptions::CenterUpdate::Paper);
 }
 
 void update_centers(SenseTable& t, const Tensor& ctx, const std::vector<int32_t>& rows, double a,

@@ -32,6 +32,15 @@ struct SelectionSpace {
 std::vector<int32_t> select_senses(const SenseTable& table, const Tensor& ctx, const std::vector<int32_t>& words,
                                    const Tensor& proj, const Tensor& mean = Tensor(), bool seed_empty = false);
 
+// What selection subtracts before projecting (selection_mean in the config): nothing (released),
+// the projection queue's mean ("global"), or each target word's mean context ("word": the center
+// of its sense 0, the warm-up sense, which keep_word_means goes on updating after the warm-up).
+Tensor selection_mean(const SenseTable& table, const SenseOptions& o, const Tensor& queue_mean,
+                      const std::vector<int32_t>& words);
+// With selection_mean = "word": moves sense 0's center of each target word toward all of its
+// contexts this step (paper update), once sense 0 is out of the selection (after the warm-up).
+void keep_word_means(SenseTable& table, const SenseOptions& o, const Tensor& ctx, const std::vector<int32_t>& words);
+
 // Moves the centers toward the context vectors assigned to them this step.
 //  paper:    only selected rows: c <- (1 - a) c + a * mean(ctx assigned to c)
 //  released: every row decays, c <- (1 - a) c, and selected rows add a * sum / (count + 1e-5)

@@ -23,7 +23,9 @@ struct SenseOptions {
   bool warmup_init_copy = false;              // new senses start from sense 0's rows
   bool warmup_zero_centers = false;           // new senses' centers start at zero (released at scale)
   bool seed_centers = false;                  // empty centers are seeded by contexts (warmup_init = data)
-  bool center_projection = false;             // subtract the PCA mean before projecting (not released)
+  // Subtracted before projecting, in selection (not released): nothing, the projection queue's
+  // mean, or the target word's mean context (sense 0's center, kept up to date after the warm-up).
+  enum class SelectionMean { None, Global, Word } selection_mean = SelectionMean::None;
 };
 
 }  // namespace sa

@@ -48,6 +48,29 @@ TEST(SenseSelection, PicksTheNearestEnabledCenterByCosine) {
   EXPECT_EQ(sel, (std::vector<int32_t>{1, 3}));
 }
 
+// selection_mean = "word": contexts and centers share a large word offset (sense 0's center, the
+// word's mean context); raw cosines are ruled by it and pick the center with the smaller residual,
+// while the word-centred space compares the residual directions. After the warm-up the word mean
+// keeps following the word's contexts.
+TEST(SenseSelection, WordCentredSelectionComparesResiduals) {
+  SenseTable t = table_with_centers({{10, 0, 0, 0}, {10, 5, 0, 0}, {10, 0, 0.1, 0}, {10, 0, -0.1, 0}});
+  Tensor ctx = Tensor::of({10, 0.5, 0, 0,  10, 0, 0.2, 0}, {2, 4}, DType::F64);
+  EXPECT_EQ(select_senses(t, ctx, {0, 0}, eye4()), (std::vector<int32_t>{2, 2}));  // raw: residuals drowned
+  SenseOptions o;
+  o.selection_mean = SenseOptions::SelectionMean::Word;
+  o.sense_learning_rate = 0.5;
+  Tensor mean = selection_mean(t, o, Tensor(), {0, 0});
+  EXPECT_EQ(mean.values(), (std::vector<double>{10, 0, 0, 0, 10, 0, 0, 0}));
+  EXPECT_EQ(select_senses(t, ctx, {0, 0}, eye4(), mean), (std::vector<int32_t>{1, 2}));
+  keep_word_means(t, o, ctx, {0, 0});  // sense 0 moves halfway to the mean of both contexts
+  const std::vector<double> c = t.centers.values();  // row 0: (10, 0, 0, 0) + 0.5 * ((10, 0.25, 0.1, 0) - it)
+  EXPECT_NEAR(c[0], 10, 1e-12);
+  EXPECT_NEAR(c[1], 0.125, 1e-12);
+  EXPECT_NEAR(c[2], 0.05, 1e-12);
+  SenseOptions none;
+  EXPECT_FALSE(selection_mean(t, none, Tensor(), {0, 0}).defined());
+}
+
 TEST(SenseSelection, WarmupUsesSenseZeroOnly) {
   SenseTable t(5, 6, 8, 3);
   for (int w = 0; w < 5; ++w)

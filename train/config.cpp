@@ -94,7 +94,8 @@ const std::vector<Key>& schema() {
         SA_KEY(std::string, "a string", "center_update", center_update),
         SA_KEY(std::string, "a string", "sense_negatives", sense_negatives),
         SA_KEY(std::string, "a string", "warmup_init", warmup_init),
-        SA_KEY(bool, "true or false", "center_projection", sense.center_projection),
+        SA_KEY(bool, "true or false", "center_projection", center_projection),
+        SA_KEY(std::string, "a string", "selection_mean", selection_mean),
         SA_KEY(int64_t, "an integer", "char_cnn.embedding.dim", model.char_dim),
         SA_KEY(int64_t, "an integer", "char_cnn.n_highway", model.n_highway),
         SA_KEY(int64_t, "an integer", "char_cnn.n_characters", model.n_characters),
@@ -186,6 +187,8 @@ void validate(const TrainConfig& c, const std::string& origin) {
   SA_CHECK(c.sense_negatives == "uniform" || c.sense_negatives == "log_uniform" || c.sense_negatives == "full",
            "{}: sense_negatives must be \"uniform\", \"log_uniform\" or \"full\", got \"{}\"", origin,
            c.sense_negatives);
+  SA_CHECK(c.selection_mean == "none" || c.selection_mean == "global" || c.selection_mean == "word",
+           "{}: selection_mean must be \"none\", \"global\" or \"word\", got \"{}\"", origin, c.selection_mean);
   SA_CHECK(c.warmup_init == "random" || c.warmup_init == "copy" || c.warmup_init == "zero" || c.warmup_init == "data",
            "{}: warmup_init must be \"random\", \"copy\", \"zero\" or \"data\", got \"{}\"", origin, c.warmup_init);
   SA_CHECK(c.dictionary_format == "muse" || c.dictionary_format == "cedict" || c.dictionary_format == "edict" ||
@@ -239,6 +242,10 @@ TrainConfig TrainConfig::load(const std::string& path, const std::vector<std::st
     c.sense.warmup_init_copy = c.warmup_init == "copy" || c.warmup_init == "data";
     c.sense.warmup_zero_centers = c.warmup_init == "zero" || c.warmup_init == "data";
     c.sense.seed_centers = c.warmup_init == "data";
+    using M = SenseOptions::SelectionMean;
+    c.sense.selection_mean = c.selection_mean == "word"                             ? M::Word
+                             : c.selection_mean == "global" || c.center_projection ? M::Global
+                                                                                     : M::None;
   };
   for (const std::string& o : overrides) {
     size_t eq = o.find('=');

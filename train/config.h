@@ -19,6 +19,8 @@ struct TrainConfig {
   SenseOptions sense{.n_context = 0};
   std::string center_update = "paper";  // or "released"
   std::string sense_negatives = "uniform";  // or "log_uniform", "full" (decision 6)
+  std::string selection_mean = "none";  // "global", "word": subtracted before projecting (ours)
+  bool center_projection = false;       // older name of selection_mean = "global"
   std::string warmup_init = "random";    // "copy": from sense 0; "zero": zero centers (released at scale);
                                          // "data": copy + centers seeded by the first contexts
   // bilm-tf training keys

@@ -22,7 +22,7 @@ Tensor sense_direction_loss(SenseHead& h, const Tensor& top, const LmBatch& b, c
   const int64_t B = top.dim(0), T = top.dim(1), P = top.dim(2);
   Tensor ctx = selection_context(top);
   std::vector<int32_t> sel =
-      select_senses(h.table, ctx, b.targets, h.proj.matrix(), o.center_projection ? h.proj.mean() : Tensor(),
+      select_senses(h.table, ctx, b.targets, h.proj.matrix(), selection_mean(h.table, o, h.proj.mean(), b.targets),
                     training && o.seed_centers);
   Tensor flat = ops::reshape(top, {B * T, P});
   Tensor loss;
@@ -31,7 +31,9 @@ Tensor sense_direction_loss(SenseHead& h, const Tensor& top, const LmBatch& b, c
     Tensor per_row;
     if (dict) {  // Bi-SaELMo (the config allows only uniform negatives with a dictionary)
       TranslationCandidates cand = translation_candidates(h.table, *dict, b.targets, ctx, h.proj.matrix(),
-                                                          o.center_projection ? h.proj.mean() : Tensor());
+                                                          o.selection_mean == SenseOptions::SelectionMean::Global
+                                                              ? h.proj.mean()
+                                                              : Tensor());
       per_row = sense_translation_loss(flat, h.table, sel, cand, sample_enabled_rows(h.table, n_negatives, rng));
     } else if (o.negatives == N::Full) {
       per_row = sense_full_loss(flat, h.table, sel);
@@ -42,6 +44,7 @@ Tensor sense_direction_loss(SenseHead& h, const Tensor& top, const LmBatch& b, c
     }
     loss = ops::mean(per_row);
     update_centers(h.table, ctx, sel, o.sense_learning_rate, o.center_update);
+    keep_word_means(h.table, o, ctx, b.targets);
     h.usage.record(sel, h.table.n_context());
   } else {
     loss = ops::mean(sense_full_loss(flat, h.table, sel));

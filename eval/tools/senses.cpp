@@ -287,7 +287,7 @@ void pseudo_eval(LoadedRun& r, const std::string& pairs_file, const std::string&
         Tensor ctx = ops::gather_rows(ops::slice(top, 1, d * P, (d + 1) * P), Tensor::from(pos, {(int64_t)pos.size()}));
         const PcaProjection& proj = r.lm.heads[d].proj;
         std::vector<int32_t> sel = select_senses(r.lm.heads[d].table, ctx, words, proj.matrix(),
-                                                 r.config.sense.center_projection ? proj.mean() : Tensor());
+                                                 selection_mean(r.lm.heads[d].table, r.config.sense, proj.mean(), words));
         for (size_t k = 0; k < sel.size(); ++k) {
           std::vector<int>& cell = tables[d][it.hits[k][1]][sel[k]];
           cell.resize(2);
