@@ -2,6 +2,8 @@
 // and the gradient of the sense loss.
 #include <gtest/gtest.h>
 
+#include "tests/test_util.h"
+
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -269,11 +271,7 @@ TEST(SenseSoftmax, LogUniformNegativesTakeWholeWordsWithLogQ) {
 // unfused ops on the loss and on every gradient, with accidental hits and log-Q shifts, for more
 // rows than one CPU chunk.
 TEST(SenseSoftmax, FusedEqualsUnfused) {
-  for (Device dev : {Device::cpu(), Device::cuda(0)}) {
-    if (dev.is_cuda() && cuda_device_count() == 0) {
-      std::printf("[ SKIP     ] FusedEqualsUnfused on CUDA: no GPU\n");
-      continue;
-    }
+  for (Device dev : testing::cpu_and_gpu("FusedEqualsUnfused")) {
     const DType dt = dev.is_cuda() ? DType::F32 : DType::F64;
     // 2,000 candidates: the CPU works in chunks of 2^18 / 2000 = 131 rows, so 150 rows take two.
     SenseTable t(1500, 3, 6, 7, dev, dt);
@@ -300,11 +298,7 @@ TEST(SenseSoftmax, FusedEqualsUnfused) {
                                               t.b.sparse_grad().to_dense(t.rows(), 1).values()};
     };
     auto a = grads(true), b = grads(false);
-    const double tol = dt == DType::F64 ? 1e-12 : 2e-5;
-    for (size_t k = 0; k < a.size(); ++k) {
-      ASSERT_EQ(a[k].size(), b[k].size()) << k;
-      for (size_t i = 0; i < a[k].size(); ++i) ASSERT_NEAR(a[k][i], b[k][i], tol) << "output " << k << " element " << i;
-    }
+    testing::expect_outputs_near(a, b, dt == DType::F64 ? 1e-12 : 2e-5);
   }
 }
 

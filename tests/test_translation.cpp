@@ -2,6 +2,8 @@
 // hand computation, its f64 gradient check, and no NaN on self-translations.
 #include <gtest/gtest.h>
 
+#include "tests/test_util.h"
+
 #include <cmath>
 #include <random>
 
@@ -113,11 +115,7 @@ TEST(Translation, GradientMatchesFiniteDifferencesAndSelfTranslationHasNoNaN) {
 // reference on the loss and every gradient: random dictionaries with self-translations, absent
 // candidates, negatives that hit a candidate, and more rows than one CPU chunk.
 TEST(Translation, FusedEqualsUnfused) {
-  for (Device dev : {Device::cpu(), Device::cuda(0)}) {
-    if (dev.is_cuda() && cuda_device_count() == 0) {
-      std::printf("[ SKIP     ] Translation.FusedEqualsUnfused on CUDA: no GPU\n");
-      continue;
-    }
+  for (Device dev : testing::cpu_and_gpu("Translation.FusedEqualsUnfused")) {
     const DType dt = dev.is_cuda() ? DType::F32 : DType::F64;
     const int V = 300, C = 3, P = 6, N = 150;
     SenseTable t(V, C, P, 5, dev, dt);
@@ -158,11 +156,7 @@ TEST(Translation, FusedEqualsUnfused) {
     int with_translation = 0;
     for (int32_t best : c.best) with_translation += best >= 0;
     ASSERT_GT(with_translation, N / 4);
-    const double tol = dt == DType::F64 ? 1e-12 : 2e-5;
-    for (size_t k = 0; k < a.size(); ++k) {
-      ASSERT_EQ(a[k].size(), b[k].size()) << k;
-      for (size_t i = 0; i < a[k].size(); ++i) ASSERT_NEAR(a[k][i], b[k][i], tol) << "output " << k << " element " << i;
-    }
+    testing::expect_outputs_near(a, b, dt == DType::F64 ? 1e-12 : 2e-5);
   }
 }
 

@@ -1,12 +1,34 @@
 // Helpers shared by the test suites.
 #pragma once
+#include <gtest/gtest.h>
+
+#include <cstdio>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "engine/core/error.h"
+#include "engine/engine.h"
 #include "layers/elmo_options.h"
 
 namespace sa::testing {
+
+// The CPU, and the first GPU when there is one (a skip line names `what` otherwise).
+inline std::vector<Device> cpu_and_gpu(const char* what) {
+  if (cuda_device_count() > 0) return {Device::cpu(), Device::cuda(0)};
+  std::printf("[ SKIP     ] %s on CUDA: no GPU\n", what);
+  return {Device::cpu()};
+}
+
+// Every output (a loss, then gradients) of two paths agrees element by element within tol.
+inline void expect_outputs_near(const std::vector<std::vector<double>>& a, const std::vector<std::vector<double>>& b,
+                                double tol) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t k = 0; k < a.size(); ++k) {
+    ASSERT_EQ(a[k].size(), b[k].size()) << "output " << k;
+    for (size_t i = 0; i < a[k].size(); ++i) ASSERT_NEAR(a[k][i], b[k][i], tol) << "output " << k << " element " << i;
+  }
+}
 
 // The message of the sa::Error that f throws, or "(no error)".
 inline std::string error_of(const std::function<void()>& f) {
