@@ -22,6 +22,18 @@ std::string run(const std::string& cmd) {
   return out;
 }
 
+// Trains a tiny SaELMo run in dir/run from the config lines `head` (corpora and sense keys);
+// returns whether training succeeded.
+bool train_tiny(const std::string& dir, const std::string& head) {
+  std::ofstream(dir + "/tiny.cfg") << head << "run_dir = \"" << dir << "/run\"\n"
+                                   << "batch_size = 8\nunroll_steps = 10\nn_negative_samples_batch = 64\n"
+                                   << "seed = 3\ndevice = \"cpu\"\ncluster_proj_dim = 8\npca_every = 5\n"
+                                   << "contextual_warmup = 10\nprune_first = 1000\n"
+                                   << "[char_cnn]\nembedding.dim = 8\nfilters = [[1, 16], [2, 16]]\nn_highway = 1\n"
+                                   << "[lstm]\ndim = 32\nprojection_dim = 16\nn_layers = 2\n";
+  return std::system(("./bin/train " + dir + "/tiny.cfg > /dev/null 2>&1").c_str()) == 0;
+}
+
 TEST(SensesTool, ListPlotAndMemory) {
   const std::string corpus = "../shared/data/corpus/brown.txt";
   if (!fs::exists(corpus)) GTEST_SKIP() << "no ../shared/data here";
@@ -34,13 +46,7 @@ TEST(SensesTool, ListPlotAndMemory) {
     std::string line;
     for (int i = 0; i < 300 && std::getline(in, line); ++i) out << line << "\n";
   }
-  std::ofstream(dir + "/tiny.cfg") << "train_prefix = \"" << dir << "/corpus.txt\"\nrun_dir = \"" << dir << "/run\"\n"
-                                   << "batch_size = 8\nunroll_steps = 10\nn_negative_samples_batch = 64\nn_steps = 30\n"
-                                   << "seed = 3\ndevice = \"cpu\"\nn_context = 4\ncluster_proj_dim = 8\npca_every = 5\n"
-                                   << "contextual_warmup = 10\nwarmup_init = \"data\"\nprune_first = 1000\n"
-                                   << "[char_cnn]\nembedding.dim = 8\nfilters = [[1, 16], [2, 16]]\nn_highway = 1\n"
-                                   << "[lstm]\ndim = 32\nprojection_dim = 16\nn_layers = 2\n";
-  ASSERT_EQ(std::system(("./bin/train " + dir + "/tiny.cfg > /dev/null 2>&1").c_str()), 0);
+  ASSERT_TRUE(train_tiny(dir, "train_prefix = \"" + dir + "/corpus.txt\"\nn_steps = 30\nn_context = 4\nwarmup_init = \"data\"\n"));
 
   std::string list = run("./bin/senses list --model " + dir + "/run --word the --top 3");
   // Forward and backward, senses 1..3 (sense 0 is the warm-up sense, disabled after it).
@@ -106,14 +112,8 @@ TEST(SensesTool, JointRunShowsNearestSensesInEachLanguage) {
       }
     }
   }
-  std::ofstream(dir + "/tiny.cfg") << "train_prefix = \"" << dir << "/en.txt\"\ntrain_prefix_l2 = \"" << dir
-                                   << "/de.txt\"\nrun_dir = \"" << dir << "/run\"\n"
-                                   << "batch_size = 8\nunroll_steps = 10\nn_negative_samples_batch = 64\nn_steps = 20\n"
-                                   << "seed = 3\ndevice = \"cpu\"\nn_context = 3\ncluster_proj_dim = 8\npca_every = 5\n"
-                                   << "contextual_warmup = 10\nprune_first = 1000\n"
-                                   << "[char_cnn]\nembedding.dim = 8\nfilters = [[1, 16], [2, 16]]\nn_highway = 1\n"
-                                   << "[lstm]\ndim = 32\nprojection_dim = 16\nn_layers = 2\n";
-  ASSERT_EQ(std::system(("./bin/train " + dir + "/tiny.cfg > /dev/null 2>&1").c_str()), 0);
+  ASSERT_TRUE(train_tiny(dir, "train_prefix = \"" + dir + "/en.txt\"\ntrain_prefix_l2 = \"" + dir +
+                                 "/de.txt\"\nn_steps = 20\nn_context = 3\n"));
   std::string list = run("./bin/senses list --model " + dir + "/run --word der --top 4 --langs en,de");
   EXPECT_NE(list.find("nearest en:"), std::string::npos) << list;
   std::istringstream lines(list);
