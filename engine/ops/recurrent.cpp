@@ -26,15 +26,18 @@ namespace {
 // One sequence's saved tensors and sizes.
 struct Seq {
   LstmSequenceArgs a;
-  int64_t T, B, in, D, P;
+  int64_t T = 0, B = 0, in = 0, D = 0, P = 0;
   Tensor X, Wx, Wh, G, C, H, M, Y;
 };
 
 Seq prepare(const LstmSequenceArgs& a) {
   check_same("lstm_sequence", {a.x, a.W, a.bias, a.W_P, a.c0, a.m0});
   const Tensor& x = a.x;
-  Seq s{a, x.rank() == 3 ? x.dim(0) : -1, x.rank() == 3 ? x.dim(1) : -1, x.rank() == 3 ? x.dim(2) : -1,
-        a.W_P.rank() == 2 ? a.W_P.dim(0) : -1, a.W_P.rank() == 2 ? a.W_P.dim(1) : -1};
+  Seq s;
+  s.a = a;
+  const bool x3 = x.rank() == 3, w2 = a.W_P.rank() == 2;
+  s.T = x3 ? x.dim(0) : -1, s.B = x3 ? x.dim(1) : -1, s.in = x3 ? x.dim(2) : -1;
+  s.D = w2 ? a.W_P.dim(0) : -1, s.P = w2 ? a.W_P.dim(1) : -1;
   const int64_t T = s.T, B = s.B, in = s.in, D = s.D, P = s.P;
   SA_CHECK(T >= 1 && D > 0 && a.W.shape() == (Shape{in + P, 4 * D}) && a.bias.numel() == 4 * D &&
                a.c0.shape() == (Shape{B, D}) && a.m0.shape() == (Shape{B, P}),
