@@ -98,7 +98,7 @@ void keep_word_means(SenseTable& t, const SenseOptions& o, const Tensor& ctx, co
 }
 
 void update_centers(SenseTable& t, const Tensor& ctx, const std::vector<int32_t>& rows, double a,
-                    SenseOptions::CenterUpdate mode) {
+                    SenseOptions::CenterUpdate mode, bool seed_exact) {
   NoGrad ng;
   const int64_t N = ctx.dim(0), P = ctx.dim(1);
   // Sum and count of the context vectors per selected row (unique rows, in order).
@@ -116,14 +116,28 @@ void update_centers(SenseTable& t, const Tensor& ctx, const std::vector<int32_t>
   backend(dev).scatter_add_rows(ctx.to(dt), Tensor::from(local, {N}, dev), sums);
   Tensor ids = Tensor::from(uniq, {U}, dev);
   Backend& be = backend(dev);
-  if (mode == SenseOptions::CenterUpdate::Paper) {
+  // seed_exact: a center still exactly zero (never seeded) becomes the mean of its first contexts,
+  // as online k-means seeds with its first points; otherwise it would be a * mean, which only
+  // works when the space ignores scale (no mean subtracted in selection).
+  std::vector<double> rate(uniq.size(), a);
+  if (seed_exact) {
+    const std::vector<double> sq = ops::sum(ops::square(ops::gather_rows(t.centers, ids)), 1).values();
+    for (size_t i = 0; i < rate.size(); ++i)
+      if (sq[i] == 0.0) rate[i] = 1.0;
+  }
+  if (mode == SenseOptions::CenterUpdate::Paper || seed_exact) {
     std::vector<double> inv(uniq.size());
     for (size_t i = 0; i < inv.size(); ++i) inv[i] = 1.0 / count[i];
     Tensor mean = ops::mul(sums, Tensor::of(inv, {U, 1}, dt, dev));
-    // c += a * (mean - c) on the selected rows only
-    Tensor delta = ops::scale(ops::sub(mean, ops::gather_rows(t.centers, ids)), a);
+    if (mode == SenseOptions::CenterUpdate::Released) {  // seeded rows only; the rest below
+      std::vector<double> keep(uniq.size());
+      for (size_t i = 0; i < keep.size(); ++i) keep[i] = rate[i] == 1.0 ? 1.0 : 0.0, rate[i] = keep[i];
+    }
+    // c += rate * (mean - c) on the selected rows only
+    Tensor delta = ops::mul(ops::sub(mean, ops::gather_rows(t.centers, ids)), Tensor::of(rate, {U, 1}, dt, dev));
     be.scatter_add_rows(delta, ids, t.centers);
-  } else {
+  }
+  if (mode == SenseOptions::CenterUpdate::Released) {
     be.unary(UnaryOp::Scale, t.centers, t.centers, 1.0 - a, 0);  // every center decays, as released
     std::vector<double> w(uniq.size());
     for (size_t i = 0; i < w.size(); ++i) w[i] = a / (count[i] + 1e-5);

@@ -44,7 +44,9 @@ void keep_word_means(SenseTable& table, const SenseOptions& o, const Tensor& ctx
 // Moves the centers toward the context vectors assigned to them this step.
 //  paper:    only selected rows: c <- (1 - a) c + a * mean(ctx assigned to c)
 //  released: every row decays, c <- (1 - a) c, and selected rows add a * sum / (count + 1e-5)
+// With seed_exact (warmup_init = "data"), a center that is still exactly zero takes the mean of
+// its contexts instead (its first points set it, as online k-means seeds).
 void update_centers(SenseTable& table, const Tensor& ctx, const std::vector<int32_t>& rows, double a,
-                    SenseOptions::CenterUpdate mode);
+                    SenseOptions::CenterUpdate mode, bool seed_exact = false);
 
 }  // namespace sa

@@ -118,6 +118,19 @@ TEST(SenseSelection, EmptyCentersAreSeededByTheFirstContexts) {
   EXPECT_EQ(select_senses(t, next, {0, 1}, eye4(), Tensor(), true), (std::vector<int32_t>{3, 6}));
 }
 
+// warmup_init = "data": a center still at zero takes the mean of its first contexts exactly (a
+// scaled copy would be wrong once selection subtracts a mean); seeded centers keep the EMA.
+TEST(SenseCenters, ZeroCentersAreSeededExactly) {
+  SenseTable t(2, 2, 2, 1, Device::cpu(), DType::F64);
+  t.centers = Tensor::of({1, 1, 0, 0, 4, 4, 8, 8}, {4, 2}, DType::F64);
+  Tensor ctx = Tensor::of({10, 0, 20, 0, 5, 5}, {3, 2}, DType::F64);
+  update_centers(t, ctx, {1, 1, 3}, 0.1, SenseOptions::CenterUpdate::Paper, true);
+  EXPECT_EQ(t.centers.values(), (std::vector<double>{1, 1, 15, 0, 4, 4, 0.9 * 8 + 0.5, 0.9 * 8 + 0.5}));
+  t.centers = Tensor::of({1, 1, 0, 0, 4, 4, 8, 8}, {4, 2}, DType::F64);
+  update_centers(t, ctx, {1, 1, 3}, 0.1, SenseOptions::CenterUpdate::Paper, false);
+  EXPECT_NEAR(t.centers.values()[2], 1.5, 1e-12);  // without: a * mean
+}
+
 TEST(SenseCenters, PaperAndReleasedUpdates) {
   for (auto mode : {SenseOptions::CenterUpdate::Paper, SenseOptions::CenterUpdate::Released}) {
     SenseTable t(2, 2, 2, 1, Device::cpu(), DType::F64);

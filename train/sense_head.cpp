@@ -43,7 +43,7 @@ Tensor sense_direction_loss(SenseHead& h, const Tensor& top, const LmBatch& b, c
       per_row = sense_sampled_loss(flat, h.table, sel, sample_enabled_rows(h.table, n_negatives, rng));
     }
     loss = ops::mean(per_row);
-    update_centers(h.table, ctx, sel, o.sense_learning_rate, o.center_update);
+    update_centers(h.table, ctx, sel, o.sense_learning_rate, o.center_update, o.seed_centers);
     keep_word_means(h.table, o, ctx, b.targets);
     h.usage.record(sel, h.table.n_context());
   } else {

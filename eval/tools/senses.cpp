@@ -327,22 +327,37 @@ void pseudo_eval(LoadedRun& r, const std::string& pairs_file, const std::string&
     std::printf("mean %s: purity %.3f (one-sense baseline %.3f), V-measure %.3f\n", d ? "backward" : "forward",
                 sum[d][0] / n, sum[d][2] / n, sum[d][1] / n);
   if (!ceiling) return;
-  // What these vectors could separate at best: unsupervised 2-means and a supervised probe.
-  std::printf("\nceiling (selection vectors, mean-centred per pseudo-word, unit length):\n");
-  std::printf("%-24s | %-28s | %-28s\n", "pair", "forward 2-means / probe", "backward 2-means / probe");
-  double csum[2][2] = {};
+  // What these vectors could separate at best: unsupervised 2-means and a supervised probe, on
+  // the full vectors and on their projection by the selection space's P (what selection sees).
+  auto project = [&](const std::vector<float>& v, int d) {
+    const Tensor pm = r.lm.heads[d].proj.matrix();
+    const int64_t k = pm.dim(1);
+    const std::vector<double> w = pm.values();
+    std::vector<float> out(v.size() / static_cast<size_t>(P) * static_cast<size_t>(k), 0.f);
+    for (size_t i = 0; i < v.size() / static_cast<size_t>(P); ++i)
+      for (int64_t a = 0; a < P; ++a)
+        for (int64_t b = 0; b < k; ++b) out[i * k + b] += static_cast<float>(v[i * P + a] * w[a * k + b]);
+    return std::pair{out, k};
+  };
+  std::printf("\nceiling (selection vectors, mean-centred per pseudo-word, unit length; 2-means and a nearest-mean\n"
+              "probe on the full vectors, 2-means again after the projection P):\n");
+  std::printf("%-24s | %-26s | %-26s\n", "pair", "forward 2m / probe / P 2m", "backward 2m / probe / P 2m");
+  double csum[2][3] = {};
   for (size_t i = 0; i < pairs.size(); ++i) {
-    SeparationCeiling c[2];
+    SeparationCeiling c[2], cp[2];
     for (int d = 0; d < 2; ++d) {
       c[d] = separation_ceiling(vecs[d][i], P, labels[d][i], 7 + i);
-      csum[d][0] += c[d].two_means_purity, csum[d][1] += c[d].probe_accuracy;
+      auto [pv, k] = project(vecs[d][i], d);
+      cp[d] = separation_ceiling(pv, k, labels[d][i], 7 + i);
+      csum[d][0] += c[d].two_means_purity, csum[d][1] += c[d].probe_accuracy, csum[d][2] += cp[d].two_means_purity;
     }
-    std::printf("%-24s | %.3f / %.3f                | %.3f / %.3f\n", (pairs[i].first + "_" + pairs[i].second).c_str(),
-                c[0].two_means_purity, c[0].probe_accuracy, c[1].two_means_purity, c[1].probe_accuracy);
+    std::printf("%-24s | %.3f / %.3f / %.3f      | %.3f / %.3f / %.3f\n", (pairs[i].first + "_" + pairs[i].second).c_str(),
+                c[0].two_means_purity, c[0].probe_accuracy, cp[0].two_means_purity, c[1].two_means_purity,
+                c[1].probe_accuracy, cp[1].two_means_purity);
   }
   for (int d = 0; d < 2; ++d)
-    std::printf("mean %s: 2-means purity %.3f, nearest-mean probe accuracy %.3f\n", d ? "backward" : "forward",
-                csum[d][0] / n, csum[d][1] / n);
+    std::printf("mean %s: 2-means purity %.3f, nearest-mean probe accuracy %.3f, 2-means purity after P %.3f\n",
+                d ? "backward" : "forward", csum[d][0] / n, csum[d][1] / n, csum[d][2] / n);
 }
 
 }  // namespace
