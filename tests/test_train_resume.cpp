@@ -108,7 +108,7 @@ TEST(TrainResume, SaelmoSigkillThenRerunEqualsUninterruptedRun) {
 TEST(TrainResume, SaelmoDataSeedingAndLogUniformNegativesResume) {
   check_resume("saelmo-data",
                "n_context = 4\ncluster_proj_dim = 8\npca_sample = 500\npca_every = 7\ncontextual_warmup = 15\n"
-               "prune_first = 20\nprune_every = 12\ncontext_record_window = 10\nwarmup_init = \"data\"\nselection_mean = \"word\"\n"
+               "prune_first = 20\nprune_every = 12\ncontext_record_window = 10\nwarmup_init = \"data\"\nselection_mean = \"word\"\nselect_after_dropout = false\n"
                "sense_negatives = \"log_uniform\"\n");
 }
 

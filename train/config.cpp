@@ -96,6 +96,7 @@ const std::vector<Key>& schema() {
         SA_KEY(std::string, "a string", "warmup_init", warmup_init),
         SA_KEY(bool, "true or false", "center_projection", center_projection),
         SA_KEY(std::string, "a string", "selection_mean", selection_mean),
+        SA_KEY(bool, "true or false", "select_after_dropout", sense.select_after_dropout),
         SA_KEY(int64_t, "an integer", "char_cnn.embedding.dim", model.char_dim),
         SA_KEY(int64_t, "an integer", "char_cnn.n_highway", model.n_highway),
         SA_KEY(int64_t, "an integer", "char_cnn.n_characters", model.n_characters),

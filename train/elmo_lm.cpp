@@ -93,7 +93,8 @@ namespace {
 
 // The top outputs of the listed directions, their layers run as one op per layer.
 std::vector<Tensor> tops(const ElmoModel& m, const std::vector<int>& dirs, std::vector<Tensor> x,
-                         const std::vector<std::vector<LstmState>*>& states, double p, Generator& gen) {
+                         const std::vector<std::vector<LstmState>*>& states, double p, Generator& gen,
+                         std::vector<Tensor>* undropped = nullptr) {
   const size_t n = dirs.size();
   for (int l = 0; l < m.opt.n_layers; ++l) {
     std::vector<Tensor> in(n);
@@ -112,6 +113,7 @@ std::vector<Tensor> tops(const ElmoModel& m, const std::vector<int>& dirs, std::
       x[k] = out;
     }
   }
+  if (undropped) *undropped = x;
   for (Tensor& t : x) t = ops::dropout(t, p, gen);
   return x;
 }
@@ -124,8 +126,11 @@ Tensor lm_top(const ElmoModel& m, int dir, const Tensor& tokens, std::vector<Lst
 }
 
 std::array<Tensor, 2> lm_tops(const ElmoModel& m, const std::array<Tensor, 2>& tokens, CarriedState& state, double p,
-                              Generator& gen) {
-  std::vector<Tensor> t = tops(m, {0, 1}, {tokens[0], tokens[1]}, {&state.dir[0], &state.dir[1]}, p, gen);
+                              Generator& gen, std::array<Tensor, 2>* undropped) {
+  std::vector<Tensor> u;
+  std::vector<Tensor> t = tops(m, {0, 1}, {tokens[0], tokens[1]}, {&state.dir[0], &state.dir[1]}, p, gen,
+                               undropped ? &u : nullptr);
+  if (undropped) *undropped = {u[0], u[1]};
   return {t[0], t[1]};
 }
 

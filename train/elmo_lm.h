@@ -53,8 +53,9 @@ Tensor lm_top(const ElmoModel& m, int dir, const Tensor& tokens, std::vector<Lst
               Generator& dropout_gen);
 // Both directions at once (tokens and states in direction order): each layer runs the two LSTMs
 // as one op, side by side on the CPU.
+// `undropped`: the top outputs before the output dropout, too.
 std::array<Tensor, 2> lm_tops(const ElmoModel& m, const std::array<Tensor, 2>& tokens, CarriedState& state, double p,
-                              Generator& dropout_gen);
+                              Generator& dropout_gen, std::array<Tensor, 2>* undropped = nullptr);
 
 // Mean token loss of one direction from its token vectors [B, T, P] and the batch's targets;
 // advances `state`.

@@ -18,9 +18,10 @@ Tensor selection_context(const Tensor& top) {
 }
 
 Tensor sense_direction_loss(SenseHead& h, const Tensor& top, const LmBatch& b, const SenseOptions& o, int n_negatives,
-                            bool training, std::mt19937_64& rng, Tensor* ctx_out, const TranslationTable* dict) {
+                            bool training, std::mt19937_64& rng, Tensor* ctx_out, const TranslationTable* dict,
+                            const Tensor& select_top) {
   const int64_t B = top.dim(0), T = top.dim(1), P = top.dim(2);
-  Tensor ctx = selection_context(top);
+  Tensor ctx = selection_context(select_top.defined() ? select_top : top);
   std::vector<int32_t> sel =
       select_senses(h.table, ctx, b.targets, h.proj.matrix(), selection_mean(h.table, o, h.proj.mean(), b.targets),
                     training && o.seed_centers);

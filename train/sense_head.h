@@ -28,8 +28,9 @@ Tensor selection_context(const Tensor& top);
 // over `n_negatives` uniform enabled rows, then the center update and usage record. Otherwise the
 // exact softmax over the enabled rows. `ctx_out` gets the selection vectors (for the PCA queue).
 // With `dict` (Bi-SaELMo), training adds the sense-level translation loss (sense/translation.h).
+// `select_top`: the top output selection reads instead of `top` (select_after_dropout = false).
 Tensor sense_direction_loss(SenseHead& head, const Tensor& top, const LmBatch& b, const SenseOptions& o,
                             int n_negatives, bool training, std::mt19937_64& rng, Tensor* ctx_out = nullptr,
-                            const TranslationTable* dict = nullptr);
+                            const TranslationTable* dict = nullptr, const Tensor& select_top = Tensor());
 
 }  // namespace sa

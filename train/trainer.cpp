@@ -224,12 +224,14 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet) 
     std::mt19937_64 sample_rng(c.seed * 1000003 + static_cast<uint64_t>(step));
     auto [tf, tb] = encode_batches(lm, bf, bb);
     Tensor lf, lb, ctx[2];
-    auto [top_f, top_b] = lm_tops(lm.bilm, {tf, tb}, state, c.dropout, gen);
+    std::array<Tensor, 2> undropped;
+    const bool before = sense && !c.sense.select_after_dropout;
+    auto [top_f, top_b] = lm_tops(lm.bilm, {tf, tb}, state, c.dropout, gen, before ? &undropped : nullptr);
     if (sense) {
       lf = sense_direction_loss(lm.heads[0], top_f, bf, c.sense, c.n_negative_samples_batch, true, sample_rng, &ctx[0],
-                                dict.get());
+                                dict.get(), undropped[0]);
       lb = sense_direction_loss(lm.heads[1], top_b, bb, c.sense, c.n_negative_samples_batch, true, sample_rng, &ctx[1],
-                                dict.get());
+                                dict.get(), undropped[1]);
     } else {
       lf = direction_loss(lm, top_f, bf, lo, &sampler, &sample_rng);
       lb = direction_loss(lm, top_b, bb, lo, &sampler, &sample_rng);
