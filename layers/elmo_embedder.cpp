@@ -1,10 +1,8 @@
 #include "layers/elmo_embedder.h"
 
-#include <cstdio>
-
-#include <chrono>
-
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 
 #include "data/char_ids.h"
 

@@ -10,14 +10,6 @@ Tensor lstm_forward(const LstmWeights& w, const Tensor& x, LstmState& state, dou
            describe(w.B), describe(x), D, P);
   SA_CHECK(state.c.shape() == (Shape{B, D}) && state.m.shape() == (Shape{B, P}),
            "lstm: state c {} and m {} must be [{}, {}] and [{}, {}]", describe(state.c), describe(state.m), B, D, B, P);
-  if (!lengths) {  // the whole sequence as one op (training and stateful inference)
-    std::vector<Tensor> r = ops::lstm_sequence(ops::permute(x, {1, 0, 2}), w.W, w.B, w.W_P, state.c, state.m,
-                                               cell_clip, proj_clip);
-    state.c = r[1];
-    state.m = r[2];
-    return ops::permute(r[0], {1, 0, 2});
-  }
-  // Padded rows (stateless inference over sentences of different lengths): step by step.
   Tensor w_x = ops::slice(w.W, 0, 0, in), w_h = ops::slice(w.W, 0, in, in + P);
   // Time-major input (a small copy: `in` is the projection size, not 4D), one GEMM for all steps,
   // then per-step views: slicing [B, T, 4D] per step would zero-fill and accumulate a whole

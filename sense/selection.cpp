@@ -79,22 +79,30 @@ std::vector<int32_t> select_senses(const SenseTable& t, const Tensor& ctx, const
   return sel;
 }
 
+namespace {
+
+// The warm-up sense's row of each word: its center is the word's mean context.
+std::vector<int32_t> sense0_rows(const SenseTable& t, const std::vector<int32_t>& words) {
+  std::vector<int32_t> rows(words.size());
+  for (size_t n = 0; n < words.size(); ++n) rows[n] = t.row(words[n], 0);
+  return rows;
+}
+
+}  // namespace
+
 Tensor selection_mean(const SenseTable& t, const SenseOptions& o, const Tensor& queue_mean,
                       const std::vector<int32_t>& words) {
   using M = SenseOptions::SelectionMean;
   if (o.selection_mean == M::Global) return queue_mean;
   if (o.selection_mean == M::None) return Tensor();
   NoGrad ng;
-  std::vector<int32_t> rows(words.size());
-  for (size_t n = 0; n < words.size(); ++n) rows[n] = t.row(words[n], 0);
-  return ops::gather_rows(t.centers, Tensor::from(rows, {static_cast<int64_t>(rows.size())}, t.centers.device()));
+  return ops::gather_rows(t.centers, Tensor::from(sense0_rows(t, words), {static_cast<int64_t>(words.size())},
+                                                  t.centers.device()));
 }
 
 void keep_word_means(SenseTable& t, const SenseOptions& o, const Tensor& ctx, const std::vector<int32_t>& words) {
   if (o.selection_mean != SenseOptions::SelectionMean::Word || words.empty() || t.is_enabled(t.row(words[0], 0))) return;
-  std::vector<int32_t> rows(words.size());
-  for (size_t n = 0; n < words.size(); ++n) rows[n] = t.row(words[n], 0);
-  update_centers(t, ctx, rows, o.sense_learning_rate, SenseOptions::CenterUpdate::Paper);
+  update_centers(t, ctx, sense0_rows(t, words), o.sense_learning_rate, SenseOptions::CenterUpdate::Paper);
 }
 
 void update_centers(SenseTable& t, const Tensor& ctx, const std::vector<int32_t>& rows, double a,
@@ -117,32 +125,30 @@ void update_centers(SenseTable& t, const Tensor& ctx, const std::vector<int32_t>
   Tensor ids = Tensor::from(uniq, {U}, dev);
   Backend& be = backend(dev);
   // seed_exact: a center still exactly zero (never seeded) becomes the mean of its first contexts,
-  // as online k-means seeds with its first points; otherwise it would be a * mean, which only
-  // works when the space ignores scale (no mean subtracted in selection).
-  std::vector<double> rate(uniq.size(), a);
+  // as online k-means seeds with its first points. The updates below would make it a * mean,
+  // which only works when the selection space ignores scale (no mean subtracted).
+  std::vector<double> seeded;
   if (seed_exact) {
-    const std::vector<double> sq = ops::sum(ops::square(ops::gather_rows(t.centers, ids)), 1).values();
-    for (size_t i = 0; i < rate.size(); ++i)
-      if (sq[i] == 0.0) rate[i] = 1.0;
+    seeded = ops::sum(ops::square(ops::gather_rows(t.centers, ids)), 1).values();
+    for (double& v : seeded) v = v == 0.0 ? 1.0 : 0.0;
   }
-  if (mode == SenseOptions::CenterUpdate::Paper || seed_exact) {
-    std::vector<double> inv(uniq.size());
-    for (size_t i = 0; i < inv.size(); ++i) inv[i] = 1.0 / count[i];
-    Tensor mean = ops::mul(sums, Tensor::of(inv, {U, 1}, dt, dev));
-    if (mode == SenseOptions::CenterUpdate::Released) {  // seeded rows only; the rest below
-      std::vector<double> keep(uniq.size());
-      for (size_t i = 0; i < keep.size(); ++i) keep[i] = rate[i] == 1.0 ? 1.0 : 0.0, rate[i] = keep[i];
-    }
-    // c += rate * (mean - c) on the selected rows only
-    Tensor delta = ops::mul(ops::sub(mean, ops::gather_rows(t.centers, ids)), Tensor::of(rate, {U, 1}, dt, dev));
-    be.scatter_add_rows(delta, ids, t.centers);
-  }
-  if (mode == SenseOptions::CenterUpdate::Released) {
+  std::vector<double> inv(uniq.size());
+  for (size_t i = 0; i < inv.size(); ++i) inv[i] = 1.0 / count[i];
+  const Tensor mean = ops::mul(sums, Tensor::of(inv, {U, 1}, dt, dev));
+  // c += w * (mean - c) on the selected rows, w = a (paper) or 1 (seeded rows)
+  auto move_toward_mean = [&](const std::vector<double>& w) {
+    be.scatter_add_rows(ops::mul(ops::sub(mean, ops::gather_rows(t.centers, ids)), Tensor::of(w, {U, 1}, dt, dev)), ids,
+                        t.centers);
+  };
+  if (mode == SenseOptions::CenterUpdate::Paper) {
+    move_toward_mean(std::vector<double>(uniq.size(), a));
+  } else {
     be.unary(UnaryOp::Scale, t.centers, t.centers, 1.0 - a, 0);  // every center decays, as released
     std::vector<double> w(uniq.size());
     for (size_t i = 0; i < w.size(); ++i) w[i] = a / (count[i] + 1e-5);
     be.scatter_add_rows(ops::mul(sums, Tensor::of(w, {U, 1}, dt, dev)), ids, t.centers);
   }
+  if (seed_exact) move_toward_mean(seeded);
 }
 
 }  // namespace sa

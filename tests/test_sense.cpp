@@ -129,6 +129,13 @@ TEST(SenseCenters, ZeroCentersAreSeededExactly) {
   t.centers = Tensor::of({1, 1, 0, 0, 4, 4, 8, 8}, {4, 2}, DType::F64);
   update_centers(t, ctx, {1, 1, 3}, 0.1, SenseOptions::CenterUpdate::Paper, false);
   EXPECT_NEAR(t.centers.values()[2], 1.5, 1e-12);  // without: a * mean
+  t.centers = Tensor::of({1, 1, 0, 0, 4, 4, 8, 8}, {4, 2}, DType::F64);
+  update_centers(t, ctx, {1, 1, 3}, 0.1, SenseOptions::CenterUpdate::Released, true);
+  const std::vector<double> c = t.centers.values();  // released decay and add, then the seeded row is its mean
+  EXPECT_NEAR(c[0], 0.9, 1e-12);
+  EXPECT_NEAR(c[2], 15, 1e-12);
+  EXPECT_NEAR(c[3], 0, 1e-12);
+  EXPECT_NEAR(c[6], 0.9 * 8 + 0.1 * 5 / (1 + 1e-5), 1e-12);
 }
 
 TEST(SenseCenters, PaperAndReleasedUpdates) {

@@ -77,21 +77,9 @@ void bench_lstm_sequence(Device d, bool quick, int iters, const std::string& dev
   auto leaf = [&](const Shape& s, double scale) { return ops::scale(randn(s, d), scale).detach().set_requires_grad(); };
   Tensor x = leaf({B, T, in}, 1.0), W = leaf({in + P, 4 * D}, 0.05), b = leaf({4 * D}, 0.1), WP = leaf({D, P}, 0.05);
   auto run = [&](bool fused) {
-    Tensor c = Tensor::zeros({B, D}, DType::F32, d), m = Tensor::zeros({B, P}, DType::F32, d), y;
-    if (fused) {
-      y = ops::lstm_sequence(ops::permute(x, {1, 0, 2}), W, b, WP, c, m, 3.0, 3.0)[0];
-    } else {  // the same steps as separate ops (the layer's path before the sequence op)
-      std::vector<Tensor> xw = ops::unbind(ops::reshape(
-          ops::linear(ops::permute(x, {1, 0, 2}), ops::slice(W, 0, 0, in), b), {T, B, 4 * D}));
-      Tensor wh = ops::slice(W, 0, in, in + P);
-      std::vector<Tensor> outs;
-      for (int64_t t = 0; t < T; ++t) {
-        auto [cn, h] = ops::lstm_cell(ops::add(xw[t], ops::matmul(m, wh)), c, 1.0, 3.0);
-        c = cn, m = ops::clip(ops::matmul(h, WP), -3.0, 3.0);
-        outs.push_back(ops::reshape(m, {1, B, P}));
-      }
-      y = ops::concat(outs, 0);
-    }
+    LstmState st{Tensor::zeros({B, D}, DType::F32, d), Tensor::zeros({B, P}, DType::F32, d)};
+    Tensor y = fused ? ops::lstm_sequence(ops::permute(x, {1, 0, 2}), W, b, WP, st.c, st.m, 3.0, 3.0)[0]
+                     : lstm_forward({W, b, WP}, x, st, 3.0, 3.0);  // the same steps as separate ops
     backward(ops::sum(y));
   };
   double tf = time_it(d, iters, [&] { run(true); });
