@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -137,6 +138,52 @@ TEST(SensesTool, JointRunShowsNearestSensesInEachLanguage) {
   ss << std::ifstream(svg).rdbuf();
   EXPECT_NE(ss.str().find("<rect x="), std::string::npos) << msg;
   EXPECT_NE(ss.str().find("squares and italics: de"), std::string::npos) << msg;
+}
+
+// The pseudo-word evaluation on a tiny word-centred run: every occurrence of a pair word in the
+// evaluated text is counted once per pair, purities lie between the one-sense baseline and 1,
+// and the word-centred rule is also scored with inference-mode word means.
+TEST(SensesTool, PseudoEvalCountsEveryOccurrenceAndScoresBothMeans) {
+  const std::string corpus = "../shared/data/corpus/brown.txt";
+  if (!fs::exists(corpus)) GTEST_SKIP() << "no ../shared/data here";
+  const std::string dir = ::testing::TempDir() + "/senses-pseudo";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::map<std::string, int> count;
+  {
+    std::ifstream in(corpus);
+    std::ofstream out(dir + "/corpus.txt");
+    std::string line;
+    for (int i = 0; i < 300 && std::getline(in, line); ++i) {
+      out << line << "\n";
+      std::istringstream ws(line);
+      for (std::string w; ws >> w;) count[w]++;
+    }
+  }
+  std::ofstream(dir + "/pairs.txt") << "of and\nto in\n";
+  std::string msg = run("./bin/senses pseudo-corpus --pairs " + dir + "/pairs.txt --corpus " + dir +
+                        "/corpus.txt --output " + dir + "/merged.txt");
+  ASSERT_TRUE(fs::exists(dir + "/merged.txt")) << msg;
+  ASSERT_TRUE(train_tiny(dir, "train_prefix = \"" + dir + "/merged.txt\"\nn_steps = 30\nn_context = 4\n" +
+                                 "warmup_init = \"data\"\nselection_mean = \"word\"\nselect_after_dropout = false\n"));
+  const std::string out = run("./bin/senses pseudo-eval --model " + dir + "/run --pairs " + dir + "/pairs.txt --corpus " +
+                              dir + "/corpus.txt");
+  for (auto [a, b] : {std::pair{"of", "and"}, std::pair{"to", "in"}}) {
+    std::smatch m;
+    const std::string name = std::string(a) + "_" + b;
+    ASSERT_TRUE(std::regex_search(out, m, std::regex(name + R"( +(\d+) +(\d+) \| ([0-9.]+) / [0-9.]+ \(maj ([0-9.]+)\) \| ([0-9.]+) / [0-9.]+ \| ([0-9.]+) / ([0-9.]+))")))
+        << out;
+    EXPECT_EQ(std::stoi(m[1]), count[a]) << out;
+    EXPECT_EQ(std::stoi(m[2]), count[b]) << out;
+    const double maj = std::stod(m[4]);
+    EXPECT_NEAR(maj, std::max(count[a], count[b]) / double(count[a] + count[b]), 1e-3);
+    for (int k : {3, 5, 6, 7}) {
+      EXPECT_GE(std::stod(m[k]), maj - 1e-3) << out;  // purity is never below the majority share
+      EXPECT_LE(std::stod(m[k]), 1.0) << out;
+    }
+  }
+  EXPECT_NE(out.find("mean forward (inference-mode word means): purity"), std::string::npos) << out;
+  EXPECT_NE(out.find("stored word mean lies"), std::string::npos) << out;
 }
 
 }  // namespace

@@ -234,20 +234,27 @@ void pseudo_corpus(const std::string& pairs_file, const std::string& corpus, con
   std::printf("pseudo-corpus: %zu pairs, %ld occurrences merged -> %s\n", pairs.size(), (long)replaced, out.c_str());
 }
 
-void pseudo_eval(LoadedRun& r, const std::string& pairs_file, const std::string& corpus, int max_sentences,
-                 bool stateful, bool ceiling) {
-  SA_CHECK(r.lm.sense(), "{}: not a SaELMo run", r.config.run_dir);
-  auto pairs = read_pairs(pairs_file);
+// One pseudo-word's occurrences in one direction: their selection vectors [n, P] (inference
+// mode: no dropout) and the hidden original word of each (0 or 1).
+struct Occurrences {
+  std::vector<float> vectors;
+  std::vector<int> labels;
+  int64_t size() const { return static_cast<int64_t>(labels.size()); }
+  Tensor matrix(int64_t P) const {
+    return Tensor::of(std::vector<double>(vectors.begin(), vectors.end()), {size(), P}, DType::F32, Device::cpu());
+  }
+};
+
+// Embeds every sentence of `corpus` that holds a pair word, with the pair merged into its
+// pseudo-word, and returns the top-layer vector of each merged position per pair and direction.
+std::vector<std::array<Occurrences, 2>> pseudo_occurrences(LoadedRun& r,
+                                                           const std::vector<std::pair<std::string, std::string>>& pairs,
+                                                           const std::string& corpus, int max_sentences, bool stateful) {
   std::map<std::string, std::pair<int, int>> which;  // word -> (pair, hidden label)
-  std::vector<int> pseudo_id;
   for (size_t i = 0; i < pairs.size(); ++i) {
-    std::string p = pairs[i].first + "_" + pairs[i].second;
-    SA_CHECK(r.vocab.contains(p), "'{}' is not in the run's vocabulary: train on `bin/senses pseudo-corpus` output", p);
-    pseudo_id.push_back(r.vocab.id(p));
     which[pairs[i].first] = {static_cast<int>(i), 0};
     which[pairs[i].second] = {static_cast<int>(i), 1};
   }
-  // Sentences with pair words, merged, with the hidden word of every merged position.
   struct Item {
     Sentence merged;
     std::vector<std::array<int, 3>> hits;  // position, pair, label
@@ -264,11 +271,7 @@ void pseudo_eval(LoadedRun& r, const std::string& pairs_file, const std::string&
       if (!it.hits.empty() && static_cast<int>(items.size()) < max_sentences) it.merged = s, items.push_back(std::move(it));
     }
   const int64_t P = r.config.model.projection_dim;
-  std::vector<std::map<int, std::vector<int>>> tables[2];
-  for (auto& t : tables) t.resize(pairs.size());
-  std::vector<std::vector<float>> vecs[2];  // --ceiling: the selection vectors and hidden labels per pair
-  std::vector<std::vector<int>> labels[2];
-  for (int d = 0; d < 2; ++d) vecs[d].resize(pairs.size()), labels[d].resize(pairs.size());
+  std::vector<std::array<Occurrences, 2>> occ(pairs.size());
   // Stateless by default (decision 11); --stateful carries LSTM states across batches as training
   // does (it gave the same scores on the runs measured).
   ElmoEmbedder emb(r.lm.bilm, stateful, 64);
@@ -278,67 +281,106 @@ void pseudo_eval(LoadedRun& r, const std::string& pairs_file, const std::string&
     std::vector<Tensor> out = emb.embed(batch);
     for (size_t i = 0; i < batch.size(); ++i) {
       NoGrad ng;
-      const Item& it = items[b + i];
       // Top layer [n, 2P]: the forward LM's output after reading token t, then the backward LM's.
-      Tensor top = ops::reshape(ops::slice(out[i], 0, out[i].dim(0) - 1, out[i].dim(0)), {out[i].dim(1), 2 * P});
-      for (int d = 0; d < 2; ++d) {
-        std::vector<int32_t> pos, words;
-        for (auto& h : it.hits) pos.push_back(h[0]), words.push_back(pseudo_id[h[1]]);
-        Tensor ctx = ops::gather_rows(ops::slice(top, 1, d * P, (d + 1) * P), Tensor::from(pos, {(int64_t)pos.size()}));
-        const PcaProjection& proj = r.lm.heads[d].proj;
-        std::vector<int32_t> sel = select_senses(r.lm.heads[d].table, ctx, words, proj.matrix(),
-                                                 selection_mean(r.lm.heads[d].table, r.config.sense, proj.mean(), words));
-        for (size_t k = 0; k < sel.size(); ++k) {
-          std::vector<int>& cell = tables[d][it.hits[k][1]][sel[k]];
-          cell.resize(2);
-          cell[it.hits[k][2]]++;
+      const std::vector<double> top = ops::slice(out[i], 0, out[i].dim(0) - 1, out[i].dim(0)).values();
+      for (const auto& [pos, pair, label] : items[b + i].hits)
+        for (int d = 0; d < 2; ++d) {
+          Occurrences& o = occ[pair][d];
+          const auto row = top.begin() + (pos * 2 + d) * P;
+          o.vectors.insert(o.vectors.end(), row, row + P);
+          o.labels.push_back(label);
         }
-        if (ceiling) {
-          std::vector<double> v = ctx.values();
-          for (size_t k = 0; k < sel.size(); ++k) {
-            vecs[d][it.hits[k][1]].insert(vecs[d][it.hits[k][1]].end(), v.begin() + k * P, v.begin() + (k + 1) * P);
-            labels[d][it.hits[k][1]].push_back(it.hits[k][2]);
-          }
-        }
-      }
     }
     std::fprintf(stderr, "\rpseudo-eval: %zu/%zu sentences", std::min(items.size(), b + 64), items.size());
   }
   std::fprintf(stderr, "\n");
-  std::printf("%-24s %6s %6s | %-22s | %-22s | %s\n", "pair", "n_a", "n_b", "forward purity / V", "backward purity / V",
-              "forward senses a/b");
-  double sum[2][3] = {};
+  return occ;
+}
+
+// Selected sense -> occurrences of each hidden word, for one pseudo-word in one direction.
+// `mean` is what selection subtracts (see selection_mean); undefined for raw cosines.
+std::map<int, std::vector<int>> selection_table(const SenseTable& t, const PcaProjection& proj, int32_t word,
+                                                const Occurrences& o, const Tensor& ctx, const Tensor& mean) {
+  std::map<int, std::vector<int>> table;
+  if (o.size() == 0) return table;
+  const std::vector<int32_t> sel = select_senses(t, ctx, std::vector<int32_t>(o.labels.size(), word), proj.matrix(), mean);
+  for (size_t k = 0; k < sel.size(); ++k) {
+    std::vector<int>& cell = table[sel[k]];
+    cell.resize(2);
+    cell[o.labels[k]]++;
+  }
+  return table;
+}
+
+void pseudo_eval(LoadedRun& r, const std::string& pairs_file, const std::string& corpus, int max_sentences,
+                 bool stateful, bool ceiling) {
+  SA_CHECK(r.lm.sense(), "{}: not a SaELMo run", r.config.run_dir);
+  auto pairs = read_pairs(pairs_file);
+  std::vector<int32_t> pseudo_id;
+  for (auto& [a, b] : pairs) {
+    const std::string p = a + "_" + b;
+    SA_CHECK(r.vocab.contains(p), "'{}' is not in the run's vocabulary: train on `bin/senses pseudo-corpus` output", p);
+    pseudo_id.push_back(r.vocab.id(p));
+  }
+  const std::vector<std::array<Occurrences, 2>> occ = pseudo_occurrences(r, pairs, corpus, max_sentences, stateful);
+  const int64_t P = r.config.model.projection_dim;
+  const int C = r.config.sense.n_context;
+  // With selection_mean = "word", selection subtracts the word's mean context, which training
+  // keeps as sense 0's center. That mean is taken from training-mode vectors (dropout on every
+  // LSTM input), and inference-mode vectors sit away from it by more than their own spread, which
+  // tips every occurrence toward one center. So the word-centred rule is scored twice: with the
+  // stored mean, and with the mean of the word's inference-mode vectors over this text (no labels).
+  const bool word_means = r.config.sense.selection_mean == SenseOptions::SelectionMean::Word;
+  std::printf("%-22s %5s %5s | %-25s | %-13s |%s %s\n", "pair", "n_a", "n_b", "forward purity / V", "backward",
+              word_means ? " inference-mean fwd / bwd |" : "", "forward senses a/b");
+  // Sums over pairs: [rule][direction] purity, V-measure, one-sense baseline; offset and spread.
+  double sum[2][2][3] = {}, offset[2] = {}, spread[2] = {};
   for (size_t i = 0; i < pairs.size(); ++i) {
-    int na = 0, nb = 0;
-    for (auto& [k, c] : tables[0][i]) na += c[0], nb += c[1];
-    ClusterScores f = cluster_scores(tables[0][i]), bk = cluster_scores(tables[1][i]);
-    // Per selected sense: occurrences of the first / second hidden word (forward direction).
-    std::string split;
-    for (auto& [row, c] : tables[0][i]) split += fmt::format(" s{}:{}/{}", row % r.config.sense.n_context, c[0], c[1]);
-    std::printf("%-24s %6d %6d | %.3f / %.3f (maj %.3f) | %.3f / %.3f |%s\n", (pairs[i].first + "_" + pairs[i].second).c_str(),
-                na, nb, f.purity, f.v_measure, f.majority, bk.purity, bk.v_measure, split.c_str());
+    ClusterScores score[2][2];
+    std::map<int, std::vector<int>> shown;
     for (int d = 0; d < 2; ++d) {
-      ClusterScores s = d ? bk : f;
-      sum[d][0] += s.purity, sum[d][1] += s.v_measure, sum[d][2] += s.majority;
+      const SenseHead& h = r.lm.heads[d];
+      const Occurrences& o = occ[i][d];
+      if (o.size() == 0) continue;
+      const Tensor ctx = o.matrix(P);
+      const Tensor stored = selection_mean(h.table, r.config.sense, h.proj.mean(), {pseudo_id[i]});
+      auto tab = selection_table(h.table, h.proj, pseudo_id[i], o, ctx, stored);
+      score[0][d] = cluster_scores(tab);
+      if (d == 0) shown = tab;
+      if (!word_means) continue;
+      NoGrad ng;
+      const Tensor inference = ops::mean(ctx, 0, true);
+      auto tab_i = selection_table(h.table, h.proj, pseudo_id[i], o, ctx, inference);
+      score[1][d] = cluster_scores(tab_i);
+      if (d == 0) shown = tab_i;
+      const Tensor pm = h.proj.matrix();
+      offset[d] += std::sqrt(ops::sum(ops::square(ops::matmul(ops::sub(inference, stored.to(DType::F32)), pm))).item());
+      spread[d] += std::sqrt(ops::sum(ops::square(ops::matmul(ops::sub(ctx, inference), pm))).item() / o.size());
     }
+    int na = 0, nb = 0;
+    for (int l : occ[i][0].labels) (l ? nb : na)++;
+    std::string split;  // per selected sense: occurrences of the first / second hidden word (forward)
+    for (auto& [row, c] : shown) split += fmt::format(" s{}:{}/{}", row % C, c[0], c[1]);
+    const std::string inf = word_means ? fmt::format(" {:.3f} / {:.3f}              |", score[1][0].purity, score[1][1].purity) : "";
+    std::printf("%-22s %5d %5d | %.3f / %.3f (maj %.3f) | %.3f / %.3f |%s%s\n", (pairs[i].first + "_" + pairs[i].second).c_str(),
+                na, nb, score[0][0].purity, score[0][0].v_measure, score[0][0].majority, score[0][1].purity,
+                score[0][1].v_measure, inf.c_str(), split.c_str());
+    for (int k = 0; k < 2; ++k)
+      for (int d = 0; d < 2; ++d)
+        sum[k][d][0] += score[k][d].purity, sum[k][d][1] += score[k][d].v_measure, sum[k][d][2] += score[k][d].majority;
   }
   const double n = static_cast<double>(pairs.size());
-  for (int d = 0; d < 2; ++d)
-    std::printf("mean %s: purity %.3f (one-sense baseline %.3f), V-measure %.3f\n", d ? "backward" : "forward",
-                sum[d][0] / n, sum[d][2] / n, sum[d][1] / n);
+  for (int k = 0; k < (word_means ? 2 : 1); ++k)
+    for (int d = 0; d < 2; ++d)
+      std::printf("mean %s%s: purity %.3f (one-sense baseline %.3f), V-measure %.3f\n", d ? "backward" : "forward",
+                  k ? " (inference-mode word means)" : "", sum[k][d][0] / n, sum[k][d][2] / n, sum[k][d][1] / n);
+  if (word_means)
+    for (int d = 0; d < 2; ++d)
+      std::printf("%s: stored word mean lies %.2f from the inference-mode mean (after P); inference-mode spread %.2f\n",
+                  d ? "backward" : "forward", offset[d] / n, spread[d] / n);
   if (!ceiling) return;
   // What these vectors could separate at best: unsupervised 2-means and a supervised probe, on
   // the full vectors and on their projection by the selection space's P (what selection sees).
-  auto project = [&](const std::vector<float>& v, int d) {
-    const Tensor pm = r.lm.heads[d].proj.matrix();
-    const int64_t k = pm.dim(1);
-    const std::vector<double> w = pm.values();
-    std::vector<float> out(v.size() / static_cast<size_t>(P) * static_cast<size_t>(k), 0.f);
-    for (size_t i = 0; i < v.size() / static_cast<size_t>(P); ++i)
-      for (int64_t a = 0; a < P; ++a)
-        for (int64_t b = 0; b < k; ++b) out[i * k + b] += static_cast<float>(v[i * P + a] * w[a * k + b]);
-    return std::pair{out, k};
-  };
   std::printf("\nceiling (selection vectors, mean-centred per pseudo-word, unit length; 2-means and a nearest-mean\n"
               "probe on the full vectors, 2-means again after the projection P):\n");
   std::printf("%-24s | %-26s | %-26s\n", "pair", "forward 2m / probe / P 2m", "backward 2m / probe / P 2m");
@@ -346,9 +388,12 @@ void pseudo_eval(LoadedRun& r, const std::string& pairs_file, const std::string&
   for (size_t i = 0; i < pairs.size(); ++i) {
     SeparationCeiling c[2], cp[2];
     for (int d = 0; d < 2; ++d) {
-      c[d] = separation_ceiling(vecs[d][i], P, labels[d][i], 7 + i);
-      auto [pv, k] = project(vecs[d][i], d);
-      cp[d] = separation_ceiling(pv, k, labels[d][i], 7 + i);
+      const Occurrences& o = occ[i][d];
+      c[d] = separation_ceiling(o.vectors, P, o.labels, 7 + i);
+      NoGrad ng;
+      const Tensor pm = r.lm.heads[d].proj.matrix();
+      const std::vector<double> pv = ops::matmul(o.matrix(P), pm).values();
+      cp[d] = separation_ceiling(std::vector<float>(pv.begin(), pv.end()), pm.dim(1), o.labels, 7 + i);
       csum[d][0] += c[d].two_means_purity, csum[d][1] += c[d].probe_accuracy, csum[d][2] += cp[d].two_means_purity;
     }
     std::printf("%-24s | %.3f / %.3f / %.3f      | %.3f / %.3f / %.3f\n", (pairs[i].first + "_" + pairs[i].second).c_str(),
