@@ -6,7 +6,16 @@ CUDNN_HOME ?= $(CUDA_HOME)
 ifeq ($(origin CUDA), undefined)
   CUDA := $(if $(wildcard $(CUDA_HOME)/bin/nvcc),1,0)
 endif
-CUDNN := $(if $(and $(filter 1,$(CUDA)),$(wildcard $(CUDNN_HOME)/include/cudnn.h)),1,0)
+# cuDNN: under CUDA_HOME, or else pip's nvidia-cudnn package (how GPU machines with a Python stack
+# ship it). Its library may lack the unversioned libcudnn.so, so we link the file itself.
+ifeq ($(CUDA),1)
+  ifeq ($(wildcard $(CUDNN_HOME)/include/cudnn.h),)
+    PIP_CUDNN := $(shell python3 -c 'import nvidia.cudnn as m; print(list(m.__path__)[0])' 2>/dev/null)
+    CUDNN_HOME := $(if $(PIP_CUDNN),$(PIP_CUDNN),$(CUDNN_HOME))
+  endif
+endif
+CUDNN_SO := $(firstword $(wildcard $(addprefix $(CUDNN_HOME)/,lib64/libcudnn.so lib/libcudnn.so lib64/libcudnn.so.9 lib/libcudnn.so.9)))
+CUDNN := $(if $(and $(filter 1,$(CUDA)),$(wildcard $(CUDNN_HOME)/include/cudnn.h),$(CUDNN_SO)),1,0)
 # Hopper (H100/H200) by default; override with e.g. CUDA_ARCH="-gencode arch=compute_80,code=sm_80".
 CUDA_ARCH ?= -gencode arch=compute_90,code=sm_90
 
@@ -30,7 +39,7 @@ ifeq ($(CUDA),1)
   ifeq ($(CUDNN),1)
     CXXFLAGS += -DSA_CUDNN=1
     NVCCFLAGS += -DSA_CUDNN=1
-    LDLIBS += -L$(CUDNN_HOME)/lib64 -Wl,-rpath,$(CUDNN_HOME)/lib64 -lcudnn
+    LDLIBS += $(CUDNN_SO) -Wl,-rpath,$(dir $(CUDNN_SO))
   endif
 else
   ENGINE_SRC += engine/cuda/cuda_stub.cpp

@@ -4,6 +4,10 @@
 
 namespace sa {
 
+ops::LstmPath ElmoOptions::lstm_path() const {
+  return cudnn == "on" ? ops::LstmPath::Cudnn : cudnn == "off" ? ops::LstmPath::Steps : ops::LstmPath::Auto;
+}
+
 int ElmoOptions::n_filters() const {
   int n = 0;
   for (auto [w, c] : filters) n += c;

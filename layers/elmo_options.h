@@ -5,6 +5,8 @@
 #include <utility>
 #include <vector>
 
+#include "engine/ops/ops.h"
+
 namespace sa {
 
 struct ElmoOptions {
@@ -22,8 +24,13 @@ struct ElmoOptions {
   double cell_clip = 3;
   double proj_clip = 3;
   bool use_skip_connections = true;
+  // Ours, how training runs the LSTMs on CUDA (not in options.json): "auto" takes cuDNN's RNN
+  // where it is exact (proj_clip 0), "on" takes it always (proj_clip is then not applied), "off"
+  // never (the step kernels, exact proj_clip). See ops::LstmPath.
+  std::string cudnn = "auto";
 
   int n_filters() const;
+  ops::LstmPath lstm_path() const;
   // bilm-tf creates the token projection only when the filter count differs from projection_dim.
   bool use_proj() const { return n_filters() != projection_dim; }
 

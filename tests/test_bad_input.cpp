@@ -53,7 +53,9 @@ TEST(BadInput, ConfigUnknownAndIllTypedKeys) {
   contains(error_of([] { TrainConfig::load(tmp("c.cfg")); }), {"c.cfg:"});
   std::ofstream(tmp("d.cfg")) << "train_prefix = \"x\"\nrun_dir = \"r\"\n";
   contains(error_of([] { TrainConfig::load(tmp("d.cfg"), {"dropout=lots"}); }), {"--set dropout=lots", "number"});
-  TrainConfig ok = TrainConfig::load(tmp("d.cfg"), {"lstm.dim=32", "train_prefix=other.txt"});
+  contains(error_of([] { TrainConfig::load(tmp("d.cfg"), {"lstm.cudnn=yes"}); }), {"lstm.cudnn", "\"auto\", \"on\" or \"off\"", "yes"});
+  TrainConfig ok = TrainConfig::load(tmp("d.cfg"), {"lstm.dim=32", "train_prefix=other.txt", "lstm.cudnn=on"});
+  EXPECT_EQ(ok.model.lstm_path(), ops::LstmPath::Cudnn);
   EXPECT_EQ(ok.model.lstm_dim, 32);
   EXPECT_EQ(ok.train_prefix, "other.txt");
 }

@@ -77,16 +77,15 @@ TEST(ElmoTrain, WholeLossGradientMatchesFiniteDifferences) {
 
 // One training step's loss and every gradient on CUDA against the CPU, f32.
 // Tolerance: |cuda - cpu| <= 1e-5 + 1e-3 * max|cpu gradient of that tensor| (f32, sums reordered).
-TEST(ElmoTrain, CudaStepMatchesCpu) {
-  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU present: CUDA-vs-CPU training step skipped";
+void expect_cuda_step_matches_cpu(const ElmoOptions& o) {
   Vocab v = Vocab::from_words({"<S>", "</S>", "<UNK>", "the", "cat", "sat", "on", "a", "mat", "."});
   std::vector<std::string> words = {"<S>", "the", "cat", "sat", "on", "a", "mat", ".", "</S>", "dog"};
   LmBatch bf = batch(words, v, 3, 4), bb = batch({words.rbegin(), words.rend()}, v, 3, 4);
   LogUniformSampler sampler(v.size());
   LossOptions lo{true, 0.2, 5};
   auto run = [&](Device d, std::vector<std::vector<double>>& grads) {
-    ElmoLM lm = ElmoLM::init(tiny(), v.size(), 3, d, DType::F32);
-    CarriedState st = CarriedState::zeros(tiny(), 3, d, DType::F32);
+    ElmoLM lm = ElmoLM::init(o, v.size(), 3, d, DType::F32);
+    CarriedState st = CarriedState::zeros(o, 3, d, DType::F32);
     Generator gen(11);
     std::mt19937_64 rng(5);
     auto [tf, tb] = encode_batches(lm, bf, bb);
@@ -105,7 +104,7 @@ TEST(ElmoTrain, CudaStepMatchesCpu) {
   std::vector<std::vector<double>> gc, gg;
   double lc = run(Device::cpu(), gc), lg = run(Device::cuda(0), gg);
   EXPECT_NEAR(lc, lg, 1e-5 * std::abs(lc));
-  ElmoLM names = ElmoLM::init(tiny(), v.size(), 3, Device::cpu());
+  ElmoLM names = ElmoLM::init(o, v.size(), 3, Device::cpu());
   std::vector<NamedTensor> nts = names.named();
   for (size_t i = 0; i < gc.size(); ++i) {
     double scale = 0;
@@ -113,6 +112,23 @@ TEST(ElmoTrain, CudaStepMatchesCpu) {
     for (size_t e = 0; e < gc[i].size(); ++e)
       EXPECT_NEAR(gc[i][e], gg[i][e], 1e-5 + 1e-3 * scale) << nts[i].name << " element " << e;
   }
+}
+
+// With proj_clip the CUDA LSTMs step (exact proj_clip).
+TEST(ElmoTrain, CudaStepMatchesCpu) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU present: CUDA-vs-CPU training step skipped";
+  expect_cuda_step_matches_cpu(tiny());
+}
+
+// Without proj_clip, and a projection smaller than the cell, they run through cuDNN's RNN.
+TEST(ElmoTrain, CudaCudnnStepMatchesCpu) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU present: CUDA (cuDNN) vs CPU training step skipped";
+  ElmoOptions o = tiny();
+  o.lstm_dim = 6;
+  o.proj_clip = 0;
+  if (!ops::lstm_uses_cudnn(Device::cuda(0), o.lstm_path(), o.proj_clip, o.lstm_dim, o.projection_dim))
+    GTEST_SKIP() << "built without cuDNN: the cuDNN training step is not checked";
+  expect_cuda_step_matches_cpu(o);
 }
 
 TEST(ElmoTrain, BilmWeightsRoundTrip) {

@@ -108,6 +108,7 @@ const std::vector<Key>& schema() {
         SA_KEY(double, "a number", "lstm.cell_clip", model.cell_clip),
         SA_KEY(double, "a number", "lstm.proj_clip", model.proj_clip),
         SA_KEY(bool, "true or false", "lstm.use_skip_connections", model.use_skip_connections),
+        SA_KEY(std::string, "a string", "lstm.cudnn", model.cudnn),
     };
     v.push_back(Key{"char_cnn.filters", "a list of [width, count] pairs",
                     [](TrainConfig& c, const toml::node& n) {
@@ -188,6 +189,8 @@ void validate(const TrainConfig& c, const std::string& origin) {
   SA_CHECK(c.sense_negatives == "uniform" || c.sense_negatives == "log_uniform" || c.sense_negatives == "full",
            "{}: sense_negatives must be \"uniform\", \"log_uniform\" or \"full\", got \"{}\"", origin,
            c.sense_negatives);
+  SA_CHECK(c.model.cudnn == "auto" || c.model.cudnn == "on" || c.model.cudnn == "off",
+           "{}: lstm.cudnn must be \"auto\", \"on\" or \"off\", got \"{}\"", origin, c.model.cudnn);
   SA_CHECK(c.selection_mean == "none" || c.selection_mean == "global" || c.selection_mean == "word",
            "{}: selection_mean must be \"none\", \"global\" or \"word\", got \"{}\"", origin, c.selection_mean);
   SA_CHECK(c.warmup_init == "random" || c.warmup_init == "copy" || c.warmup_init == "zero" || c.warmup_init == "data",

@@ -96,6 +96,7 @@ std::vector<Tensor> tops(const ElmoModel& m, const std::vector<int>& dirs, std::
                          const std::vector<std::vector<LstmState>*>& states, double p, Generator& gen,
                          std::vector<Tensor>* undropped = nullptr) {
   const size_t n = dirs.size();
+  const ops::LstmPath path = m.opt.lstm_path();
   for (int l = 0; l < m.opt.n_layers; ++l) {
     std::vector<Tensor> in(n);
     std::vector<ops::LstmSequenceArgs> args;
@@ -103,7 +104,7 @@ std::vector<Tensor> tops(const ElmoModel& m, const std::vector<int>& dirs, std::
       in[k] = ops::dropout(x[k], p, gen);
       const LstmWeights& w = m.lstm[dirs[k]][l];
       LstmState& s = (*states[k])[l];
-      args.push_back({ops::permute(in[k], {1, 0, 2}), w.W, w.B, w.W_P, s.c, s.m, m.opt.cell_clip, m.opt.proj_clip});
+      args.push_back({ops::permute(in[k], {1, 0, 2}), w.W, w.B, w.W_P, s.c, s.m, m.opt.cell_clip, m.opt.proj_clip, path});
     }
     std::vector<std::vector<Tensor>> r = ops::lstm_sequences(args);
     for (size_t k = 0; k < n; ++k) {

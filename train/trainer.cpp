@@ -150,6 +150,13 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet) 
     std::printf("train: vocab %d, %.2fM parameters (%.1f MiB + as much for Adagrad), %ld tokens/epoch, %ld steps of %dx%d, device %s\n",
                 vocab.size(), n_params / 1e6, n_params * 4.0 / 1048576, (long)cfg.n_train_tokens, (long)total,
                 c.batch_size, c.unroll_steps, dev.str().c_str());
+  if (dev.is_cuda() && !quiet) {
+    const ElmoOptions& m = c.model;
+    std::printf("LSTM on %s: %s\n", dev.str().c_str(),
+                ops::lstm_uses_cudnn(dev, m.lstm_path(), m.proj_clip, m.lstm_dim, m.projection_dim)
+                    ? (m.proj_clip > 0 ? "cuDNN RNN (lstm.cudnn = \"on\": proj_clip is not applied)" : "cuDNN RNN")
+                    : "step kernels with exact proj_clip (lstm.cudnn = \"on\" takes cuDNN without it)");
+  }
 
   // Each direction draws its own sentences (bilingual: each picks the language independently).
   auto corpus = [&](uint64_t seed) {

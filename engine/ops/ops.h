@@ -102,13 +102,22 @@ std::pair<Tensor, Tensor> lstm_cell(const Tensor& gates, const Tensor& c_prev, d
 // y [T, B, P] and the final c [B, D] and m [B, P]. Equal to stepping lstm_cell with two GEMMs.
 std::vector<Tensor> lstm_sequence(const Tensor& x, const Tensor& W, const Tensor& bias, const Tensor& W_P,
                                   const Tensor& c0, const Tensor& m0, double cell_clip, double proj_clip);
+// Which implementation runs an LSTM sequence on CUDA: Auto takes cuDNN's RNN where it is exact
+// (proj_clip 0, projection smaller than the cell, built with cuDNN) and the step kernels otherwise;
+// Cudnn takes cuDNN whenever it can run the shapes, without proj_clip (the fast path); Steps always
+// steps (exact proj_clip). The CPU always steps.
+enum class LstmPath { Auto, Cudnn, Steps };
 // Several independent sequences (the forward and backward LMs' layers) as one node; the CPU runs
 // them side by side, one thread each.
 struct LstmSequenceArgs {
   Tensor x, W, bias, W_P, c0, m0;
   double cell_clip = 0, proj_clip = 0;
+  LstmPath path = LstmPath::Auto;
 };
 std::vector<std::vector<Tensor>> lstm_sequences(const std::vector<LstmSequenceArgs>& args);
+// Whether lstm_sequences takes cuDNN for a layer of these sizes (fails when `path` asks for cuDNN
+// on CUDA in a binary built without it).
+bool lstm_uses_cudnn(Device dev, LstmPath path, double proj_clip, int64_t cell_dim, int64_t projection_dim);
 // bilm-tf highway combine: g = sig(carry), y = g * relu(transform) + (1 - g) * x
 // Per-row loss [N] of a softmax over one true row and S candidate rows, never holding all [N, S]
 // logits: x [N, P], wt [N, P] and bt [N] or [N, 1] (the true rows), Wc [S, P] and bc [S] or [S, 1]

@@ -4,6 +4,9 @@
 // rows, where per-step nodes would run T small GEMMs of inner size B each.
 #include "engine/ops/op_util.h"
 #include "engine/ops/ops.h"
+#if SA_CUDNN
+#include "engine/cuda/cudnn_lstm.h"
+#endif
 
 namespace sa::ops {
 
@@ -138,9 +141,62 @@ void for_each_sequence(const std::vector<Seq>& seqs, F f) {
   }
 }
 
+// Whether a sequence runs through cuDNN (see LstmPath).
+bool runs_on_cudnn(const LstmSequenceArgs& a) {
+  return a.W_P.rank() == 2 && lstm_uses_cudnn(a.x.device(), a.path, a.proj_clip, a.W_P.dim(0), a.W_P.dim(1));
+}
+
+#if SA_CUDNN
+std::vector<std::vector<Tensor>> lstm_sequences_cudnn(const std::vector<LstmSequenceArgs>& args) {
+  std::vector<cudnn_lstm::Forward> runs;
+  for (const LstmSequenceArgs& a : args) runs.push_back(cudnn_lstm::forward(a));
+  std::vector<std::vector<Tensor>> outs;
+  std::vector<Tensor> inputs, flat_outs;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const LstmSequenceArgs& a = args[i];
+    // Fresh handles for the outputs (record marks them as requiring grad; the saved y stays as is).
+    outs.push_back({runs[i].y.view(runs[i].y.shape()), runs[i].c_last, runs[i].m_last});
+    for (const Tensor& t : {a.x, a.W, a.bias, a.W_P, a.c0, a.m0}) inputs.push_back(t);
+    for (const Tensor& t : outs.back()) flat_outs.push_back(t);
+  }
+  std::vector<std::shared_ptr<cudnn_lstm::Saved>> saved;
+  for (auto& r : runs) saved.push_back(r.saved);
+  record("lstm_sequence_cudnn", inputs, flat_outs, [=](const std::vector<Tensor>& gs) {
+    for (size_t i = 0; i < saved.size(); ++i) {
+      const LstmSequenceArgs& a = args[i];
+      cudnn_lstm::Grads g = cudnn_lstm::backward(*saved[i], gs[3 * i], gs[3 * i + 1], gs[3 * i + 2]);
+      accumulate_grad(a.x, g.x, true);
+      accumulate_grad(a.W, g.W, true);
+      accumulate_grad(a.bias, g.bias, true);
+      accumulate_grad(a.W_P, g.W_P, true);
+      accumulate_grad(a.c0, g.c0, true);
+      accumulate_grad(a.m0, g.m0, true);
+    }
+  });
+  return outs;
+}
+#endif
+
 }  // namespace
 
+bool lstm_uses_cudnn(Device dev, LstmPath path, double proj_clip, int64_t cell_dim, int64_t projection_dim) {
+  if (!dev.is_cuda() || path == LstmPath::Steps) return false;
+#if SA_CUDNN
+  const bool fits = projection_dim < cell_dim;  // cuDNN projects only to fewer units
+  return fits && (path == LstmPath::Cudnn || proj_clip <= 0);
+#else
+  SA_CHECK(path != LstmPath::Cudnn, "lstm: the cuDNN path was asked for, but this binary was built without cuDNN");
+  return false;
+#endif
+}
+
 std::vector<std::vector<Tensor>> lstm_sequences(const std::vector<LstmSequenceArgs>& args) {
+  SA_CHECK(!args.empty(), "lstm_sequences: no sequences");
+  [[maybe_unused]] bool cudnn = true;
+  for (const LstmSequenceArgs& a : args) cudnn = runs_on_cudnn(a) && cudnn;
+#if SA_CUDNN
+  if (cudnn) return lstm_sequences_cudnn(args);
+#endif
   std::vector<Seq> seqs;
   for (const LstmSequenceArgs& a : args) seqs.push_back(prepare(a));
   {

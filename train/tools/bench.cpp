@@ -84,9 +84,20 @@ void bench_lstm_sequence(Device d, bool quick, int iters, const std::string& dev
   };
   double tf = time_it(d, iters, [&] { run(true); });
   double tc = time_it(d, iters, [&] { run(false); });
+  const std::string shape = std::to_string(T) + "x" + std::to_string(B) + "x" + std::to_string(D) + "/" + std::to_string(P);
   std::printf("%-7s %-34s %-18s %9.3f ms %9.3f ms %7.2f\n", dev.c_str(), "lstm_sequence fwd+bwd vs steps",
-              (std::to_string(T) + "x" + std::to_string(B) + "x" + std::to_string(D) + "/" + std::to_string(P)).c_str(),
-              tf * 1e3, tc * 1e3, tc / tf);
+              shape.c_str(), tf * 1e3, tc * 1e3, tc / tf);
+  if (!ops::lstm_uses_cudnn(d, ops::LstmPath::Cudnn, 0.0, D, P)) return;
+  // cuDNN's RNN against our step kernels on the same layer (no proj_clip, which cuDNN lacks).
+  Tensor xt = ops::permute(x, {1, 0, 2}).detach().set_requires_grad();
+  auto layer = [&](ops::LstmPath path) {
+    Tensor c0 = Tensor::zeros({B, D}, DType::F32, d), m0 = Tensor::zeros({B, P}, DType::F32, d);
+    backward(ops::sum(ops::lstm_sequences({{xt, W, b, WP, c0, m0, 3.0, 0.0, path}})[0][0]));
+  };
+  double tn = time_it(d, iters, [&] { layer(ops::LstmPath::Cudnn); });
+  double ts = time_it(d, iters, [&] { layer(ops::LstmPath::Steps); });
+  std::printf("%-7s %-34s %-18s %9.3f ms %9.3f ms %7.2f\n", dev.c_str(), "lstm cuDNN fwd+bwd vs step kernels",
+              shape.c_str(), tn * 1e3, ts * 1e3, ts / tn);
 }
 
 void bench_ops(Device d, bool quick) {
@@ -162,12 +173,13 @@ double peak_rss_mib(int who) {
 }
 
 int bench_train(const std::string& config, const std::string& corpus, int steps, const std::string& device,
-                const std::string& peer) {
+                const std::string& peer, const std::vector<std::string>& overrides) {
   std::string dir = (std::filesystem::temp_directory_path() / ("sensealign-bench-" + std::to_string(::getpid()))).string();
   // Every word in the vocabulary, as the PyTorch peer builds it: the same V on both sides.
   std::vector<std::string> sets = {"run_dir=" + dir, "n_steps=" + std::to_string(steps + 5), "heldout_prefix=",
                                    "checkpoint_every=1000000", "device=" + device, "vocab_min_count=1"};
   if (!corpus.empty()) sets.push_back("train_prefix=" + corpus);
+  sets.insert(sets.end(), overrides.begin(), overrides.end());
   TrainConfig c = TrainConfig::load(config, sets);
   std::printf("bench train: %s on %s, %d timed steps after 5 warm-up steps of %dx%d tokens\n", config.c_str(),
               c.train_prefix.c_str(), steps, c.batch_size, c.unroll_steps);
@@ -218,9 +230,11 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--steps", steps, "timed steps (after 5 warm-up steps)");
   train_cmd->add_option("--device", tdevice, "auto, cpu, cuda or cuda:N");
   train_cmd->add_option("--peer", peer, "the PyTorch peer script; empty to skip");
+  std::vector<std::string> overrides;
+  train_cmd->add_option("--set", overrides, "key=value config overrides, as bin/train (e.g. lstm.cudnn=on)");
   CLI11_PARSE(app, argc, argv);
   try {
-    if (train_cmd->parsed()) return bench_train(config, corpus, steps, tdevice, peer);
+    if (train_cmd->parsed()) return bench_train(config, corpus, steps, tdevice, peer, overrides);
     std::vector<Device> devs;
     if (device == "all") {
       devs.push_back(Device::cpu());
