@@ -105,6 +105,12 @@ class Backend {
                                           const Tensor& own_w, const Tensor& lse, const Tensor& gloss, Tensor& gx,
                                           Tensor& gwt, Tensor& gbt, Tensor& gWc, Tensor& gbc) = 0;
 
+  // Sense selection (no gradient): u [N, d] projected contexts, v [N*K, d] the projected centers of
+  // each token's K candidate rows (i32 rows [N*K], u8 enabled [N*K]); out i32 [N] = the chosen row
+  // (math::select_by_cosine), or the first candidate's row when none is enabled.
+  virtual void select_rows(const Tensor& u, const Tensor& v, const Tensor& rows, const Tensor& enabled,
+                           Tensor& out) = 0;
+
   // rows of a 2-D table by i32 index
   virtual void gather_rows(const Tensor& table, const Tensor& idx, Tensor& out) = 0;
   virtual void scatter_add_rows(const Tensor& src, const Tensor& idx, Tensor& table) = 0;
@@ -179,6 +185,7 @@ class Backend {
                                   const Tensor& bc, const Tensor& own_ids, const Tensor& cand_ids, \
                                   const Tensor& own_w, const Tensor& lse, const Tensor& gloss, Tensor& gx, \
                                   Tensor& gwt, Tensor& gbt, Tensor& gWc, Tensor& gbc) override; \
+  void select_rows(const Tensor& u, const Tensor& v, const Tensor& rows, const Tensor& enabled, Tensor& out) override; \
   void gather_rows(const Tensor& table, const Tensor& idx, Tensor& out) override; \
   void scatter_add_rows(const Tensor& src, const Tensor& idx, Tensor& table) override; \
   void conv1d_max(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, Tensor& argmax) override; \

@@ -6,7 +6,7 @@
 namespace sa {
 
 SelectionSpace::SelectionSpace(const SenseTable& t, const Tensor& ctx, const std::vector<int32_t>& rows,
-                               const Tensor& proj, const Tensor& mean) {
+                               const Tensor& proj, const Tensor& mean, bool on_host) {
   NoGrad ng;
   const int64_t N = ctx.dim(0);
   SA_CHECK(N > 0 && static_cast<int64_t>(rows.size()) % N == 0, "selection: {} candidate rows for {} contexts",
@@ -15,7 +15,7 @@ SelectionSpace::SelectionSpace(const SenseTable& t, const Tensor& ctx, const std
   const Device dev = ctx.device();
   Tensor p = proj.to(ctx.dtype()).to(dev);
   Tensor centers = ops::gather_rows(t.centers, Tensor::from(rows, {N * per_context}, dev)).to(ctx.dtype());
-  center_sq = ops::sum(ops::square(centers), 1).values();
+  if (on_host) center_sq = ops::sum(ops::square(centers), 1).values();
   Tensor x = ctx;
   if (mean.defined()) {
     Tensor m = mean.to(ctx.dtype()).to(dev);
@@ -28,8 +28,8 @@ SelectionSpace::SelectionSpace(const SenseTable& t, const Tensor& ctx, const std
       centers = ops::sub(centers, m);
     }
   }
-  u = ops::matmul(x, p).values();
-  v = ops::matmul(centers, p).values();
+  U = ops::matmul(x, p), V = ops::matmul(centers, p);
+  if (on_host) u = U.values(), v = V.values();
   d = p.dim(1);
 }
 
@@ -47,6 +47,17 @@ std::vector<int32_t> select_senses(const SenseTable& t, const Tensor& ctx, const
   std::vector<int32_t> cand(static_cast<size_t>(N * C));
   for (int64_t n = 0; n < N; ++n)
     for (int64_t s = 0; s < C; ++s) cand[n * C + s] = t.row(words[n], static_cast<int>(s));
+  if (!seed_empty) {
+    // Every token on its own: the selection kernel on the contexts' device, and only the N chosen
+    // rows come back (seeding below is sequential: a center claimed by one token serves the next).
+    const SelectionSpace space(t, ctx, cand, proj, mean, false);
+    std::vector<uint8_t> enabled(cand.size());
+    for (size_t i = 0; i < cand.size(); ++i) enabled[i] = t.is_enabled(cand[i]) ? 1 : 0;
+    const Device dev = ctx.device();
+    const std::vector<double> chosen =
+        ops::select_rows(space.U, space.V, Tensor::from(cand, {N * C}, dev), Tensor::from(enabled, {N * C}, dev)).values();
+    return std::vector<int32_t>(chosen.begin(), chosen.end());
+  }
   const SelectionSpace space(t, ctx, cand, proj, mean);
   std::vector<int32_t> sel(static_cast<size_t>(N));
   // Seeding (MacQueen): an empty enabled center is claimed by the next occurrence of its word, whose

@@ -11,12 +11,14 @@ namespace sa {
 // Contexts and candidate centers in the selection space: ctx [N, P] and the centers of `rows`
 // ([N * K], K per context) projected by proj [P, d], after subtracting `mean` [1, P] when given.
 // Shared by sense selection and the translation loss's choice of the best translation sense.
+// With on_host = false only U and V are made, on the contexts' device (the selection kernel's input).
 struct SelectionSpace {
   int64_t d = 0, per_context = 0;
-  std::vector<double> u, v;  // [N, d] projected contexts, [N * K, d] projected centers
+  Tensor U, V;               // [N, d] projected contexts, [N * K, d] projected centers (their device)
+  std::vector<double> u, v;  // the same on the host
   std::vector<double> center_sq;  // squared norms of the raw centers (0 = never seeded)
   SelectionSpace(const SenseTable& table, const Tensor& ctx, const std::vector<int32_t>& rows, const Tensor& proj,
-                 const Tensor& mean);
+                 const Tensor& mean, bool on_host = true);
   const double* context(int64_t n) const { return &u[static_cast<size_t>(n * d)]; }
   const double* center(int64_t n, int64_t j) const { return &v[static_cast<size_t>((n * per_context + j) * d)]; }
   // Cosine of context n with a projected vector w (a center, or another context).

@@ -54,6 +54,52 @@ TEST(SenseSelection, PicksTheNearestEnabledCenterByCosine) {
 // word's mean context); raw cosines are ruled by it and pick the center with the smaller residual,
 // while the word-centred space compares the residual directions. After the warm-up the word mean
 // keeps following the word's contexts.
+// The selection kernel against a plain loop over the same numbers: random candidates, disabled
+// ones, an exact tie (the first wins), a token with none enabled (its first candidate), in f32
+// and f64, on the CPU and (with a GPU) on CUDA. The cosines are summed in double on both.
+TEST(SenseSelection, SelectRowsKernelMatchesALoop) {
+  std::mt19937_64 rng(17);
+  std::normal_distribution<double> g;
+  const int64_t N = 300, K = 6, d = 16;
+  std::vector<double> u(N * d), v(N * K * d);
+  for (double& x : u) x = g(rng);
+  for (double& x : v) x = g(rng);
+  std::vector<int32_t> rows(N * K);
+  std::vector<uint8_t> enabled(N * K);
+  for (int64_t i = 0; i < N * K; ++i) rows[i] = static_cast<int32_t>(1000 + i), enabled[i] = rng() % 4 != 0;
+  for (int64_t k = 0; k < d; ++k) v[(1 * K + 3) * d + k] = v[(1 * K + 1) * d + k];  // token 1: senses 1 and 3 tie
+  enabled[1 * K + 1] = enabled[1 * K + 3] = 1;
+  for (int64_t k = 0; k < d; ++k) u[1 * d + k] = v[(1 * K + 1) * d + k];           // ... and are its best
+  for (int64_t j = 0; j < K; ++j) enabled[2 * K + j] = 0;                          // token 2: none enabled
+  for (DType dt : {DType::F32, DType::F64}) {
+    // the expected rows from the values as the tensors hold them (f32 rounds first)
+    const std::vector<double> uu = Tensor::of(u, {N, d}, dt).values(), vv = Tensor::of(v, {N * K, d}, dt).values();
+    std::vector<double> want(N);
+    for (int64_t n = 0; n < N; ++n) {
+      int64_t best = -1;
+      double best_sim = 0, un = 0;
+      for (int64_t k = 0; k < d; ++k) un += uu[n * d + k] * uu[n * d + k];
+      for (int64_t j = 0; j < K; ++j) {
+        if (!enabled[n * K + j]) continue;
+        double dot = 0, vn = 0;
+        for (int64_t k = 0; k < d; ++k) dot += uu[n * d + k] * vv[(n * K + j) * d + k], vn += vv[(n * K + j) * d + k] * vv[(n * K + j) * d + k];
+        const double sim = dot / (std::sqrt(vn) + 1e-6) / (std::sqrt(un) + 1e-6);
+        if (best < 0 || sim > best_sim) best = j, best_sim = sim;
+      }
+      want[n] = rows[n * K + std::max<int64_t>(best, 0)];
+    }
+    EXPECT_EQ(want[1], rows[1 * K + 1]);
+    EXPECT_EQ(want[2], rows[2 * K]);
+    for (Device dev : testing::cpu_and_gpu("select_rows")) {
+      const std::vector<double> got =
+          ops::select_rows(Tensor::of(u, {N, d}, dt, dev), Tensor::of(v, {N * K, d}, dt, dev),
+                           Tensor::from(rows, {N * K}, dev), Tensor::from(enabled, {N * K}, dev))
+              .values();
+      EXPECT_EQ(got, want) << dev.str() << " " << dtype_name(dt);
+    }
+  }
+}
+
 TEST(SenseSelection, WordCentredSelectionComparesResiduals) {
   SenseTable t = table_with_centers({{10, 0, 0, 0}, {10, 5, 0, 0}, {10, 0, 0.1, 0}, {10, 0, -0.1, 0}});
   Tensor ctx = Tensor::of({10, 0.5, 0, 0,  10, 0, 0.2, 0}, {2, 4}, DType::F64);

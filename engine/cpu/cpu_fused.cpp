@@ -331,4 +331,19 @@ void CpuBackend::candidate_softmax_backward(const Tensor& x, const Tensor& wt, c
   });
 }
 
+void CpuBackend::select_rows(const Tensor& u, const Tensor& v, const Tensor& rows, const Tensor& enabled,
+                             Tensor& out) {
+  const int64_t N = u.dim(0), d = u.dim(1), K = N ? rows.numel() / N : 0;
+  dispatch_float(u.dtype(), "select_rows", [&](auto tag) {
+    using T = decltype(tag);
+    const T *us = u.data<T>(), *vs = v.data<T>();
+    const int32_t* rs = rows.data<int32_t>();
+    const uint8_t* es = enabled.data<uint8_t>();
+    int32_t* os = out.data<int32_t>();
+#pragma omp parallel for if (N * K * d > kParallelMin)
+    for (int64_t n = 0; n < N; ++n)
+      os[n] = rs[n * K + math::select_by_cosine(us + n * d, vs + n * K * d, es + n * K, K, d)];
+  });
+}
+
 }  // namespace sa

@@ -380,4 +380,23 @@ void CudaBackend::candidate_softmax_backward(const Tensor& x, const Tensor& wt, 
   });
 }
 
+// ---- sense selection: one thread per token (K <= 8 candidates of d = 16 dims: too small to split).
+template <typename T>
+__global__ void select_rows_kernel(const T* u, const T* v, const int32_t* rows, const uint8_t* enabled, int32_t* out,
+                                   int64_t N, int64_t K, int64_t d) {
+  CUDA_LOOP(n, N) out[n] = rows[n * K + math::select_by_cosine(u + n * d, v + n * K * d, enabled + n * K, K, d)];
+}
+
+void CudaBackend::select_rows(const Tensor& u, const Tensor& v, const Tensor& rows, const Tensor& enabled,
+                              Tensor& out) {
+  const int64_t N = u.dim(0), d = u.dim(1), K = N ? rows.numel() / N : 0;
+  if (N == 0) return;
+  dispatch(u.dtype(), "select_rows", [&](auto tag) {
+    using T = decltype(tag);
+    select_rows_kernel<<<blocks_for(N), kThreads, 0, stream_>>>(u.data<T>(), v.data<T>(), rows.data<int32_t>(),
+                                                                enabled.data<uint8_t>(), out.data<int32_t>(), N, K, d);
+  });
+  CUDA_LAUNCHED("select_rows");
+}
+
 }  // namespace sa

@@ -99,4 +99,17 @@ Tensor candidate_softmax(const Tensor& x, const Tensor& wt, const Tensor& bt, co
   return candidate_softmax(x, wt, bt, Wc, bc, true_ids, cand_ids, Tensor::full({x.dim(0)}, 1.0, x.dtype(), x.device()));
 }
 
+Tensor select_rows(const Tensor& u, const Tensor& v, const Tensor& rows, const Tensor& enabled) {
+  const int64_t N = u.rank() == 2 ? u.dim(0) : -1, d = u.rank() == 2 ? u.dim(1) : -1;
+  const int64_t K = N > 0 ? rows.numel() / N : 1;
+  SA_CHECK(N >= 0 && K >= 1 && rows.numel() == N * K && enabled.numel() == N * K && v.shape() == (Shape{N * K, d}) &&
+               rows.dtype() == DType::I32 && enabled.dtype() == DType::U8 && v.dtype() == u.dtype() &&
+               v.device() == u.device() && rows.device() == u.device() && enabled.device() == u.device(),
+           "select_rows: u {}, v {}, rows {}, enabled {} (expected [N,d], [N*K,d], i32 [N*K], u8 [N*K] on one device)",
+           describe(u), describe(v), describe(rows), describe(enabled));
+  Tensor out = Tensor::empty({N}, DType::I32, u.device());
+  be(u).select_rows(u, v, rows, enabled, out);
+  return out;
+}
+
 }  // namespace sa::ops

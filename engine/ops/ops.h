@@ -131,6 +131,10 @@ Tensor candidate_softmax(const Tensor& x, const Tensor& wt, const Tensor& bt, co
 // masks the candidates with its id. Equal to soft_cross_entropy over [own | x Wc^T + bc].
 Tensor candidate_softmax(const Tensor& x, const Tensor& wt, const Tensor& bt, const Tensor& Wc, const Tensor& bc,
                          const Tensor& own_ids, const Tensor& cand_ids, const Tensor& own_w);
+// Sense selection (no gradient): per token n, the enabled one of its K candidate rows whose
+// projected center has the highest cosine with u_n (ties: the first; none enabled: the first
+// candidate). u [N, d], v [N*K, d], rows i32 [N*K], enabled u8 [N*K] -> i32 [N] chosen rows.
+Tensor select_rows(const Tensor& u, const Tensor& v, const Tensor& rows, const Tensor& enabled);
 Tensor highway(const Tensor& carry, const Tensor& transform, const Tensor& x);
 
 }  // namespace ops
