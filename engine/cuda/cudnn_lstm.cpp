@@ -125,6 +125,7 @@ void locate(Saved& s, int id, int64_t rows, int64_t cols) {
   CUDNN_CHECK(cudnnCreateTensorDescriptor(&bd));
   void *maddr = nullptr, *baddr = nullptr;
   CUDNN_CHECK(cudnnGetRNNWeightParams(s.handle, s.rnn, 0, s.weight_bytes, s.weights.raw(), id, md, &maddr, bd, &baddr));
+  // A matrix must be rows x cols as cuDNN reports it (its last two extents); a bias only needs its length.
   auto region = [&](cudnnTensorDescriptor_t d, void* addr, int64_t want_rows, int64_t want_cols, const char* what) {
     cudnnDataType_t dt;
     int nb = 0, dims[8], strides[8];
@@ -132,7 +133,8 @@ void locate(Saved& s, int id, int64_t rows, int64_t cols) {
     int64_t n = 1;
     for (int k = 0; k < nb; ++k) n *= dims[k];
     const int64_t r = nb >= 2 ? dims[nb - 2] : 1, c = dims[nb - 1];
-    SA_CHECK(addr && n == want_rows * want_cols && r == want_rows && c == want_cols,
+    const bool shaped = want_cols == 1 || (r == want_rows && c == want_cols);
+    SA_CHECK(addr && n == want_rows * want_cols && shaped,
              "lstm (cuDNN): linear layer {} {} is {}x{} ({} values), expected {}x{}", id, what, r, c, n, want_rows,
              want_cols);
     const ptrdiff_t bytes = static_cast<char*>(addr) - static_cast<char*>(s.weights.raw());
@@ -190,9 +192,10 @@ Forward forward(const ops::LstmSequenceArgs& a) {
   s->handle = c.handle;
   const cudnnDataType_t dt = data_type(s->dtype);
   CUDNN_CHECK(cudnnCreateRNNDescriptor(&s->rnn));
-  // FMA math: no TF32, so f32 results stay comparable with the CPU and the step path.
+  // f32 with FMA math: no TF32, so results stay comparable with the CPU and the step path.
+  const cudnnMathType_t math = s->dtype == DType::F32 ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH;
   CUDNN_CHECK(cudnnSetRNNDescriptor_v8(s->rnn, CUDNN_RNN_ALGO_STANDARD, CUDNN_LSTM, CUDNN_RNN_SINGLE_INP_BIAS,
-                                       CUDNN_UNIDIRECTIONAL, CUDNN_LINEAR_INPUT, dt, dt, CUDNN_FMA_MATH,
+                                       CUDNN_UNIDIRECTIONAL, CUDNN_LINEAR_INPUT, dt, dt, math,
                                        static_cast<int32_t>(in), static_cast<int32_t>(D), static_cast<int32_t>(P), 1,
                                        c.dropout, CUDNN_RNN_PADDED_IO_DISABLED));
   if (a.cell_clip > 0) CUDNN_CHECK(cudnnRNNSetClip_v9(s->rnn, CUDNN_RNN_CLIP_MINMAX, -a.cell_clip, a.cell_clip));
