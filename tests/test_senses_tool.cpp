@@ -23,6 +23,28 @@ std::string run(const std::string& cmd) {
   return out;
 }
 
+// A fresh directory under the test temp dir.
+std::string fresh_dir(const std::string& name) {
+  const std::string dir = ::testing::TempDir() + "/" + name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+// Copies the first n lines of `from` to `to`, returning how often each token occurs in them.
+std::map<std::string, int> copy_head(const std::string& from, const std::string& to, int n) {
+  std::ifstream in(from);
+  std::ofstream out(to);
+  std::map<std::string, int> count;
+  std::string line;
+  for (int i = 0; i < n && std::getline(in, line); ++i) {
+    out << line << "\n";
+    std::istringstream ws(line);
+    for (std::string w; ws >> w;) count[w]++;
+  }
+  return count;
+}
+
 // Trains a tiny SaELMo run in dir/run from the config lines `head` (corpora and sense keys);
 // returns whether training succeeded.
 bool train_tiny(const std::string& dir, const std::string& head) {
@@ -38,15 +60,8 @@ bool train_tiny(const std::string& dir, const std::string& head) {
 TEST(SensesTool, ListPlotAndMemory) {
   const std::string corpus = "../shared/data/corpus/brown.txt";
   if (!fs::exists(corpus)) GTEST_SKIP() << "no ../shared/data here";
-  const std::string dir = ::testing::TempDir() + "/senses-tool";
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  {
-    std::ifstream in(corpus);
-    std::ofstream out(dir + "/corpus.txt");
-    std::string line;
-    for (int i = 0; i < 300 && std::getline(in, line); ++i) out << line << "\n";
-  }
+  const std::string dir = fresh_dir("senses-tool");
+  copy_head(corpus, dir + "/corpus.txt", 300);
   ASSERT_TRUE(train_tiny(dir, "train_prefix = \"" + dir + "/corpus.txt\"\nn_steps = 30\nn_context = 4\nwarmup_init = \"data\"\n"));
 
   std::string list = run("./bin/senses list --model " + dir + "/run --word the --top 3");
@@ -97,22 +112,10 @@ TEST(SensesTool, ListPlotAndMemory) {
 TEST(SensesTool, JointRunShowsNearestSensesInEachLanguage) {
   const std::string en = "../shared/data/corpus/brown.txt", de = "../shared/data/corpus/wiki-de.txt";
   if (!fs::exists(en) || !fs::exists(de)) GTEST_SKIP() << "no ../shared/data here";
-  const std::string dir = ::testing::TempDir() + "/senses-joint";
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const std::string dir = fresh_dir("senses-joint");
+  copy_head(en, dir + "/en.txt", 300);
   std::set<std::string> de_words;
-  for (auto [from, to] : {std::pair{en, std::string("en.txt")}, std::pair{de, std::string("de.txt")}}) {
-    std::ifstream in(from);
-    std::ofstream out(dir + "/" + to);
-    std::string line;
-    for (int i = 0; i < 300 && std::getline(in, line); ++i) {
-      out << line << "\n";
-      if (to == "de.txt") {
-        std::istringstream ws(line);
-        for (std::string w; ws >> w;) de_words.insert(w);
-      }
-    }
-  }
+  for (auto& [w, n] : copy_head(de, dir + "/de.txt", 300)) de_words.insert(w);
   ASSERT_TRUE(train_tiny(dir, "train_prefix = \"" + dir + "/en.txt\"\ntrain_prefix_l2 = \"" + dir +
                                  "/de.txt\"\nn_steps = 20\nn_context = 3\n"));
   std::string list = run("./bin/senses list --model " + dir + "/run --word der --top 4 --langs en,de");
@@ -146,20 +149,8 @@ TEST(SensesTool, JointRunShowsNearestSensesInEachLanguage) {
 TEST(SensesTool, PseudoEvalCountsEveryOccurrenceAndScoresBothMeans) {
   const std::string corpus = "../shared/data/corpus/brown.txt";
   if (!fs::exists(corpus)) GTEST_SKIP() << "no ../shared/data here";
-  const std::string dir = ::testing::TempDir() + "/senses-pseudo";
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  std::map<std::string, int> count;
-  {
-    std::ifstream in(corpus);
-    std::ofstream out(dir + "/corpus.txt");
-    std::string line;
-    for (int i = 0; i < 300 && std::getline(in, line); ++i) {
-      out << line << "\n";
-      std::istringstream ws(line);
-      for (std::string w; ws >> w;) count[w]++;
-    }
-  }
+  const std::string dir = fresh_dir("senses-pseudo");
+  std::map<std::string, int> count = copy_head(corpus, dir + "/corpus.txt", 300);
   std::ofstream(dir + "/pairs.txt") << "of and\nto in\n";
   std::string msg = run("./bin/senses pseudo-corpus --pairs " + dir + "/pairs.txt --corpus " + dir +
                         "/corpus.txt --output " + dir + "/merged.txt");
