@@ -111,6 +111,14 @@ class Backend {
   virtual void select_rows(const Tensor& u, const Tensor& v, const Tensor& rows, const Tensor& enabled,
                            Tensor& out) = 0;
 
+  // SaELMo's forward in one pass: select_rows on (u, v, rows, enabled) into `selected`, then the
+  // candidate softmax of x over the selected row of the table (W [R, P], b [R]) as the one own row
+  // and the shared candidates (Wc, bc, cand_ids). loss, lse [N] as candidate_softmax.
+  virtual void select_candidate_softmax(const Tensor& x, const Tensor& W, const Tensor& b, const Tensor& u,
+                                        const Tensor& v, const Tensor& rows, const Tensor& enabled, const Tensor& Wc,
+                                        const Tensor& bc, const Tensor& cand_ids, Tensor& loss, Tensor& lse,
+                                        Tensor& selected) = 0;
+
   // rows of a 2-D table by i32 index
   virtual void gather_rows(const Tensor& table, const Tensor& idx, Tensor& out) = 0;
   virtual void scatter_add_rows(const Tensor& src, const Tensor& idx, Tensor& table) = 0;
@@ -186,6 +194,9 @@ class Backend {
                                   const Tensor& own_w, const Tensor& lse, const Tensor& gloss, Tensor& gx, \
                                   Tensor& gwt, Tensor& gbt, Tensor& gWc, Tensor& gbc) override; \
   void select_rows(const Tensor& u, const Tensor& v, const Tensor& rows, const Tensor& enabled, Tensor& out) override; \
+  void select_candidate_softmax(const Tensor& x, const Tensor& W, const Tensor& b, const Tensor& u, const Tensor& v, \
+                                const Tensor& rows, const Tensor& enabled, const Tensor& Wc, const Tensor& bc, \
+                                const Tensor& cand_ids, Tensor& loss, Tensor& lse, Tensor& selected) override; \
   void gather_rows(const Tensor& table, const Tensor& idx, Tensor& out) override; \
   void scatter_add_rows(const Tensor& src, const Tensor& idx, Tensor& table) override; \
   void conv1d_max(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, Tensor& argmax) override; \

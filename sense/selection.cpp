@@ -40,22 +40,33 @@ double SelectionSpace::cosine(int64_t n, const double* w) const {
   return dot / (std::sqrt(wn) + 1e-6) / (std::sqrt(xn) + 1e-6);
 }
 
+SenseCandidates sense_candidates(const SenseTable& t, const std::vector<int32_t>& words) {
+  const size_t C = static_cast<size_t>(t.n_context());
+  SenseCandidates c;
+  c.rows.resize(words.size() * C);
+  c.enabled.resize(words.size() * C);
+  for (size_t n = 0; n < words.size(); ++n)
+    for (size_t s = 0; s < C; ++s) {
+      c.rows[n * C + s] = t.row(words[n], static_cast<int>(s));
+      c.enabled[n * C + s] = t.is_enabled(c.rows[n * C + s]) ? 1 : 0;
+    }
+  return c;
+}
+
 std::vector<int32_t> select_senses(const SenseTable& t, const Tensor& ctx, const std::vector<int32_t>& words,
                                    const Tensor& proj, const Tensor& mean, bool seed_empty) {
   const int64_t N = ctx.dim(0), C = t.n_context();
   SA_CHECK(static_cast<int64_t>(words.size()) == N, "select_senses: {} words for {} context vectors", words.size(), N);
-  std::vector<int32_t> cand(static_cast<size_t>(N * C));
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t s = 0; s < C; ++s) cand[n * C + s] = t.row(words[n], static_cast<int>(s));
+  const SenseCandidates sc = sense_candidates(t, words);
+  const std::vector<int32_t>& cand = sc.rows;
   if (!seed_empty) {
     // Every token on its own: the selection kernel on the contexts' device, and only the N chosen
     // rows come back (seeding below is sequential: a center claimed by one token serves the next).
     const SelectionSpace space(t, ctx, cand, proj, mean, false);
-    std::vector<uint8_t> enabled(cand.size());
-    for (size_t i = 0; i < cand.size(); ++i) enabled[i] = t.is_enabled(cand[i]) ? 1 : 0;
     const Device dev = ctx.device();
     const std::vector<double> chosen =
-        ops::select_rows(space.U, space.V, Tensor::from(cand, {N * C}, dev), Tensor::from(enabled, {N * C}, dev)).values();
+        ops::select_rows(space.U, space.V, Tensor::from(cand, {N * C}, dev), Tensor::from(sc.enabled, {N * C}, dev))
+            .values();
     return std::vector<int32_t>(chosen.begin(), chosen.end());
   }
   const SelectionSpace space(t, ctx, cand, proj, mean);

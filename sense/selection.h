@@ -25,6 +25,14 @@ struct SelectionSpace {
   double cosine(int64_t n, const double* w) const;
 };
 
+// The n_context candidate rows of each word (w*C + s, word by word) and whether each is enabled:
+// what the selection kernel (ops::select_rows) reads.
+struct SenseCandidates {
+  std::vector<int32_t> rows;
+  std::vector<uint8_t> enabled;
+};
+SenseCandidates sense_candidates(const SenseTable& table, const std::vector<int32_t>& words);
+
 // ctx [N, P] (any device), words [N] target word ids, proj [P, d]. Returns the selected rows
 // w*C + s. A word with no enabled sense (pruning never allows it) falls back to its first sense.
 // With `mean` [1, P], it is subtracted from contexts and centers before projecting (an option:

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "layers/softmax.h"
+#include "sense/selection.h"
 
 namespace sa {
 
@@ -46,6 +47,21 @@ Tensor sense_sampled_loss(const Tensor& x, const SenseTable& t, const std::vecto
   const bool shifted = !neg.shift.empty();
   return candidate_softmax_loss(x, t.W, t.b, selected, neg.rows, shifted ? &neg.true_shift : nullptr,
                                 shifted ? &neg.shift : nullptr);
+}
+
+SelectedLoss select_and_sampled_loss(const Tensor& x, const SenseTable& t, const Tensor& ctx,
+                                     const std::vector<int32_t>& words, const Tensor& proj, const Tensor& mean,
+                                     const std::vector<int32_t>& negatives) {
+  const int64_t N = x.dim(0), K = t.n_context(), S = static_cast<int64_t>(negatives.size());
+  const Device dev = x.device();
+  const SenseCandidates c = sense_candidates(t, words);
+  const SelectionSpace space(t, ctx, c.rows, proj, mean, false);
+  const Tensor smp = Tensor::from(negatives, {S}, dev);
+  auto [loss, selected] = ops::select_candidate_softmax(
+      x, t.W, t.b, space.U.to(x.dtype()), space.V.to(x.dtype()), Tensor::from(c.rows, {N * K}, dev),
+      Tensor::from(c.enabled, {N * K}, dev), ops::gather_rows(t.W, smp), ops::gather_rows(t.b, smp), smp);
+  const std::vector<double> sel = selected.values();
+  return {loss, std::vector<int32_t>(sel.begin(), sel.end())};
 }
 
 Tensor sense_full_loss(const Tensor& x, const SenseTable& t, const std::vector<int32_t>& selected) {

@@ -29,6 +29,18 @@ Tensor sense_sampled_loss(const Tensor& x, const SenseTable& table, const std::v
 Tensor sense_sampled_loss(const Tensor& x, const SenseTable& table, const std::vector<int32_t>& selected,
                           const SenseNegatives& negatives);
 
+// Selection (Alg. 1, no seeding) and sense_sampled_loss with uniform `negatives` as one op
+// (ops::select_candidate_softmax): ctx [N, P] the selection vectors, words [N], proj and mean as
+// select_senses. Returns the per-row loss and the selected rows, equal to select_senses followed
+// by sense_sampled_loss (a test), without bringing the selection space to the host.
+struct SelectedLoss {
+  Tensor per_row;
+  std::vector<int32_t> selected;
+};
+SelectedLoss select_and_sampled_loss(const Tensor& x, const SenseTable& table, const Tensor& ctx,
+                                     const std::vector<int32_t>& words, const Tensor& proj, const Tensor& mean,
+                                     const std::vector<int32_t>& negatives);
+
 // Per-row loss [N] with the exact softmax over every enabled sense row (small vocabularies,
 // evaluation). Disabled rows are masked (probability 0, no gradient).
 Tensor sense_full_loss(const Tensor& x, const SenseTable& table, const std::vector<int32_t>& selected);

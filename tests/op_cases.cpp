@@ -324,6 +324,26 @@ std::vector<OpCase> build() {
       [](const In& x) { return Out{ops::candidate_softmax(x[0], x[1], x[2], x[3], x[4], x[5], x[6])}; });
   // Several own rows with soft targets (the translation loss): absent own rows (-1), an own row
   // repeated (a self-translation), candidates that hit a second own row, more rows than a chunk.
+  // Selection inside the softmax: K = 4 candidate rows per token in a table of 12 (some disabled,
+  // one token with none enabled), the fixed projected contexts and centers choosing among them;
+  // candidates that hit selected rows. x, W, b, Wc and bc get gradients.
+  add("select_candidate_softmax", "select_candidate_softmax",
+      [](Rng& r) {
+        const int64_t n = 70 + dim(r, 0, 9), p = dim(r), s = dim(r, 1, 9), k = 4, d = 3, R = 12;
+        std::vector<double> rid = indices(r, {n * k}, 0, static_cast<int>(R)).values(),
+                            cid = indices(r, {s}, 0, static_cast<int>(R)).values();
+        std::vector<uint8_t> en(static_cast<size_t>(n * k));
+        for (size_t i = 0; i < en.size(); ++i) en[i] = (i % 7 != 3) ? 1 : 0;
+        for (int64_t j = 0; j < k; ++j) en[static_cast<size_t>(5 * k + j)] = 0;  // token 5: none enabled
+        std::vector<int32_t> ri(rid.begin(), rid.end()), ci(cid.begin(), cid.end());
+        return std::vector<CaseInput>{in(uniform(r, {n, p})),    in(uniform(r, {R, p})),      in(uniform(r, {R, 1})),
+                                      fixed(uniform(r, {n, d})), fixed(uniform(r, {n * k, d})), fixed(Tensor::from(ri, {n * k})),
+                                      fixed(Tensor::from(en, {n * k})), in(uniform(r, {s, p})), in(uniform(r, {s})),
+                                      fixed(Tensor::from(ci, {s}))};
+      },
+      [](const In& x) {
+        return Out{ops::select_candidate_softmax(x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7], x[8], x[9]).first};
+      });
   add("candidate_softmax", "candidate_softmax_soft_targets",
       [](Rng& r) {
         const int64_t n = 70 + dim(r, 0, 9), p = dim(r), s = dim(r, 1, 9), h = 3;
@@ -359,7 +379,7 @@ const std::vector<std::string>& all_ops() {
       "gelu", "exp", "log", "neg", "sqrt", "square", "clip", "masked_fill", "dropout", "softmax", "log_softmax",
       "logsumexp", "cross_entropy", "soft_cross_entropy", "gather_rows", "scatter_add_rows", "conv1d_max",
       "reshape", "permute", "transpose", "slice", "concat", "split", "unbind", "sum", "mean", "max", "layer_norm",
-      "lstm_cell", "lstm_sequence", "lstm_sequences", "highway", "candidate_softmax"};
+      "lstm_cell", "lstm_sequence", "lstm_sequences", "highway", "candidate_softmax", "select_candidate_softmax"};
   return ops;
 }
 

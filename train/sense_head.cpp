@@ -22,15 +22,22 @@ Tensor sense_direction_loss(SenseHead& h, const Tensor& top, const LmBatch& b, c
                             const Tensor& select_top) {
   const int64_t B = top.dim(0), T = top.dim(1), P = top.dim(2);
   Tensor ctx = selection_context(select_top.defined() ? select_top : top);
-  std::vector<int32_t> sel =
-      select_senses(h.table, ctx, b.targets, h.proj.matrix(), selection_mean(h.table, o, h.proj.mean(), b.targets),
-                    training && o.seed_centers);
+  const Tensor mean = selection_mean(h.table, o, h.proj.mean(), b.targets);
   Tensor flat = ops::reshape(top, {B * T, P});
+  using N = SenseOptions::Negatives;
+  // The common training case runs selection inside the fused softmax; seeding (sequential over
+  // tokens), the translation loss and the other negatives select first.
+  const bool fused = training && !dict && o.negatives == N::Uniform && !o.seed_centers;
+  std::vector<int32_t> sel;
+  if (!fused) sel = select_senses(h.table, ctx, b.targets, h.proj.matrix(), mean, training && o.seed_centers);
   Tensor loss;
   if (training) {
-    using N = SenseOptions::Negatives;
     Tensor per_row;
-    if (dict) {  // Bi-SaELMo (the config allows only uniform negatives with a dictionary)
+    if (fused) {
+      SelectedLoss r = select_and_sampled_loss(flat, h.table, ctx, b.targets, h.proj.matrix(), mean,
+                                               sample_enabled_rows(h.table, n_negatives, rng));
+      per_row = r.per_row, sel = std::move(r.selected);
+    } else if (dict) {  // Bi-SaELMo (the config allows only uniform negatives with a dictionary)
       TranslationCandidates cand = translation_candidates(h.table, *dict, b.targets, ctx, h.proj.matrix(),
                                                           o.selection_mean == SenseOptions::SelectionMean::Global
                                                               ? h.proj.mean()
@@ -40,7 +47,7 @@ Tensor sense_direction_loss(SenseHead& h, const Tensor& top, const LmBatch& b, c
       per_row = sense_full_loss(flat, h.table, sel);
     } else if (o.negatives == N::LogUniform) {
       per_row = sense_sampled_loss(flat, h.table, sel, sample_log_uniform_senses(h.table, n_negatives, b.targets, rng));
-    } else {
+    } else {  // uniform negatives with seeding
       per_row = sense_sampled_loss(flat, h.table, sel, sample_enabled_rows(h.table, n_negatives, rng));
     }
     loss = ops::mean(per_row);

@@ -346,4 +346,19 @@ void CpuBackend::select_rows(const Tensor& u, const Tensor& v, const Tensor& row
   });
 }
 
+// The CPU runs the same steps one after the other: selection, the selected rows, the chunked
+// candidate softmax.
+void CpuBackend::select_candidate_softmax(const Tensor& x, const Tensor& W, const Tensor& b, const Tensor& u,
+                                          const Tensor& v, const Tensor& rows, const Tensor& enabled, const Tensor& Wc,
+                                          const Tensor& bc, const Tensor& cand_ids, Tensor& loss, Tensor& lse,
+                                          Tensor& selected) {
+  const int64_t N = x.dim(0), P = x.dim(1);
+  select_rows(u, v, rows, enabled, selected);
+  Tensor wt = Tensor::empty({N, P}, x.dtype(), x.device()), bt = Tensor::empty({N, 1}, x.dtype(), x.device());
+  gather_rows(W, selected, wt);
+  gather_rows(b.view({b.numel(), 1}), selected, bt);
+  Tensor ones = Tensor::full({N}, 1.0, x.dtype(), x.device());
+  candidate_softmax(x, wt, bt, Wc, bc, selected, cand_ids, ones, loss, lse);
+}
+
 }  // namespace sa

@@ -399,4 +399,61 @@ void CudaBackend::select_rows(const Tensor& u, const Tensor& v, const Tensor& ro
   CUDA_LAUNCHED("select_rows");
 }
 
+// ---- selection and the candidate softmax in one kernel: one block per token; thread 0 picks the
+// sense, the block computes its logit from the table row and streams the log-sum-exp over the
+// candidates (the selected row masks its accidental hits), as candidate_softmax_kernel.
+template <typename T>
+__global__ void select_candidate_softmax_kernel(const T* x, const T* W, const T* b, const T* u, const T* v,
+                                                const int32_t* rows, const uint8_t* enabled, const T* Wc,
+                                                const T* bc, const int32_t* cid, T* loss, T* lse, int32_t* selected,
+                                                int64_t P, int64_t S, int64_t K, int64_t d) {
+  extern __shared__ unsigned char smem[];
+  T* xs = reinterpret_cast<T*>(smem);
+  __shared__ int32_t own;
+  __shared__ T own_logit;
+  const int64_t n = blockIdx.x;
+  for (int64_t k = threadIdx.x; k < P; k += blockDim.x) xs[k] = x[n * P + k];
+  if (threadIdx.x == 0) {
+    own = rows[n * K + math::select_by_cosine(u + n * d, v + n * K * d, enabled + n * K, K, d)];
+    selected[n] = own;
+  }
+  __syncthreads();
+  const T* w = W + static_cast<int64_t>(own) * P;
+  T t = 0;
+  for (int64_t k = threadIdx.x; k < P; k += blockDim.x) t += xs[k] * w[k];
+  t = block_reduce<T, false>(t);
+  if (threadIdx.x == 0) own_logit = t + b[own];
+  __syncthreads();
+  T m = T(-INFINITY), s = T(0);
+  if (threadIdx.x == 0) m = own_logit, s = T(1);
+  for (int64_t j = threadIdx.x; j < S; j += blockDim.x) {
+    if (cid[j] == own) continue;
+    const T l = candidate_logit(xs, Wc + j * P, bc[j], P);
+    if (l > m) s = s * math::exp(m - l) + T(1), m = l;
+    else s += math::exp(l - m);
+  }
+  const T M = block_reduce<T, true>(m);
+  const T sum = block_reduce<T, false>(m == T(-INFINITY) ? T(0) : s * math::exp(m - M));
+  if (threadIdx.x == 0) {
+    lse[n] = M + math::log(sum);
+    loss[n] = lse[n] - own_logit;
+  }
+}
+
+void CudaBackend::select_candidate_softmax(const Tensor& x, const Tensor& W, const Tensor& b, const Tensor& u,
+                                           const Tensor& v, const Tensor& rows, const Tensor& enabled,
+                                           const Tensor& Wc, const Tensor& bc, const Tensor& cand_ids, Tensor& loss,
+                                           Tensor& lse, Tensor& selected) {
+  const int64_t N = x.dim(0), P = x.dim(1), S = Wc.dim(0), d = u.dim(1), K = N ? rows.numel() / N : 0;
+  if (N == 0) return;
+  dispatch(x.dtype(), "select_candidate_softmax", [&](auto tag) {
+    using T = decltype(tag);
+    select_candidate_softmax_kernel<<<N, kRowThreads, P * sizeof(T), stream_>>>(
+        x.data<T>(), W.data<T>(), b.data<T>(), u.data<T>(), v.data<T>(), rows.data<int32_t>(),
+        enabled.data<uint8_t>(), Wc.data<T>(), bc.data<T>(), cand_ids.data<int32_t>(), loss.data<T>(), lse.data<T>(),
+        selected.data<int32_t>(), P, S, K, d);
+  });
+  CUDA_LAUNCHED("select_candidate_softmax");
+}
+
 }  // namespace sa

@@ -112,4 +112,40 @@ Tensor select_rows(const Tensor& u, const Tensor& v, const Tensor& rows, const T
   return out;
 }
 
+std::pair<Tensor, Tensor> select_candidate_softmax(const Tensor& x, const Tensor& W, const Tensor& b, const Tensor& u,
+                                                   const Tensor& v, const Tensor& rows, const Tensor& enabled,
+                                                   const Tensor& Wc, const Tensor& bc, const Tensor& cand_ids) {
+  check_same("select_candidate_softmax", {x, W, b, u, v, Wc, bc});
+  const int64_t N = x.rank() == 2 ? x.dim(0) : -1, P = x.rank() == 2 ? x.dim(1) : -1;
+  const int64_t R = W.rank() == 2 ? W.dim(0) : -1, S = Wc.rank() == 2 ? Wc.dim(0) : -1;
+  const int64_t d = u.rank() == 2 ? u.dim(1) : -1, K = N > 0 ? rows.numel() / N : 1;
+  SA_CHECK(N >= 0 && R >= 1 && W.dim(1) == P && b.shape() == (Shape{R, 1}) && u.shape() == (Shape{N, d}) &&
+               v.shape() == (Shape{N * K, d}) && rows.numel() == N * K && enabled.numel() == N * K && S >= 0 &&
+               Wc.dim(1) == P && bc.numel() == S && cand_ids.numel() == S && rows.dtype() == DType::I32 &&
+               enabled.dtype() == DType::U8 && cand_ids.dtype() == DType::I32 && rows.device() == x.device() &&
+               enabled.device() == x.device() && cand_ids.device() == x.device(),
+           "select_candidate_softmax: x {}, W {}, b {}, u {}, v {}, rows {}, enabled {}, Wc {}, bc {}, cand_ids {} "
+           "(expected [N,P], [R,P], [R,1], [N,d], [N*K,d], i32 [N*K], u8 [N*K], [S,P], [S], i32 [S] on one device)",
+           describe(x), describe(W), describe(b), describe(u), describe(v), describe(rows), describe(enabled),
+           describe(Wc), describe(bc), describe(cand_ids));
+  Tensor loss = Tensor::empty({N}, x.dtype(), x.device()), lse = like(loss);
+  Tensor selected = Tensor::empty({N}, DType::I32, x.device());
+  be(x).select_candidate_softmax(x, W, b, u, v, rows, enabled, Wc, bc, cand_ids, loss, lse, selected);
+  // The backward is candidate_softmax's on the selected rows, which it gathers again.
+  record("select_candidate_softmax", {x, W, b, Wc, bc}, {loss}, [=](const std::vector<Tensor>& gs) {
+    Tensor wt = Tensor::empty({N, P}, x.dtype(), x.device()), bt = Tensor::empty({N, 1}, x.dtype(), x.device());
+    be(x).gather_rows(W, selected, wt);
+    be(x).gather_rows(b, selected, bt);
+    const Tensor ones = Tensor::full({N}, 1.0, x.dtype(), x.device());
+    Tensor gx = like(x), gwt = like(wt), gbt = like(bt), gWc = like(Wc), gbc = like(bc);
+    be(x).candidate_softmax_backward(x, wt, bt, Wc, bc, selected, cand_ids, ones, lse, gs[0], gx, gwt, gbt, gWc, gbc);
+    accumulate_grad(x, gx, true);
+    accumulate_rows(W, selected, gwt);
+    accumulate_rows(b, selected, gbt);
+    accumulate_grad(Wc, gWc, true);
+    accumulate_grad(bc, gbc, true);
+  });
+  return {loss, selected};
+}
+
 }  // namespace sa::ops

@@ -31,6 +31,18 @@ inline void check_index(const char* op, const Tensor& idx, const Tensor& ref) {
            describe(ref));
 }
 
+// The gradient g [n, d] of rows idx (i32 [n]) of a 2-D table: row-sparse when the table keeps
+// sparse gradients, otherwise scattered into a dense one.
+inline void accumulate_rows(const Tensor& table, const Tensor& idx, const Tensor& g) {
+  if (table.is_sparse_grad()) {
+    accumulate_sparse_grad(table, idx, g);
+  } else {
+    Tensor gt = zeros_like(table);
+    be(table).scatter_add_rows(g, idx, gt);
+    accumulate_grad(table, gt, true);
+  }
+}
+
 // Sums g over its broadcast axes down to `shape` (returns g itself when the shapes agree).
 inline Tensor reduce_to(const Tensor& g, const Shape& shape) {
   if (g.shape() == shape) return g;

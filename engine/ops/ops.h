@@ -135,6 +135,13 @@ Tensor candidate_softmax(const Tensor& x, const Tensor& wt, const Tensor& bt, co
 // projected center has the highest cosine with u_n (ties: the first; none enabled: the first
 // candidate). u [N, d], v [N*K, d], rows i32 [N*K], enabled u8 [N*K] -> i32 [N] chosen rows.
 Tensor select_rows(const Tensor& u, const Tensor& v, const Tensor& rows, const Tensor& enabled);
+// SaELMo's sense-aware sampled softmax in one op: select_rows picks each token's sense row, whose
+// vector (W [R, P], b [R, 1]; row-sparse gradients when the table keeps them) is the token's one
+// own row of candidate_softmax against the shared candidates (Wc, bc, cand_ids). Returns the
+// per-row loss [N] and the selected rows (i32 [N]). CUDA selects and runs the forward in one kernel.
+std::pair<Tensor, Tensor> select_candidate_softmax(const Tensor& x, const Tensor& W, const Tensor& b, const Tensor& u,
+                                                   const Tensor& v, const Tensor& rows, const Tensor& enabled,
+                                                   const Tensor& Wc, const Tensor& bc, const Tensor& cand_ids);
 Tensor highway(const Tensor& carry, const Tensor& transform, const Tensor& x);
 
 }  // namespace ops

@@ -16,16 +16,8 @@ Tensor gather_rows(const Tensor& table, const Tensor& idx) {
   Tensor flat_idx = idx.view({n});
   Tensor flat_out = out.view({n, d});
   be(table).gather_rows(table, flat_idx, flat_out);
-  record("gather_rows", {table}, {out}, [=](const std::vector<Tensor>& gs) {
-    Tensor g = gs[0].view({n, d});
-    if (table.is_sparse_grad()) {
-      accumulate_sparse_grad(table, flat_idx, g);
-    } else {
-      Tensor gt = zeros_like(table);
-      be(table).scatter_add_rows(g, flat_idx, gt);
-      accumulate_grad(table, gt, true);
-    }
-  });
+  record("gather_rows", {table}, {out},
+         [=](const std::vector<Tensor>& gs) { accumulate_rows(table, flat_idx, gs[0].view({n, d})); });
   return out;
 }
 

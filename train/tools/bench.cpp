@@ -69,6 +69,15 @@ void bench_candidate_softmax(Device d, bool quick, int iters, const std::string&
   double gemm = time_it(d, iters, [&] { Tensor l = ops::matmul(x, Wc, false, true); });
   std::printf("%-7s %-34s %-18s %9.3f ms %9.3f ms %7.2f\n", dev.c_str(), "cand. softmax fwd vs its GEMM alone",
               shape.c_str(), fwd * 1e3, gemm * 1e3, fwd / gemm);
+  // SaELMo's step: each token chooses among K = 6 sense rows (16-dim selection space) inside the op.
+  const int64_t K = 6, dim = 16;
+  Tensor u = randn({n, dim}, d), v = randn({n * K, dim}, d);
+  std::vector<int32_t> rows(static_cast<size_t>(n * K));
+  for (int64_t i = 0; i < n * K; ++i) rows[i] = static_cast<int32_t>(sc + i % n);
+  Tensor ri = Tensor::from(rows, {n * K}, d), en = Tensor::from(std::vector<uint8_t>(rows.size(), 1), {n * K}, d);
+  double sfwd = time_it(d, iters, [&] { auto r = ops::select_candidate_softmax(x, W, b, u, v, ri, en, Wc, bc, ci); });
+  std::printf("%-7s %-34s %-18s %9.3f ms %9.3f ms %7.2f\n", dev.c_str(), "select+cand. softmax fwd vs GEMM",
+              shape.c_str(), sfwd * 1e3, gemm * 1e3, sfwd / gemm);
 }
 
 // One LSTM layer over a batch (bench-small's sizes; the paper's with --quick off on a GPU):
