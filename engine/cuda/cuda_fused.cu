@@ -251,6 +251,23 @@ __device__ bool is_own(const int32_t* oid, int64_t n, int64_t H, int32_t id) {
   return false;
 }
 
+// The block's log-sum-exp over the running (max m, sum s) each thread brings (its share of the own
+// logits) and the candidates j it visits, except those `skip(cand_ids[j])` (accidental hits).
+// Every thread of the block must call it; all get the result.
+template <typename T, typename Skip>
+__device__ T candidates_logsumexp(const T* xs, const T* Wc, const T* bc, const int32_t* cid, int64_t P, int64_t S,
+                                  T m, T s, Skip skip) {
+  for (int64_t j = threadIdx.x; j < S; j += blockDim.x) {
+    if (skip(cid[j])) continue;
+    const T l = candidate_logit(xs, Wc + j * P, bc[j], P);
+    if (l > m) s = s * math::exp(m - l) + T(1), m = l;
+    else s += math::exp(l - m);
+  }
+  const T M = block_reduce<T, true>(m);
+  const T sum = block_reduce<T, false>(m == T(-INFINITY) ? T(0) : s * math::exp(m - M));
+  return M + math::log(sum);
+}
+
 template <typename T>
 __global__ void candidate_softmax_kernel(const T* x, const T* wt, const T* bt, const T* Wc, const T* bc,
                                          const int32_t* oid, const int32_t* cid, const T* w, T* loss, T* lse,
@@ -268,20 +285,13 @@ __global__ void candidate_softmax_kernel(const T* x, const T* wt, const T* bt, c
       if (l > m) s = s * math::exp(m - l) + T(1), m = l;
       else s += math::exp(l - m);
     }
-  for (int64_t j = threadIdx.x; j < S; j += blockDim.x) {
-    if (is_own<T>(oid, n, H, cid[j])) continue;
-    const T l = candidate_logit(xs, Wc + j * P, bc[j], P);
-    if (l > m) s = s * math::exp(m - l) + T(1), m = l;
-    else s += math::exp(l - m);
-  }
-  const T M = block_reduce<T, true>(m);
-  const T sum = block_reduce<T, false>(m == T(-INFINITY) ? T(0) : s * math::exp(m - M));
+  const T total = candidates_logsumexp(xs, Wc, bc, cid, P, S, m, s, [&](int32_t id) { return is_own<T>(oid, n, H, id); });
   if (threadIdx.x == 0) {
     T target = 0;
     for (int64_t h = 0; h < H; ++h)
       if (oid[n * H + h] >= 0) target += w[n * H + h] * ts[h];
-    lse[n] = M + math::log(sum);
-    loss[n] = lse[n] - target;
+    lse[n] = total;
+    loss[n] = total - target;
   }
 }
 
@@ -424,19 +434,12 @@ __global__ void select_candidate_softmax_kernel(const T* x, const T* W, const T*
   t = block_reduce<T, false>(t);
   if (threadIdx.x == 0) own_logit = t + b[own];
   __syncthreads();
-  T m = T(-INFINITY), s = T(0);
-  if (threadIdx.x == 0) m = own_logit, s = T(1);
-  for (int64_t j = threadIdx.x; j < S; j += blockDim.x) {
-    if (cid[j] == own) continue;
-    const T l = candidate_logit(xs, Wc + j * P, bc[j], P);
-    if (l > m) s = s * math::exp(m - l) + T(1), m = l;
-    else s += math::exp(l - m);
-  }
-  const T M = block_reduce<T, true>(m);
-  const T sum = block_reduce<T, false>(m == T(-INFINITY) ? T(0) : s * math::exp(m - M));
+  const int32_t mine = own;
+  const T total = candidates_logsumexp(xs, Wc, bc, cid, P, S, threadIdx.x == 0 ? own_logit : T(-INFINITY),
+                                       threadIdx.x == 0 ? T(1) : T(0), [=](int32_t id) { return id == mine; });
   if (threadIdx.x == 0) {
-    lse[n] = M + math::log(sum);
-    loss[n] = lse[n] - own_logit;
+    lse[n] = total;
+    loss[n] = total - own_logit;
   }
 }
 

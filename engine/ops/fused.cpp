@@ -64,6 +64,26 @@ Tensor highway(const Tensor& carry, const Tensor& transform, const Tensor& x) {
   return y;
 }
 
+namespace {
+
+// candidate_softmax's backward: accumulates the gradients of x and the candidates (Wc, bc), and
+// returns those of the own rows (wt, bt), which callers route to where the rows came from.
+struct CandidateGrads {
+  Tensor wt, bt;
+};
+CandidateGrads candidate_grads(const Tensor& x, const Tensor& wt, const Tensor& bt, const Tensor& Wc, const Tensor& bc,
+                               const Tensor& own_ids, const Tensor& cand_ids, const Tensor& own_w, const Tensor& lse,
+                               const Tensor& gloss) {
+  Tensor gx = like(x), gwt = like(wt), gbt = like(bt), gWc = like(Wc), gbc = like(bc);
+  be(x).candidate_softmax_backward(x, wt, bt, Wc, bc, own_ids, cand_ids, own_w, lse, gloss, gx, gwt, gbt, gWc, gbc);
+  accumulate_grad(x, gx, true);
+  accumulate_grad(Wc, gWc, true);
+  accumulate_grad(bc, gbc, true);
+  return {gwt, gbt};
+}
+
+}  // namespace
+
 Tensor candidate_softmax(const Tensor& x, const Tensor& wt, const Tensor& bt, const Tensor& Wc, const Tensor& bc,
                          const Tensor& own_ids, const Tensor& cand_ids, const Tensor& own_w) {
   check_same("candidate_softmax", {x, wt, bt, Wc, bc, own_w});
@@ -80,13 +100,9 @@ Tensor candidate_softmax(const Tensor& x, const Tensor& wt, const Tensor& bt, co
   Tensor loss = Tensor::empty({N}, x.dtype(), x.device()), lse = like(loss);
   be(x).candidate_softmax(x, wt, bt, Wc, bc, own_ids, cand_ids, own_w, loss, lse);
   record("candidate_softmax", {x, wt, bt, Wc, bc}, {loss}, [=](const std::vector<Tensor>& gs) {
-    Tensor gx = like(x), gwt = like(wt), gbt = like(bt), gWc = like(Wc), gbc = like(bc);
-    be(x).candidate_softmax_backward(x, wt, bt, Wc, bc, own_ids, cand_ids, own_w, lse, gs[0], gx, gwt, gbt, gWc, gbc);
-    accumulate_grad(x, gx, true);
-    accumulate_grad(wt, gwt, true);
-    accumulate_grad(bt, gbt, true);
-    accumulate_grad(Wc, gWc, true);
-    accumulate_grad(bc, gbc, true);
+    CandidateGrads g = candidate_grads(x, wt, bt, Wc, bc, own_ids, cand_ids, own_w, lse, gs[0]);
+    accumulate_grad(wt, g.wt, true);
+    accumulate_grad(bt, g.bt, true);
   });
   return loss;
 }
@@ -137,13 +153,9 @@ std::pair<Tensor, Tensor> select_candidate_softmax(const Tensor& x, const Tensor
     be(x).gather_rows(W, selected, wt);
     be(x).gather_rows(b, selected, bt);
     const Tensor ones = Tensor::full({N}, 1.0, x.dtype(), x.device());
-    Tensor gx = like(x), gwt = like(wt), gbt = like(bt), gWc = like(Wc), gbc = like(bc);
-    be(x).candidate_softmax_backward(x, wt, bt, Wc, bc, selected, cand_ids, ones, lse, gs[0], gx, gwt, gbt, gWc, gbc);
-    accumulate_grad(x, gx, true);
-    accumulate_rows(W, selected, gwt);
-    accumulate_rows(b, selected, gbt);
-    accumulate_grad(Wc, gWc, true);
-    accumulate_grad(bc, gbc, true);
+    CandidateGrads g = candidate_grads(x, wt, bt, Wc, bc, selected, cand_ids, ones, lse, gs[0]);
+    accumulate_rows(W, selected, g.wt);
+    accumulate_rows(b, selected, g.bt);
   });
   return {loss, selected};
 }
