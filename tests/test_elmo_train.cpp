@@ -8,6 +8,7 @@
 
 #include "data/char_ids.h"
 #include "data/hdf5_file.h"
+#include "layers/elmo_embedder.h"
 #include "tests/test_util.h"
 #include "train/elmo_lm.h"
 
@@ -73,6 +74,34 @@ TEST(ElmoTrain, WholeLossGradientMatchesFiniteDifferences) {
     }
   }
   EXPECT_GT(checked, 100);
+}
+
+// The training forward (lm_tops from a zero state, no dropout) and bin/embed's stateless forward
+// give the same top vectors for one sentence: the forward LM on "<S> w1 .. wn", the backward LM
+// on "</S> wn .. w1", read at the words.
+TEST(ElmoTrain, TrainingForwardEqualsTheEmbedder) {
+  Vocab v = Vocab::from_words({"<S>", "</S>", "<UNK>", "the", "cat", "sat", "on", "a", "mat", "."});
+  ElmoOptions o = tiny();
+  o.proj_clip = 0.5;  // binding, as the clip must act the same in both
+  ElmoLM lm = ElmoLM::init(o, v.size(), 3, Device::cpu(), DType::F64);
+  const std::vector<std::string> words = {"the", "cat", "sat", "on", "a", "mat", "."};
+  const int n = static_cast<int>(words.size());
+  std::vector<std::string> fwd = {"<S>"}, bwd = {"</S>"};
+  for (int i = 0; i < n; ++i) fwd.push_back(words[i]), bwd.push_back(words[n - 1 - i]);
+  LmBatch bf = batch(fwd, v, 1, n + 1), bb = batch(bwd, v, 1, n + 1);
+  CarriedState st = CarriedState::zeros(o, 1, Device::cpu(), DType::F64);
+  Generator gen(1);
+  auto [tf, tb] = encode_batches(lm, bf, bb);
+  std::array<Tensor, 2> tops = lm_tops(lm.bilm, {tf, tb}, st, 0.0, gen);
+  const std::vector<double> f = tops[0].values(), b = tops[1].values();
+  ElmoEmbedder emb(lm.bilm, false, 4);
+  const std::vector<double> e = emb.embed({words})[0].values();  // [3, n, 2P]
+  const int64_t P = o.projection_dim;
+  for (int i = 0; i < n; ++i)
+    for (int64_t k = 0; k < P; ++k) {
+      EXPECT_NEAR(e[(2 * n + i) * 2 * P + k], f[(i + 1) * P + k], 1e-12) << "forward, word " << i;
+      EXPECT_NEAR(e[(2 * n + i) * 2 * P + P + k], b[(n - i) * P + k], 1e-12) << "backward, word " << i;
+    }
 }
 
 // One training step's loss and every gradient on CUDA against the CPU, f32.
