@@ -55,7 +55,7 @@ TOOLS := $(addprefix bin/,$(notdir $(TOOL_SRC:.cpp=)))
 TEST_SRC := $(wildcard tests/*.cpp)
 TEST_OBJ := $(TEST_SRC:%.cpp=$(BUILD)/%.o)
 
-.PHONY: all test bench clean deps corpus quickstart
+.PHONY: all test bench clean deps corpus quickstart gpu-report
 all: $(TOOLS) bin/tests
 
 # Debian packages the build, the tests and the default corpus need; `make deps` installs the
@@ -122,6 +122,24 @@ bench:
 	$(MAKE) -j$$(nproc) bin/bench
 	./bin/bench ops
 	./bin/bench train --config configs/bench-small.cfg --corpus ../shared/data/corpus/brown.txt --steps 40
+
+# On a machine with a GPU: every test (the GPU ones run there), the CUDA benchmarks, and training
+# tokens/s on bench-small and on the paper's elmo.cfg with cuDNN's LSTM and with the step kernels.
+# The logs go to REPORT. GPU_CORPUS must exist there (../shared does not travel to a lent GPU).
+REPORT ?= gpu-report
+GPU_CORPUS ?= ../shared/data/corpus/brown.txt
+GPU_STEPS ?= 20
+gpu-report:
+	$(MAKE) -j$$(nproc) all
+	@mkdir -p $(REPORT)
+	-./bin/tests 2>&1 | tee $(REPORT)/tests.log | tail -3
+	-./bin/bench ops --device cuda 2>&1 | tee $(REPORT)/bench-ops.log
+	-./bin/bench train --config configs/bench-small.cfg --corpus $(GPU_CORPUS) --device cuda --steps 40 --peer "" \
+	  2>&1 | tee $(REPORT)/train-bench-small.log
+	-./bin/bench train --config configs/saelmo-small.cfg --corpus $(GPU_CORPUS) --device cuda --steps 40 --peer "" \
+	  --set contextual_warmup=2 2>&1 | tee $(REPORT)/train-saelmo-small.log
+	-for path in on off; do ./bin/bench train --config configs/elmo.cfg --corpus $(GPU_CORPUS) --device cuda \
+	  --steps $(GPU_STEPS) --peer "" --set lstm.cudnn=$$path 2>&1 | tee $(REPORT)/train-elmo-cudnn-$$path.log; done
 
 clean:
 	rm -rf $(BUILD) bin
