@@ -45,7 +45,27 @@ std::vector<Tensor> ElmoEmbedder::embed(const std::vector<std::vector<std::strin
   auto reverse = [&](const Tensor& x) { return ops::gather_rows(ops::reshape(x, {N * S, P}), rev_idx); };
 
   std::vector<Tensor> layers[2];
-  for (int d = 0; d < 2; ++d) {
+  if (!stateful_) {
+    // Stateless: whole padded rows through the sequence op, both directions side by side. Past a
+    // row's end the LSTM reads padding, but those outputs are never read and no state is kept.
+    Tensor x[2] = {tok, reverse(tok)};
+    for (int l = 0; l < m_.opt.n_layers; ++l) {
+      std::vector<ops::LstmSequenceArgs> args;
+      for (int d = 0; d < 2; ++d) {
+        const LstmWeights& w = m_.lstm[d][l];
+        args.push_back({ops::permute(x[d], {1, 0, 2}), w.W, w.B, w.W_P, Tensor::zeros({N, m_.opt.lstm_dim}, tok.dtype(), dev),
+                        Tensor::zeros({N, P}, tok.dtype(), dev), m_.opt.cell_clip, m_.opt.proj_clip});
+      }
+      std::vector<std::vector<Tensor>> r = ops::lstm_sequences(args);
+      for (int d = 0; d < 2; ++d) {
+        Tensor out = ops::permute(r[d][0], {1, 0, 2});
+        if (m_.opt.use_skip_connections && l > 0) out = ops::add(out, x[d]);
+        layers[d].push_back(d == 0 ? out : reverse(out));
+        x[d] = out;
+      }
+    }
+  }
+  for (int d = 0; d < 2 && stateful_; ++d) {
     Tensor x = d == 0 ? tok : reverse(tok);
     for (int l = 0; l < m_.opt.n_layers; ++l) {
       LstmState& keep = state_[d][l];

@@ -104,6 +104,22 @@ TEST(ElmoTrain, TrainingForwardEqualsTheEmbedder) {
     }
 }
 
+// Stateless embedding does not depend on the batch: sentences of different lengths embedded
+// together (the short ones padded) equal each embedded alone.
+TEST(ElmoTrain, StatelessEmbeddingIgnoresPadding) {
+  ElmoOptions o = tiny();
+  o.proj_clip = 0.5;
+  ElmoModel m64 = ElmoModel::init(o, 9, Device::cpu(), DType::F64);
+  const std::vector<std::vector<std::string>> batch = {{"a", "cat", "sat"}, {"the", "mat", ".", "on", "a", "cat"}, {"on"}};
+  ElmoEmbedder together(m64, false, 4), alone(m64, false, 4);
+  const std::vector<Tensor> t = together.embed(batch);
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const std::vector<double> a = t[i].values(), b = alone.embed({batch[i]})[0].values();
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t k = 0; k < a.size(); ++k) ASSERT_NEAR(a[k], b[k], 1e-12) << "sentence " << i << " value " << k;
+  }
+}
+
 // One training step's loss and every gradient on CUDA against the CPU, f32.
 // Tolerance: |cuda - cpu| <= 1e-5 + 1e-3 * max|cpu gradient of that tensor| (f32, sums reordered).
 void expect_cuda_step_matches_cpu(const ElmoOptions& o) {
