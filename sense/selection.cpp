@@ -113,18 +113,33 @@ std::vector<int32_t> sense0_rows(const SenseTable& t, const std::vector<int32_t>
 }  // namespace
 
 Tensor selection_mean(const SenseTable& t, const SenseOptions& o, const Tensor& queue_mean,
-                      const std::vector<int32_t>& words) {
+                      const std::vector<int32_t>& words, const Tensor& batch_mean) {
   using M = SenseOptions::SelectionMean;
   if (o.selection_mean == M::Global) return queue_mean;
   if (o.selection_mean == M::None) return Tensor();
   NoGrad ng;
-  return ops::gather_rows(t.centers, Tensor::from(sense0_rows(t, words), {static_cast<int64_t>(words.size())},
-                                                  t.centers.device()));
+  Tensor word = ops::gather_rows(t.centers, Tensor::from(sense0_rows(t, words), {static_cast<int64_t>(words.size())},
+                                                         t.centers.device()));
+  if (o.selection_mean == M::Word) return word;
+  SA_CHECK(batch_mean.defined(), "selection_mean = \"word_offset\" needs the mean of the contexts being selected");
+  return ops::add(word, batch_mean.to(word.dtype()).to(word.device()));
 }
 
-void keep_word_means(SenseTable& t, const SenseOptions& o, const Tensor& ctx, const std::vector<int32_t>& words) {
-  if (o.selection_mean != SenseOptions::SelectionMean::Word || words.empty() || t.is_enabled(t.row(words[0], 0))) return;
-  update_centers(t, ctx, sense0_rows(t, words), o.sense_learning_rate, SenseOptions::CenterUpdate::Paper);
+void update_sense_centers(SenseTable& t, const SenseOptions& o, const Tensor& ctx, const std::vector<int32_t>& selected,
+                          const std::vector<int32_t>& words) {
+  using M = SenseOptions::SelectionMean;
+  const bool warmup = !words.empty() && t.is_enabled(t.row(words[0], 0));
+  // During the warm-up sense 0 is the only sense: with word_offset its center holds the offset,
+  // so the selection update (raw contexts) leaves it alone.
+  if (!(warmup && o.selection_mean == M::WordOffset))
+    update_centers(t, ctx, selected, o.sense_learning_rate, o.center_update, o.seed_centers);
+  if (words.empty()) return;
+  NoGrad ng;
+  if (o.selection_mean == M::Word && !warmup)
+    update_centers(t, ctx, sense0_rows(t, words), o.sense_learning_rate, SenseOptions::CenterUpdate::Paper);
+  if (o.selection_mean == M::WordOffset)
+    update_centers(t, ops::sub(ctx, ops::mean(ctx, 0, true)), sense0_rows(t, words), o.sense_learning_rate,
+                   SenseOptions::CenterUpdate::Paper);
 }
 
 void update_centers(SenseTable& t, const Tensor& ctx, const std::vector<int32_t>& rows, double a,

@@ -43,13 +43,20 @@ std::vector<int32_t> select_senses(const SenseTable& table, const Tensor& ctx, c
                                    const Tensor& proj, const Tensor& mean = Tensor(), bool seed_empty = false);
 
 // What selection subtracts before projecting (selection_mean in the config): nothing (released),
-// the projection queue's mean ("global"), or each target word's mean context ("word": the center
-// of its sense 0, the warm-up sense, which keep_word_means goes on updating after the warm-up).
+// the projection queue's mean ("global"), each target word's mean context ("word": the center of
+// its sense 0, the warm-up sense, which keep_word_means goes on updating after the warm-up), or
+// that mean kept relative to the batch ("word_offset": sense 0's center holds the word's offset
+// from the mean of its batch's contexts, and `batch_mean` [1, P], the mean of the contexts being
+// selected now, is added back). The representation drifts as a whole during training, by more
+// than a word's spread within a few hundred steps, which a stored absolute mean cannot follow.
 Tensor selection_mean(const SenseTable& table, const SenseOptions& o, const Tensor& queue_mean,
-                      const std::vector<int32_t>& words);
-// With selection_mean = "word": moves sense 0's center of each target word toward all of its
-// contexts this step (paper update), once sense 0 is out of the selection (after the warm-up).
-void keep_word_means(SenseTable& table, const SenseOptions& o, const Tensor& ctx, const std::vector<int32_t>& words);
+                      const std::vector<int32_t>& words, const Tensor& batch_mean = Tensor());
+// The center updates of one training step: the selected rows move toward their contexts
+// (update_centers), and with selection_mean "word" or "word_offset" sense 0's centers keep the
+// words' means (after the warm-up) or offsets from the batch mean (from the start; sense 0's
+// center then holds only the offset, also during the warm-up).
+void update_sense_centers(SenseTable& table, const SenseOptions& o, const Tensor& ctx, const std::vector<int32_t>& selected,
+                          const std::vector<int32_t>& words);
 
 // Moves the centers toward the context vectors assigned to them this step.
 //  paper:    only selected rows: c <- (1 - a) c + a * mean(ctx assigned to c)

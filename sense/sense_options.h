@@ -25,7 +25,7 @@ struct SenseOptions {
   bool seed_centers = false;                  // empty centers are seeded by contexts (warmup_init = data)
   // Subtracted before projecting, in selection (not released): nothing, the projection queue's
   // mean, or the target word's mean context (sense 0's center, kept up to date after the warm-up).
-  enum class SelectionMean { None, Global, Word } selection_mean = SelectionMean::None;
+  enum class SelectionMean { None, Global, Word, WordOffset } selection_mean = SelectionMean::None;
   // Selection reads the top output after the output dropout (released) or before it (ours):
   // dropout noise is larger than what tells a word's senses apart.
   bool select_after_dropout = true;

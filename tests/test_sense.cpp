@@ -110,13 +110,33 @@ TEST(SenseSelection, WordCentredSelectionComparesResiduals) {
   Tensor mean = selection_mean(t, o, Tensor(), {0, 0});
   EXPECT_EQ(mean.values(), (std::vector<double>{10, 0, 0, 0, 10, 0, 0, 0}));
   EXPECT_EQ(select_senses(t, ctx, {0, 0}, eye4(), mean), (std::vector<int32_t>{1, 2}));
-  keep_word_means(t, o, ctx, {0, 0});  // sense 0 moves halfway to the mean of both contexts
+  SenseTable before = t;
+  before.centers = t.centers.clone();
+  update_sense_centers(t, o, ctx, {2, 2}, {0, 0});  // sense 0 moves halfway to the mean of both contexts
   const std::vector<double> c = t.centers.values();  // row 0: (10, 0, 0, 0) + 0.5 * ((10, 0.25, 0.1, 0) - it)
   EXPECT_NEAR(c[0], 10, 1e-12);
   EXPECT_NEAR(c[1], 0.125, 1e-12);
   EXPECT_NEAR(c[2], 0.05, 1e-12);
+  EXPECT_NEAR(c[2 * 4 + 1], 0.125, 1e-12);  // the selected sense 2 moved too: (10, 0, 0.1, 0) -> halfway
   SenseOptions none;
   EXPECT_FALSE(selection_mean(t, none, Tensor(), {0, 0}).defined());
+
+  // word_offset: sense 0 keeps the word's offset from the batch mean, and selection adds the
+  // current batch mean back, so a shift of the whole batch (drift) shifts the mean with it.
+  SenseTable u = before;
+  o.selection_mean = SenseOptions::SelectionMean::WordOffset;
+  o.sense_learning_rate = 1.0;  // the offset is this batch's
+  Tensor batch = Tensor::of({10, 0.5, 0, 0,  10, 0, 0.2, 0,  4, 0, 0, 0,  4, 1, 0, 0}, {4, 4}, DType::F64);
+  update_sense_centers(u, o, batch, {2, 2, 6, 6}, {0, 0, 1, 1});
+  const std::vector<double> off = u.centers.values();  // word 0's mean (10, .25, .1, 0) minus the batch's (7, .375, .05, 0)
+  EXPECT_NEAR(off[0], 3, 1e-12);
+  EXPECT_NEAR(off[1], -0.125, 1e-12);
+  EXPECT_NEAR(off[2], 0.05, 1e-12);
+  Tensor shifted = ops::add_scalar(batch, 5.0);  // the whole representation moved by 5
+  Tensor m = selection_mean(u, o, Tensor(), {0}, ops::mean(shifted, 0, true));
+  const std::vector<double> want = {15, 5.25, 5.1, 5};  // word 0's mean, moved with the batch
+  for (int k = 0; k < 4; ++k) EXPECT_NEAR(m.values()[k], want[k], 1e-12);
+  EXPECT_THROW(selection_mean(u, o, Tensor(), {0}), Error);  // it needs the batch mean
 }
 
 TEST(SenseSelection, WarmupUsesSenseZeroOnly) {

@@ -191,8 +191,10 @@ void validate(const TrainConfig& c, const std::string& origin) {
            c.sense_negatives);
   SA_CHECK(c.model.cudnn == "auto" || c.model.cudnn == "on" || c.model.cudnn == "off",
            "{}: lstm.cudnn must be \"auto\", \"on\" or \"off\", got \"{}\"", origin, c.model.cudnn);
-  SA_CHECK(c.selection_mean == "none" || c.selection_mean == "global" || c.selection_mean == "word",
-           "{}: selection_mean must be \"none\", \"global\" or \"word\", got \"{}\"", origin, c.selection_mean);
+  SA_CHECK(c.selection_mean == "none" || c.selection_mean == "global" || c.selection_mean == "word" ||
+               c.selection_mean == "word_offset",
+           "{}: selection_mean must be \"none\", \"global\", \"word\" or \"word_offset\", got \"{}\"", origin,
+           c.selection_mean);
   SA_CHECK(c.warmup_init == "random" || c.warmup_init == "copy" || c.warmup_init == "zero" || c.warmup_init == "data",
            "{}: warmup_init must be \"random\", \"copy\", \"zero\" or \"data\", got \"{}\"", origin, c.warmup_init);
   SA_CHECK(c.dictionary_format == "muse" || c.dictionary_format == "cedict" || c.dictionary_format == "edict" ||
@@ -248,6 +250,7 @@ TrainConfig TrainConfig::load(const std::string& path, const std::vector<std::st
     c.sense.seed_centers = c.warmup_init == "data";
     using M = SenseOptions::SelectionMean;
     c.sense.selection_mean = c.selection_mean == "word"                             ? M::Word
+                             : c.selection_mean == "word_offset"                    ? M::WordOffset
                              : c.selection_mean == "global" || c.center_projection ? M::Global
                                                                                      : M::None;
   };

@@ -22,7 +22,7 @@ Tensor sense_direction_loss(SenseHead& h, const Tensor& top, const LmBatch& b, c
                             const Tensor& select_top) {
   const int64_t B = top.dim(0), T = top.dim(1), P = top.dim(2);
   Tensor ctx = selection_context(select_top.defined() ? select_top : top);
-  const Tensor mean = selection_mean(h.table, o, h.proj.mean(), b.targets);
+  const Tensor mean = selection_mean(h.table, o, h.proj.mean(), b.targets, ops::mean(ctx, 0, true));
   Tensor flat = ops::reshape(top, {B * T, P});
   using N = SenseOptions::Negatives;
   // The common training case runs selection inside the fused softmax; seeding (sequential over
@@ -51,8 +51,7 @@ Tensor sense_direction_loss(SenseHead& h, const Tensor& top, const LmBatch& b, c
       per_row = sense_sampled_loss(flat, h.table, sel, sample_enabled_rows(h.table, n_negatives, rng));
     }
     loss = ops::mean(per_row);
-    update_centers(h.table, ctx, sel, o.sense_learning_rate, o.center_update, o.seed_centers);
-    keep_word_means(h.table, o, ctx, b.targets);
+    update_sense_centers(h.table, o, ctx, sel, b.targets);
     h.usage.record(sel, h.table.n_context());
   } else {
     loss = ops::mean(sense_full_loss(flat, h.table, sel));

@@ -246,10 +246,12 @@ struct Occurrences {
 };
 
 // Embeds every sentence of `corpus` that holds a pair word, with the pair merged into its
-// pseudo-word, and returns the top-layer vector of each merged position per pair and direction.
+// pseudo-word, and returns the top-layer vector of each merged position per pair and direction,
+// and in `text_mean` the mean top-layer vector of every token embedded, per direction.
 std::vector<std::array<Occurrences, 2>> pseudo_occurrences(LoadedRun& r,
                                                            const std::vector<std::pair<std::string, std::string>>& pairs,
-                                                           const std::string& corpus, int max_sentences, bool stateful) {
+                                                           const std::string& corpus, int max_sentences, bool stateful,
+                                                           std::array<Tensor, 2>& text_mean) {
   std::map<std::string, std::pair<int, int>> which;  // word -> (pair, hidden label)
   for (size_t i = 0; i < pairs.size(); ++i) {
     which[pairs[i].first] = {static_cast<int>(i), 0};
@@ -275,6 +277,8 @@ std::vector<std::array<Occurrences, 2>> pseudo_occurrences(LoadedRun& r,
   // Stateless by default (decision 11); --stateful carries LSTM states across batches as training
   // does (it gave the same scores on the runs measured).
   ElmoEmbedder emb(r.lm.bilm, stateful, 64);
+  std::vector<double> sum(static_cast<size_t>(2 * P), 0.0);
+  int64_t tokens = 0;
   for (size_t b = 0; b < items.size(); b += 64) {
     std::vector<Sentence> batch;
     for (size_t i = b; i < std::min(items.size(), b + 64); ++i) batch.push_back(items[i].merged);
@@ -283,6 +287,8 @@ std::vector<std::array<Occurrences, 2>> pseudo_occurrences(LoadedRun& r,
       NoGrad ng;
       // Top layer [n, 2P]: the forward LM's output after reading token t, then the backward LM's.
       const std::vector<double> top = ops::slice(out[i], 0, out[i].dim(0) - 1, out[i].dim(0)).values();
+      for (size_t k = 0; k < top.size(); ++k) sum[k % sum.size()] += top[k];
+      tokens += out[i].dim(1);
       for (const auto& [pos, pair, label] : items[b + i].hits)
         for (int d = 0; d < 2; ++d) {
           Occurrences& o = occ[pair][d];
@@ -294,6 +300,11 @@ std::vector<std::array<Occurrences, 2>> pseudo_occurrences(LoadedRun& r,
     std::fprintf(stderr, "\rpseudo-eval: %zu/%zu sentences", std::min(items.size(), b + 64), items.size());
   }
   std::fprintf(stderr, "\n");
+  for (int d = 0; d < 2; ++d) {
+    std::vector<double> m(sum.begin() + d * P, sum.begin() + (d + 1) * P);
+    for (double& v : m) v /= static_cast<double>(std::max<int64_t>(tokens, 1));
+    text_mean[d] = Tensor::of(m, {1, P}, DType::F32, Device::cpu());
+  }
   return occ;
 }
 
@@ -322,7 +333,9 @@ void pseudo_eval(LoadedRun& r, const std::string& pairs_file, const std::string&
     SA_CHECK(r.vocab.contains(p), "'{}' is not in the run's vocabulary: train on `bin/senses pseudo-corpus` output", p);
     pseudo_id.push_back(r.vocab.id(p));
   }
-  const std::vector<std::array<Occurrences, 2>> occ = pseudo_occurrences(r, pairs, corpus, max_sentences, stateful);
+  std::array<Tensor, 2> text_mean;
+  const std::vector<std::array<Occurrences, 2>> occ =
+      pseudo_occurrences(r, pairs, corpus, max_sentences, stateful, text_mean);
   const int64_t P = r.config.model.projection_dim;
   const int C = r.config.sense.n_context;
   // With selection_mean = "word", selection subtracts the word's mean context, which training
@@ -332,7 +345,10 @@ void pseudo_eval(LoadedRun& r, const std::string& pairs_file, const std::string&
   // further from the stored mean than a word's spread, which tips every occurrence toward one
   // center. So the word-centred rule is scored twice: with the stored mean, and with the mean of
   // the word's inference-mode vectors over this text (no labels).
-  const bool word_means = r.config.sense.selection_mean == SenseOptions::SelectionMean::Word;
+  // With "word_offset" the stored offsets are added to the mean of every token embedded here,
+  // which plays the part of the training batch's mean.
+  using M = SenseOptions::SelectionMean;
+  const bool word_means = r.config.sense.selection_mean == M::Word || r.config.sense.selection_mean == M::WordOffset;
   std::printf("%-22s %5s %5s | %-25s | %-13s |%s %s\n", "pair", "n_a", "n_b", "forward purity / V", "backward",
               word_means ? " inference-mean fwd / bwd |" : "", "forward senses a/b");
   // Sums over pairs: [rule][direction] purity, V-measure, one-sense baseline; offset and spread.
@@ -345,7 +361,7 @@ void pseudo_eval(LoadedRun& r, const std::string& pairs_file, const std::string&
       const Occurrences& o = occ[i][d];
       if (o.size() == 0) continue;
       const Tensor ctx = o.matrix(P);
-      const Tensor stored = selection_mean(h.table, r.config.sense, h.proj.mean(), {pseudo_id[i]});
+      const Tensor stored = selection_mean(h.table, r.config.sense, h.proj.mean(), {pseudo_id[i]}, text_mean[d]);
       auto tab = selection_table(h.table, h.proj, pseudo_id[i], o, ctx, stored);
       score[0][d] = cluster_scores(tab);
       if (d == 0) shown = tab;
