@@ -95,12 +95,13 @@ void check_resume(const std::string& name, const std::string& extra_config) {
 TEST(TrainResume, SigkillThenRerunEqualsUninterruptedRun) { check_resume("elmo", ""); }
 
 // SaELMo: centers, projection and its queue, enabled scores and usage windows must all resume,
-// and the random state resets must hit the same rows after a resume.
+// and the random state resets must hit the same rows after a resume. Selection runs inside the
+// fused softmax here (uniform negatives, no seeding), with word offsets from the batch mean.
 TEST(TrainResume, SaelmoSigkillThenRerunEqualsUninterruptedRun) {
   check_resume("saelmo",
                "n_context = 4\ncluster_proj_dim = 8\npca_sample = 500\npca_every = 7\ncontextual_warmup = 15\n"
                "prune_first = 20\nprune_every = 12\ncontext_record_window = 10\ncenter_update = \"released\"\n"
-               "state_reset = 0.3\n");
+               "state_reset = 0.3\nselection_mean = \"word_offset\"\n");
 }
 
 // Centers seeded from contexts (zero centers are the "not yet seeded" state, so they must resume
