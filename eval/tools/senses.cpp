@@ -339,12 +339,12 @@ void pseudo_eval(LoadedRun& r, const std::string& pairs_file, const std::string&
   const int64_t P = r.config.model.projection_dim;
   const int C = r.config.sense.n_context;
   // With selection_mean = "word", selection subtracts the word's mean context, which training
-  // keeps as sense 0's center. That mean comes from training-time vectors, which run from carried
-  // LSTM states; inference vectors start from zero states and move more between checkpoints
-  // (measured: 1.9-3.1 in 250 steps, against 0.45-0.65 for the stored means), and often lie
-  // further from the stored mean than a word's spread, which tips every occurrence toward one
-  // center. So the word-centred rule is scored twice: with the stored mean, and with the mean of
-  // the word's inference-mode vectors over this text (no labels).
+  // keeps as sense 0's center, an average over a few hundred steps. The whole representation
+  // drifts faster than that (measured: 1.9-2.8 in 250 steps, nearly all of it common to every
+  // word, against 0.45-0.65 for the stored means), so the stored mean often lies further from
+  // the current vectors than a word's spread, which tips every occurrence toward one center.
+  // So the word-centred rule is scored twice: with the stored mean, and with the mean of the
+  // word's vectors over this text (no labels).
   // With "word_offset" the stored offsets are added to the mean of every token embedded here,
   // which plays the part of the training batch's mean.
   using M = SenseOptions::SelectionMean;
