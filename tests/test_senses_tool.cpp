@@ -143,9 +143,10 @@ TEST(SensesTool, JointRunShowsNearestSensesInEachLanguage) {
   EXPECT_NE(ss.str().find("squares and italics: de"), std::string::npos) << msg;
 }
 
-// The pseudo-word evaluation on a tiny word-centred run: every occurrence of a pair word in the
-// evaluated text is counted once per pair, purities lie between the one-sense baseline and 1,
-// and the word-centred rule is also scored with inference-mode word means.
+// The pseudo-word evaluation on tiny word-centred runs ("word" and "word_offset"): every
+// occurrence of a pair word in the evaluated text is counted once per pair, purities lie between
+// the one-sense baseline and 1, and the word-centred rule is also scored with inference-mode
+// word means.
 TEST(SensesTool, PseudoEvalCountsEveryOccurrenceAndScoresBothMeans) {
   const std::string corpus = "../shared/data/corpus/brown.txt";
   if (!fs::exists(corpus)) GTEST_SKIP() << "no ../shared/data here";
@@ -155,26 +156,29 @@ TEST(SensesTool, PseudoEvalCountsEveryOccurrenceAndScoresBothMeans) {
   std::string msg = run("./bin/senses pseudo-corpus --pairs " + dir + "/pairs.txt --corpus " + dir +
                         "/corpus.txt --output " + dir + "/merged.txt");
   ASSERT_TRUE(fs::exists(dir + "/merged.txt")) << msg;
-  ASSERT_TRUE(train_tiny(dir, "train_prefix = \"" + dir + "/merged.txt\"\nn_steps = 30\nn_context = 4\n" +
-                                 "warmup_init = \"data\"\nselection_mean = \"word\"\nselect_after_dropout = false\n"));
-  const std::string out = run("./bin/senses pseudo-eval --model " + dir + "/run --pairs " + dir + "/pairs.txt --corpus " +
-                              dir + "/corpus.txt");
-  for (auto [a, b] : {std::pair{"of", "and"}, std::pair{"to", "in"}}) {
-    std::smatch m;
-    const std::string name = std::string(a) + "_" + b;
-    ASSERT_TRUE(std::regex_search(out, m, std::regex(name + R"( +(\d+) +(\d+) \| ([0-9.]+) / [0-9.]+ \(maj ([0-9.]+)\) \| ([0-9.]+) / [0-9.]+ \| ([0-9.]+) / ([0-9.]+))")))
-        << out;
-    EXPECT_EQ(std::stoi(m[1]), count[a]) << out;
-    EXPECT_EQ(std::stoi(m[2]), count[b]) << out;
-    const double maj = std::stod(m[4]);
-    EXPECT_NEAR(maj, std::max(count[a], count[b]) / double(count[a] + count[b]), 1e-3);
-    for (int k : {3, 5, 6, 7}) {
-      EXPECT_GE(std::stod(m[k]), maj - 1e-3) << out;  // purity is never below the majority share
-      EXPECT_LE(std::stod(m[k]), 1.0) << out;
+  for (const std::string mean : {"word", "word_offset"}) {
+    fs::remove_all(dir + "/run");
+    ASSERT_TRUE(train_tiny(dir, "train_prefix = \"" + dir + "/merged.txt\"\nn_steps = 30\nn_context = 4\n" +
+                                   "warmup_init = \"data\"\nselection_mean = \"" + mean + "\"\nselect_after_dropout = false\n"));
+    const std::string out = run("./bin/senses pseudo-eval --model " + dir + "/run --pairs " + dir + "/pairs.txt --corpus " +
+                                dir + "/corpus.txt");
+    for (auto [a, b] : {std::pair{"of", "and"}, std::pair{"to", "in"}}) {
+      std::smatch m;
+      const std::string name = std::string(a) + "_" + b;
+      ASSERT_TRUE(std::regex_search(out, m, std::regex(name + R"( +(\d+) +(\d+) \| ([0-9.]+) / [0-9.]+ \(maj ([0-9.]+)\) \| ([0-9.]+) / [0-9.]+ \| ([0-9.]+) / ([0-9.]+))")))
+          << out;
+      EXPECT_EQ(std::stoi(m[1]), count[a]) << out;
+      EXPECT_EQ(std::stoi(m[2]), count[b]) << out;
+      const double maj = std::stod(m[4]);
+      EXPECT_NEAR(maj, std::max(count[a], count[b]) / double(count[a] + count[b]), 1e-3);
+      for (int k : {3, 5, 6, 7}) {
+        EXPECT_GE(std::stod(m[k]), maj - 1e-3) << out;  // purity is never below the majority share
+        EXPECT_LE(std::stod(m[k]), 1.0) << out;
+      }
     }
+    EXPECT_NE(out.find("mean forward (inference-mode word means): purity"), std::string::npos) << out;
+    EXPECT_NE(out.find("stored word mean lies"), std::string::npos) << out;
   }
-  EXPECT_NE(out.find("mean forward (inference-mode word means): purity"), std::string::npos) << out;
-  EXPECT_NE(out.find("stored word mean lies"), std::string::npos) << out;
 }
 
 }  // namespace
