@@ -129,12 +129,24 @@ void update_sense_centers(SenseTable& t, const SenseOptions& o, const Tensor& ct
                           const std::vector<int32_t>& words) {
   using M = SenseOptions::SelectionMean;
   const bool warmup = !words.empty() && t.is_enabled(t.row(words[0], 0));
+  NoGrad ng;
+  const bool word_means = o.selection_mean == M::Word || o.selection_mean == M::WordOffset;
+  // With word means in sense 0, the released update's decay of every row must spare them: they
+  // are means, not cluster centers (only the warm-up's sense-0 centers are clusters).
+  Tensor sense0, kept;
+  if (word_means && !warmup && o.center_update == SenseOptions::CenterUpdate::Released) {
+    std::vector<int32_t> rows(static_cast<size_t>(t.vocab()));
+    for (int w = 0; w < t.vocab(); ++w) rows[static_cast<size_t>(w)] = t.row(w, 0);
+    sense0 = Tensor::from(rows, {t.vocab()}, t.centers.device());
+    kept = ops::gather_rows(t.centers, sense0);
+  }
   // During the warm-up sense 0 is the only sense: with word_offset its center holds the offset,
   // so the selection update (raw contexts) leaves it alone.
   if (!(warmup && o.selection_mean == M::WordOffset))
     update_centers(t, ctx, selected, o.sense_learning_rate, o.center_update, o.seed_centers);
+  if (kept.defined())
+    backend(t.centers.device()).scatter_add_rows(ops::sub(kept, ops::gather_rows(t.centers, sense0)), sense0, t.centers);
   if (words.empty()) return;
-  NoGrad ng;
   if (o.selection_mean == M::Word && !warmup)
     update_centers(t, ctx, sense0_rows(t, words), o.sense_learning_rate, SenseOptions::CenterUpdate::Paper);
   if (o.selection_mean == M::WordOffset)

@@ -124,6 +124,7 @@ TEST(SenseSelection, WordCentredSelectionComparesResiduals) {
   // word_offset: sense 0 keeps the word's offset from the batch mean, and selection adds the
   // current batch mean back, so a shift of the whole batch (drift) shifts the mean with it.
   SenseTable u = before;
+  u.centers = before.centers.clone();
   o.selection_mean = SenseOptions::SelectionMean::WordOffset;
   o.sense_learning_rate = 1.0;  // the offset is this batch's
   Tensor batch = Tensor::of({10, 0.5, 0, 0,  10, 0, 0.2, 0,  4, 0, 0, 0,  4, 1, 0, 0}, {4, 4}, DType::F64);
@@ -137,6 +138,19 @@ TEST(SenseSelection, WordCentredSelectionComparesResiduals) {
   const std::vector<double> want = {15, 5.25, 5.1, 5};  // word 0's mean, moved with the batch
   for (int k = 0; k < 4; ++k) EXPECT_NEAR(m.values()[k], want[k], 1e-12);
   EXPECT_THROW(selection_mean(u, o, Tensor(), {0}), Error);  // it needs the batch mean
+
+  // The released update decays every cluster center, but not the word means in sense 0.
+  SenseTable r = before;
+  r.centers = before.centers.clone();
+  o.selection_mean = SenseOptions::SelectionMean::Word;
+  o.center_update = SenseOptions::CenterUpdate::Released;
+  o.sense_learning_rate = 0.5;
+  update_sense_centers(r, o, batch.rows(0, 2), {2, 2}, {0, 0});
+  const std::vector<double> was = before.centers.values(), now = r.centers.values();
+  for (int k = 0; k < 4; ++k) {
+    EXPECT_NEAR(now[4 * 4 + k], was[4 * 4 + k], 1e-12);        // word 1's sense 0: its mean, untouched
+    EXPECT_NEAR(now[5 * 4 + k], 0.5 * was[5 * 4 + k], 1e-12);  // word 1's sense 1: decayed
+  }
 }
 
 TEST(SenseSelection, WarmupUsesSenseZeroOnly) {
