@@ -44,7 +44,7 @@ std::vector<int32_t> select_senses(const SenseTable& table, const Tensor& ctx, c
 
 // What selection subtracts before projecting (selection_mean in the config): nothing (released),
 // the projection queue's mean ("global"), each target word's mean context ("word": the center of
-// its sense 0, the warm-up sense, which keep_word_means goes on updating after the warm-up), or
+// its sense 0, the warm-up sense, which update_sense_centers goes on updating after the warm-up), or
 // that mean kept relative to the batch ("word_offset": sense 0's center holds the word's offset
 // from the mean of its batch's contexts, and `batch_mean` [1, P], the mean of the contexts being
 // selected now, is added back). The representation drifts as a whole during training, by more
