@@ -3,6 +3,8 @@
 #include <cmath>
 #include <map>
 
+#include "engine/core/scalar_math.h"
+
 namespace sa {
 
 SelectionSpace::SelectionSpace(const SenseTable& t, const Tensor& ctx, const std::vector<int32_t>& rows,
@@ -33,12 +35,7 @@ SelectionSpace::SelectionSpace(const SenseTable& t, const Tensor& ctx, const std
   d = p.dim(1);
 }
 
-double SelectionSpace::cosine(int64_t n, const double* w) const {
-  const double* x = context(n);
-  double dot = 0, xn = 0, wn = 0;
-  for (int64_t k = 0; k < d; ++k) dot += x[k] * w[k], xn += x[k] * x[k], wn += w[k] * w[k];
-  return dot / (std::sqrt(wn) + 1e-6) / (std::sqrt(xn) + 1e-6);
-}
+double SelectionSpace::cosine(int64_t n, const double* w) const { return math::selection_cosine(context(n), w, d); }
 
 SenseCandidates sense_candidates(const SenseTable& t, const std::vector<int32_t>& words) {
   const size_t C = static_cast<size_t>(t.n_context());

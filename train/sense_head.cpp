@@ -22,7 +22,8 @@ Tensor sense_direction_loss(SenseHead& h, const Tensor& top, const LmBatch& b, c
                             const Tensor& select_top) {
   const int64_t B = top.dim(0), T = top.dim(1), P = top.dim(2);
   Tensor ctx = selection_context(select_top.defined() ? select_top : top);
-  const Tensor mean = selection_mean(h.table, o, h.proj.mean(), b.targets, ops::mean(ctx, 0, true));
+  const bool offsets = o.selection_mean == SenseOptions::SelectionMean::WordOffset;
+  const Tensor mean = selection_mean(h.table, o, h.proj.mean(), b.targets, offsets ? ops::mean(ctx, 0, true) : Tensor());
   Tensor flat = ops::reshape(top, {B * T, P});
   using N = SenseOptions::Negatives;
   // The common training case runs selection inside the fused softmax; seeding (sequential over

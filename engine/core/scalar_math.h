@@ -193,19 +193,24 @@ SA_HD T adagrad(T w, T& acc, T g, T lr) {
   return w - lr * g / sqrt(acc);
 }
 
+// The selection's cosine of a context u with a candidate w (d dims), summed in double.
+template <typename T, typename U>
+SA_HD double selection_cosine(const T* u, const U* w, int64_t d) {
+  double dot = 0, un = 0, wn = 0;
+  for (int64_t k = 0; k < d; ++k)
+    dot += double(u[k]) * double(w[k]), un += double(u[k]) * double(u[k]), wn += double(w[k]) * double(w[k]);
+  return dot / (sqrt(wn) + 1e-6) / (sqrt(un) + 1e-6);
+}
+
 // Sense selection for one token: the enabled candidate j < K whose vector v_j has the highest
-// cosine with u (d dims), in double; ties keep the lowest j; with none enabled, 0.
+// selection_cosine with u; ties keep the lowest j; with none enabled, 0.
 template <typename T>
 SA_HD int64_t select_by_cosine(const T* u, const T* v, const uint8_t* enabled, int64_t K, int64_t d) {
-  double un = 0;
-  for (int64_t k = 0; k < d; ++k) un += double(u[k]) * double(u[k]);
   int64_t best = -1;
   double best_sim = 0;
   for (int64_t j = 0; j < K; ++j) {
     if (!enabled[j]) continue;
-    double dot = 0, vn = 0;
-    for (int64_t k = 0; k < d; ++k) dot += double(u[k]) * double(v[j * d + k]), vn += double(v[j * d + k]) * double(v[j * d + k]);
-    const double sim = dot / (sqrt(vn) + 1e-6) / (sqrt(un) + 1e-6);
+    const double sim = selection_cosine(u, v + j * d, d);
     if (best < 0 || sim > best_sim) best = j, best_sim = sim;
   }
   return best < 0 ? 0 : best;

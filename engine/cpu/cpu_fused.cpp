@@ -356,7 +356,7 @@ void CpuBackend::select_candidate_softmax(const Tensor& x, const Tensor& W, cons
   select_rows(u, v, rows, enabled, selected);
   Tensor wt = Tensor::empty({N, P}, x.dtype(), x.device()), bt = Tensor::empty({N, 1}, x.dtype(), x.device());
   gather_rows(W, selected, wt);
-  gather_rows(b.view({b.numel(), 1}), selected, bt);
+  gather_rows(b, selected, bt);
   Tensor ones = Tensor::full({N}, 1.0, x.dtype(), x.device());
   candidate_softmax(x, wt, bt, Wc, bc, selected, cand_ids, ones, loss, lse);
 }
