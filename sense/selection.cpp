@@ -127,22 +127,13 @@ void update_sense_centers(SenseTable& t, const SenseOptions& o, const Tensor& ct
   using M = SenseOptions::SelectionMean;
   const bool warmup = !words.empty() && t.is_enabled(t.row(words[0], 0));
   NoGrad ng;
-  const bool word_means = o.selection_mean == M::Word || o.selection_mean == M::WordOffset;
   // With word means in sense 0, the released update's decay of every row must spare them: they
   // are means, not cluster centers (only the warm-up's sense-0 centers are clusters).
-  Tensor sense0, kept;
-  if (word_means && !warmup && o.center_update == SenseOptions::CenterUpdate::Released) {
-    std::vector<int32_t> rows(static_cast<size_t>(t.vocab()));
-    for (int w = 0; w < t.vocab(); ++w) rows[static_cast<size_t>(w)] = t.row(w, 0);
-    sense0 = Tensor::from(rows, {t.vocab()}, t.centers.device());
-    kept = ops::gather_rows(t.centers, sense0);
-  }
+  const bool word_means = o.selection_mean == M::Word || o.selection_mean == M::WordOffset;
   // During the warm-up sense 0 is the only sense: with word_offset its center holds the offset,
   // so the selection update (raw contexts) leaves it alone.
   if (!(warmup && o.selection_mean == M::WordOffset))
-    update_centers(t, ctx, selected, o.sense_learning_rate, o.center_update, o.seed_centers);
-  if (kept.defined())
-    backend(t.centers.device()).scatter_add_rows(ops::sub(kept, ops::gather_rows(t.centers, sense0)), sense0, t.centers);
+    update_centers(t, ctx, selected, o.sense_learning_rate, o.center_update, o.seed_centers, word_means && !warmup);
   if (words.empty()) return;
   if (o.selection_mean == M::Word && !warmup)
     update_centers(t, ctx, sense0_rows(t, words), o.sense_learning_rate, SenseOptions::CenterUpdate::Paper);
@@ -152,7 +143,7 @@ void update_sense_centers(SenseTable& t, const SenseOptions& o, const Tensor& ct
 }
 
 void update_centers(SenseTable& t, const Tensor& ctx, const std::vector<int32_t>& rows, double a,
-                    SenseOptions::CenterUpdate mode, bool seed_exact) {
+                    SenseOptions::CenterUpdate mode, bool seed_exact, bool spare_sense0) {
   NoGrad ng;
   const int64_t N = ctx.dim(0), P = ctx.dim(1);
   // Sum and count of the context vectors per selected row (unique rows, in order).
@@ -189,7 +180,14 @@ void update_centers(SenseTable& t, const Tensor& ctx, const std::vector<int32_t>
   if (mode == SenseOptions::CenterUpdate::Paper) {
     move_toward_mean(std::vector<double>(uniq.size(), a));
   } else {
-    be.unary(UnaryOp::Scale, t.centers, t.centers, 1.0 - a, 0);  // every center decays, as released
+    if (spare_sense0) {  // one pass: every row times (1 - a), sense-0 rows times 1
+      std::vector<double> f(static_cast<size_t>(t.rows()), 1.0 - a);
+      for (int w = 0; w < t.vocab(); ++w) f[static_cast<size_t>(t.row(w, 0))] = 1.0;
+      const Tensor factor = Tensor::of(f, {t.rows(), 1}, dt, dev);
+      be.binary(BinaryOp::Mul, t.centers, factor, t.centers, make_broadcast_plan(t.centers.shape(), t.centers.shape(), factor.shape()));
+    } else {
+      be.unary(UnaryOp::Scale, t.centers, t.centers, 1.0 - a, 0);  // every center decays, as released
+    }
     std::vector<double> w(uniq.size());
     for (size_t i = 0; i < w.size(); ++i) w[i] = a / (count[i] + 1e-5);
     be.scatter_add_rows(ops::mul(sums, Tensor::of(w, {U, 1}, dt, dev)), ids, t.centers);

@@ -62,8 +62,9 @@ void update_sense_centers(SenseTable& table, const SenseOptions& o, const Tensor
 //  paper:    only selected rows: c <- (1 - a) c + a * mean(ctx assigned to c)
 //  released: every row decays, c <- (1 - a) c, and selected rows add a * sum / (count + 1e-5)
 // With seed_exact (warmup_init = "data"), a center that is still exactly zero takes the mean of
-// its contexts instead (its first points set it, as online k-means seeds).
+// its contexts instead (its first points set it, as online k-means seeds). With spare_sense0 the
+// released decay leaves every word's sense-0 row alone (it holds a word mean, not a cluster).
 void update_centers(SenseTable& table, const Tensor& ctx, const std::vector<int32_t>& rows, double a,
-                    SenseOptions::CenterUpdate mode, bool seed_exact = false);
+                    SenseOptions::CenterUpdate mode, bool seed_exact = false, bool spare_sense0 = false);
 
 }  // namespace sa
