@@ -7,7 +7,7 @@
 #include <unordered_map>
 
 #include "data/corpus.h"
-#include "layers/elmo_embedder.h"
+#include "layers/encoder.h"
 
 namespace sa {
 
@@ -59,7 +59,7 @@ void write_word_vectors(const WordVectors& v, const std::string& path) {
   std::rename((path + ".tmp").c_str(), path.c_str());
 }
 
-std::vector<WordVectors> average_anchors(const ElmoModel& model, const std::string& corpus, const AnchorOptions& o) {
+std::vector<WordVectors> average_anchors(const ContextualEncoder& encoder, const std::string& corpus, const AnchorOptions& o) {
   NoGrad ng;
   std::vector<Sentence> sents = read_sentences(corpus, o.lowercase);
   if (o.max_sentences > 0 && static_cast<int64_t>(sents.size()) > o.max_sentences) sents.resize(o.max_sentences);
@@ -68,9 +68,9 @@ std::vector<WordVectors> average_anchors(const ElmoModel& model, const std::stri
   std::vector<std::string> words;
   std::vector<int64_t> count;
   std::vector<std::vector<double>> sum;  // per layer, [word * D + k]
-  const int L = model.opt.n_layers + 1;
+  const int L = encoder.n_layers();
   int64_t D = 0;
-  embed_all(model, sents, o.batch_size, "anchors", [&](size_t i, const Tensor& emb) {
+  embed_all(encoder, sents, o.batch_size, "anchors", [&](size_t i, const Tensor& emb) {
     if (D == 0) D = emb.dim(2), sum.assign(static_cast<size_t>(L), {});
     const std::vector<double> v = emb.values();  // [L, n, D]
     const int64_t n = static_cast<int64_t>(sents[i].size());

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "eval/alignment.h"
-#include "layers/elmo.h"
+#include "layers/encoder.h"
 
 namespace sa {
 
@@ -32,6 +32,6 @@ struct AnchorOptions {
 
 // Per layer 0..L (0 = token layer, fwd and bwd halves as in bilm-tf's output), the mean vector of
 // each word over its occurrences in `corpus` (one tokenized sentence per line), stateless.
-std::vector<WordVectors> average_anchors(const ElmoModel& model, const std::string& corpus, const AnchorOptions& o);
+std::vector<WordVectors> average_anchors(const ContextualEncoder& encoder, const std::string& corpus, const AnchorOptions& o);
 
 }  // namespace sa

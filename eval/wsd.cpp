@@ -7,7 +7,7 @@
 
 #include "data/corpus.h"
 #include "eval/alignment.h"
-#include "layers/elmo_embedder.h"
+#include "layers/encoder.h"
 
 namespace sa {
 
@@ -30,8 +30,8 @@ Tensor WsdLayer::select(const Tensor& e) const {
   return layer(std::stoi(spec));
 }
 
-InstanceVectors embed_instances(const ElmoModel& model, const WsdCorpus& corpus, const EmbedOptions& o) {
-  o.layer.check(model.opt.n_layers);
+InstanceVectors embed_instances(const ContextualEncoder& encoder, const WsdCorpus& corpus, const EmbedOptions& o) {
+  o.layer.check(encoder.n_layers() - 1);
   // The words of the sentences with instances, and per instance its span of words.
   std::vector<std::vector<std::string>> sentences;
   std::vector<std::vector<std::pair<int, int>>> spans;  // [first word, end) per instance, in output order
@@ -59,7 +59,7 @@ InstanceVectors embed_instances(const ElmoModel& model, const WsdCorpus& corpus,
   for (size_t i = 1; i < spans.size(); ++i) first[i] = first[i - 1] + spans[i - 1].size();
   std::vector<float> vec;
   int64_t D = -1;
-  embed_all(model, sentences, o.batch_size, "embedding " + o.label, [&](size_t i, const Tensor& emb) {
+  embed_all(encoder, sentences, o.batch_size, "embedding " + o.label, [&](size_t i, const Tensor& emb) {
     Tensor x = o.layer.select(emb).to(Device::cpu());
     if (D < 0) D = x.dim(1), vec.assign(out.ids.size() * static_cast<size_t>(D), 0.f);
     const std::vector<double> v = x.values();

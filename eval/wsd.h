@@ -9,7 +9,7 @@
 
 #include "data/wordnet.h"
 #include "data/wsd_corpus.h"
-#include "layers/elmo.h"
+#include "layers/encoder.h"
 
 namespace sa {
 
@@ -36,7 +36,7 @@ struct EmbedOptions {
 
 // Embeds every sentence with at least one instance (stateless, batches of similar length) and
 // returns each instance's vector: the mean over the words of its surface form.
-InstanceVectors embed_instances(const ElmoModel& model, const WsdCorpus& corpus, const EmbedOptions& o);
+InstanceVectors embed_instances(const ContextualEncoder& encoder, const WsdCorpus& corpus, const EmbedOptions& o);
 
 struct SenseCentroids {
   std::vector<std::string> keys;

@@ -8,6 +8,10 @@ ops::LstmPath ElmoOptions::lstm_path() const {
   return cudnn == "on" ? ops::LstmPath::Cudnn : cudnn == "off" ? ops::LstmPath::Steps : ops::LstmPath::Auto;
 }
 
+double ElmoOptions::effective_proj_clip() const {
+  return cudnn == "on" && projection_dim < lstm_dim ? 0.0 : proj_clip;
+}
+
 int ElmoOptions::n_filters() const {
   int n = 0;
   for (auto [w, c] : filters) n += c;
@@ -59,7 +63,7 @@ nlohmann::json ElmoOptions::to_json() const {
            {{"cell_clip", cell_clip},
             {"dim", lstm_dim},
             {"n_layers", n_layers},
-            {"proj_clip", proj_clip},
+            {"proj_clip", effective_proj_clip()},
             {"projection_dim", projection_dim},
             {"use_skip_connections", use_skip_connections}}}};
 }

@@ -133,7 +133,7 @@ void update_sense_centers(SenseTable& t, const SenseOptions& o, const Tensor& ct
   // During the warm-up sense 0 is the only sense: with word_offset its center holds the offset,
   // so the selection update (raw contexts) leaves it alone.
   if (!(warmup && o.selection_mean == M::WordOffset))
-    update_centers(t, ctx, selected, o.sense_learning_rate, o.center_update, o.seed_centers, word_means && !warmup);
+    update_centers(t, ctx, selected, o.sense_learning_rate, o.center_update, o.seed_centers(), word_means && !warmup);
   if (words.empty()) return;
   if (o.selection_mean == M::Word && !warmup)
     update_centers(t, ctx, sense0_rows(t, words), o.sense_learning_rate, SenseOptions::CenterUpdate::Paper);

@@ -1,7 +1,12 @@
-// Settings of the sense-aware softmax (method.md Part 1, decisions 2-7; names as the released
-// options where they exist).
+// Settings of the sense-aware softmax (docs/design.md §2; names as the released options where
+// they exist). The string values of the enums are the config's and options.json's.
 #pragma once
 #include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 namespace sa {
 
@@ -16,19 +21,43 @@ struct SenseOptions {
   int64_t contextual_warmup = 20000;          // steps with sense 0 only
   int64_t prune_every = 20000;                // E
   int64_t prune_first = 60000;                // first pruning step
+  // "paper" (Alg. 1's mean update) or "released" (the released code's decay).
   enum class CenterUpdate { Paper, Released } center_update = CenterUpdate::Paper;
-  // Negatives of the sampled softmax (decision 6): uniform over enabled rows (released), log-uniform
-  // over words with all their enabled senses (log-Q corrected), or the exact softmax.
+  // Negatives of the sampled softmax: uniform over enabled rows (released), log-uniform over words
+  // with all their enabled senses (log-Q corrected), or the exact softmax.
   enum class Negatives { Uniform, LogUniform, Full } negatives = Negatives::Uniform;
-  bool warmup_init_copy = false;              // new senses start from sense 0's rows
-  bool warmup_zero_centers = false;           // new senses' centers start at zero (released at scale)
-  bool seed_centers = false;                  // empty centers are seeded by contexts (warmup_init = data)
+  // How senses 1.. start when the warm-up ends: random rows, copies of sense 0's rows, zero
+  // centers (released at scale), or copies with centers seeded by the first contexts seen.
+  enum class WarmupInit { Random, Copy, Zero, Data } warmup_init = WarmupInit::Random;
   // Subtracted before projecting, in selection (not released): nothing, the projection queue's
-  // mean, or the target word's mean context (sense 0's center, kept up to date after the warm-up).
+  // mean, or the target word's mean context (sense 0's center, kept up to date after the warm-up);
+  // word_offset keeps each word's offset from its batch's mean context instead.
   enum class SelectionMean { None, Global, Word, WordOffset } selection_mean = SelectionMean::None;
   // Selection reads the top output after the output dropout (released) or before it (ours):
   // dropout noise is larger than what tells a word's senses apart.
   bool select_after_dropout = true;
+
+  bool warmup_init_copy() const { return warmup_init == WarmupInit::Copy || warmup_init == WarmupInit::Data; }
+  bool warmup_zero_centers() const { return warmup_init == WarmupInit::Zero || warmup_init == WarmupInit::Data; }
+  bool seed_centers() const { return warmup_init == WarmupInit::Data; }
+  bool word_means() const { return selection_mean == SelectionMean::Word || selection_mean == SelectionMean::WordOffset; }
+
+  // Every setting (options.json's "sense" section); from_json fails naming `origin`.
+  nlohmann::json to_json() const;
+  static SenseOptions from_json(const nlohmann::json& j, const std::string& origin);
 };
+
+// The names of an enum's values, in declaration order.
+template <typename E>
+const std::vector<std::string_view>& enum_names();
+
+// The value named `name`; throws std::invalid_argument listing the valid names otherwise.
+template <typename E>
+E parse_enum(std::string_view name);
+
+template <typename E>
+std::string enum_name(E value) {
+  return std::string(enum_names<E>()[static_cast<size_t>(value)]);
+}
 
 }  // namespace sa

@@ -7,7 +7,7 @@
 #include <random>
 
 #include "eval/anchors.h"
-#include "layers/elmo_embedder.h"
+#include "layers/elmo_encoder.h"
 #include "tests/test_util.h"
 
 namespace sa {
@@ -25,13 +25,13 @@ std::string run(const std::string& cmd) {
 }
 
 TEST(Anchors, MeanOfEachWordsContextualVectors) {
-  ElmoModel m = ElmoModel::init(testing::tiny_elmo_options(), 4);
+  ElmoEncoder m(ElmoModel::init(testing::tiny_elmo_options(), 4));
   std::ofstream(tmp("anch.txt")) << "the bank\nbank of the river bank\n";
   auto layers = average_anchors(m, tmp("anch.txt"), {1, 1, 0, false});
   ASSERT_EQ(layers.size(), 3u);
   const WordVectors& top = layers[2];
   EXPECT_EQ(top.words, (std::vector<std::string>{"bank", "the", "of", "river"}));  // by count, then spelling
-  ElmoEmbedder e(m, false, 1);
+  const ElmoEncoder& e = m;
   std::vector<double> a = e.embed({{"the", "bank"}})[0].values(), b = e.embed({{"bank", "of", "the", "river", "bank"}})[0].values();
   const int64_t D = 8;  // 2 x projection
   for (int l = 0; l < 3; ++l)

@@ -10,7 +10,7 @@
 #include "data/hdf5_file.h"
 #include "data/vocab.h"
 #include "layers/elmo.h"
-#include "train/checkpoint.h"
+#include "data/safetensors.h"
 #include "train/config.h"
 
 namespace sa {

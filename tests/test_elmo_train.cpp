@@ -8,7 +8,7 @@
 
 #include "data/char_ids.h"
 #include "data/hdf5_file.h"
-#include "layers/elmo_embedder.h"
+#include "layers/elmo_encoder.h"
 #include "tests/test_util.h"
 #include "train/elmo_lm.h"
 
@@ -38,7 +38,7 @@ TEST(ElmoTrain, WholeLossGradientMatchesFiniteDifferences) {
   LogUniformSampler sampler(v.size());
   LossOptions lo{true, 0.2, 4};
   auto loss = [&]() {
-    CarriedState st = CarriedState::zeros(tiny(), 2, Device::cpu(), DType::F64);
+    BilmState st = BilmState::zeros(tiny(), 2, Device::cpu(), DType::F64);
     for (auto& d : st.dir)  // a non-zero carried state, as between batches
       for (LstmState& s : d) {
         s.c = ops::add_scalar(s.c, 0.3);
@@ -47,8 +47,9 @@ TEST(ElmoTrain, WholeLossGradientMatchesFiniteDifferences) {
     Generator gen(11);
     std::mt19937_64 rng(5);
     auto [tf, tb] = encode_batches(lm, bf, bb);
-    Tensor lf = direction_loss(lm, 0, tf, bf, st.dir[0], lo, gen, &sampler, &rng);
-    Tensor lb = direction_loss(lm, 1, tb, bb, st.dir[1], lo, gen, &sampler, &rng);
+    BilmOutputs out = bilm_forward(lm.bilm, {tf, tb}, st, lo.dropout, gen);
+    Tensor lf = direction_loss(lm, out.top[0], bf, lo, &sampler, &rng);
+    Tensor lb = direction_loss(lm, out.top[1], bb, lo, &sampler, &rng);
     return ops::scale(ops::add(lf, lb), 0.5);
   };
   backward(loss());
@@ -76,7 +77,7 @@ TEST(ElmoTrain, WholeLossGradientMatchesFiniteDifferences) {
   EXPECT_GT(checked, 100);
 }
 
-// The training forward (lm_tops from a zero state, no dropout) and bin/embed's stateless forward
+// The training forward (bilm_forward from a zero state, no dropout) and bin/embed's stateless forward
 // give the same top vectors for one sentence: the forward LM on "<S> w1 .. wn", the backward LM
 // on "</S> wn .. w1", read at the words.
 TEST(ElmoTrain, TrainingForwardEqualsTheEmbedder) {
@@ -89,12 +90,12 @@ TEST(ElmoTrain, TrainingForwardEqualsTheEmbedder) {
   std::vector<std::string> fwd = {"<S>"}, bwd = {"</S>"};
   for (int i = 0; i < n; ++i) fwd.push_back(words[i]), bwd.push_back(words[n - 1 - i]);
   LmBatch bf = batch(fwd, v, 1, n + 1), bb = batch(bwd, v, 1, n + 1);
-  CarriedState st = CarriedState::zeros(o, 1, Device::cpu(), DType::F64);
+  BilmState st = BilmState::zeros(o, 1, Device::cpu(), DType::F64);
   Generator gen(1);
   auto [tf, tb] = encode_batches(lm, bf, bb);
-  std::array<Tensor, 2> tops = lm_tops(lm.bilm, {tf, tb}, st, 0.0, gen);
+  std::array<Tensor, 2> tops = bilm_forward(lm.bilm, {tf, tb}, st, 0.0, gen).top;
   const std::vector<double> f = tops[0].values(), b = tops[1].values();
-  ElmoEmbedder emb(lm.bilm, false, 4);
+  ElmoEncoder emb(lm.bilm);
   const std::vector<double> e = emb.embed({words})[0].values();  // [3, n, 2P]
   const int64_t P = o.projection_dim;
   for (int i = 0; i < n; ++i)
@@ -111,7 +112,7 @@ TEST(ElmoTrain, StatelessEmbeddingIgnoresPadding) {
   o.proj_clip = 0.5;
   ElmoModel m64 = ElmoModel::init(o, 9, Device::cpu(), DType::F64);
   const std::vector<std::vector<std::string>> batch = {{"a", "cat", "sat"}, {"the", "mat", ".", "on", "a", "cat"}, {"on"}};
-  ElmoEmbedder together(m64, false, 4), alone(m64, false, 4);
+  ElmoEncoder together(m64), alone(m64);
   const std::vector<Tensor> t = together.embed(batch);
   for (size_t i = 0; i < batch.size(); ++i) {
     const std::vector<double> a = t[i].values(), b = alone.embed({batch[i]})[0].values();
@@ -130,12 +131,13 @@ void expect_cuda_step_matches_cpu(const ElmoOptions& o) {
   LossOptions lo{true, 0.2, 5};
   auto run = [&](Device d, std::vector<std::vector<double>>& grads) {
     ElmoLM lm = ElmoLM::init(o, v.size(), 3, d, DType::F32);
-    CarriedState st = CarriedState::zeros(o, 3, d, DType::F32);
+    BilmState st = BilmState::zeros(o, 3, d, DType::F32);
     Generator gen(11);
     std::mt19937_64 rng(5);
     auto [tf, tb] = encode_batches(lm, bf, bb);
-    Tensor loss = ops::scale(ops::add(direction_loss(lm, 0, tf, bf, st.dir[0], lo, gen, &sampler, &rng),
-                                      direction_loss(lm, 1, tb, bb, st.dir[1], lo, gen, &sampler, &rng)),
+    BilmOutputs out = bilm_forward(lm.bilm, {tf, tb}, st, lo.dropout, gen);
+    Tensor loss = ops::scale(ops::add(direction_loss(lm, out.top[0], bf, lo, &sampler, &rng),
+                                      direction_loss(lm, out.top[1], bb, lo, &sampler, &rng)),
                              0.5);
     double value = loss.item();
     backward(loss);
@@ -214,12 +216,12 @@ TEST(ElmoTrain, RowsFlowAcrossSentencesAsBilmTf) {
 TEST(ElmoTrain, StateResetZeroesRandomRowsDeterministically) {
   ElmoOptions o = testing::tiny_elmo_options();
   auto filled = [&] {
-    CarriedState s = CarriedState::zeros(o, 200, Device::cpu(), DType::F32);
+    BilmState s = BilmState::zeros(o, 200, Device::cpu(), DType::F32);
     for (auto& d : s.dir)
       for (LstmState& l : d) l = {Tensor::full(l.c.shape(), 0.5), Tensor::full(l.m.shape(), -0.25)};
     return s;
   };
-  auto zero_rows = [&](const CarriedState& s, int dir, int layer) {
+  auto zero_rows = [&](const BilmState& s, int dir, int layer) {
     std::vector<int> rows;
     std::vector<double> c = s.dir[dir][layer].c.values(), m = s.dir[dir][layer].m.values();
     const int64_t H = s.dir[dir][layer].c.dim(1), P = s.dir[dir][layer].m.dim(1);
@@ -231,7 +233,7 @@ TEST(ElmoTrain, StateResetZeroesRandomRowsDeterministically) {
     }
     return rows;
   };
-  CarriedState a = filled(), b = filled(), none = filled(), all = filled();
+  BilmState a = filled(), b = filled(), none = filled(), all = filled();
   a.reset_rows(0.3, 42);
   b.reset_rows(0.3, 42);
   none.reset_rows(0.0, 42);

@@ -11,7 +11,7 @@
 #include "data/wsd_corpus.h"
 #include "eval/wsd.h"
 #include "eval/wsd_scorer.h"
-#include "layers/elmo_embedder.h"
+#include "layers/elmo_encoder.h"
 #include "tests/test_util.h"
 
 namespace sa {
@@ -229,7 +229,7 @@ TEST(WsdProtocol, MostFrequentSenseBaseline) {
 // The instance vector is the chosen layer at the instance's words (mean over a multi-word
 // surface), the same as embedding the sentence directly.
 TEST(WsdProtocol, InstanceVectorsComeFromTheEmbedder) {
-  ElmoModel m = ElmoModel::init(testing::tiny_elmo_options(), 5);
+  ElmoEncoder m(ElmoModel::init(testing::tiny_elmo_options(), 5));
   WsdCorpus c;
   c.sentences.push_back({"s0", {{"The", "the", "DET", ""}, {"Grand_Jury", "jury", "NOUN", "i0"}, {"said", "say", "VERB", "i1"}}});
   c.sentences.push_back({"s1", {{"nothing", "nothing", "X", ""}}});
@@ -238,7 +238,7 @@ TEST(WsdProtocol, InstanceVectorsComeFromTheEmbedder) {
     InstanceVectors iv = embed_instances(m, c, {{layer}, 2, true, "test"});
     ASSERT_EQ(iv.ids, (std::vector<std::string>{"i0", "i1", "i2"}));
     EXPECT_EQ(iv.lemma_pos[1], "say#VERB");
-    ElmoEmbedder e(m, false, 1);
+    const ElmoEncoder& e = m;
     Tensor direct = WsdLayer{layer}.select(e.embed({{"the", "grand", "jury", "said"}})[0]);
     const int64_t D = direct.dim(1);
     ASSERT_EQ(iv.vectors.dim(1), D);

@@ -1,116 +1,56 @@
 #include "train/checkpoint.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cstdio>
-#include <cstring>
-#include <fstream>
-
 namespace sa {
 
 namespace {
 
-const char* st_dtype(DType t) {
-  switch (t) {
-    case DType::F32: return "F32";
-    case DType::F64: return "F64";
-    case DType::BF16: return "BF16";
-    case DType::I32: return "I32";
-    case DType::U8: return "U8";
-  }
-  return "?";
+std::string adagrad_name(const std::string& param) { return "adagrad/" + param; }
+std::string carried_name(int d, size_t layer, const char* part) {
+  return "state/" + std::to_string(d) + "/" + std::to_string(layer) + "/" + part;
 }
 
-DType parse_dtype(const std::string& s, const std::string& path) {
-  for (DType t : {DType::F32, DType::F64, DType::BF16, DType::I32, DType::U8})
-    if (s == st_dtype(t)) return t;
-  fail("{}: unsupported safetensors dtype '{}'", path, s);
-}
-
-void write_all_atomically(const std::string& path, const std::vector<std::pair<const char*, size_t>>& parts) {
-  std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  SA_CHECK(fd >= 0, "{}: cannot write ({})", tmp, std::strerror(errno));
-  for (auto [p, n] : parts) {
-    while (n > 0) {
-      ssize_t w = ::write(fd, p, n);
-      if (w < 0) {
-        ::close(fd);
-        fail("{}: write failed ({})", tmp, std::strerror(errno));
-      }
-      p += w;
-      n -= static_cast<size_t>(w);
-    }
-  }
-  bool ok = ::fsync(fd) == 0;
-  ok = ::close(fd) == 0 && ok;
-  SA_CHECK(ok, "{}: write failed ({})", tmp, std::strerror(errno));
-  SA_CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, "{}: cannot rename into place ({})", path, std::strerror(errno));
+void restore_model(const SafetensorsFile& f, const std::string& origin, ElmoLM& lm) {
+  for (NamedTensor& nt : lm.named()) take_tensor(f, origin, nt.name, *nt.tensor);
+  const bool fitted = f.metadata.value("pca_fitted", false);
+  for (size_t d = 0; d < lm.heads.size(); ++d) lm.heads[d].restore(f, origin, sense_head_prefix(d), fitted);
 }
 
 }  // namespace
 
-void write_file_atomically(const std::string& path, const std::string& text) {
-  write_all_atomically(path, {{text.data(), text.size()}});
-}
-
-void save_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
-                      const nlohmann::json& metadata) {
-  nlohmann::json header = nlohmann::json::object();
-  std::vector<Tensor> host;
-  size_t offset = 0;
-  for (const auto& [name, t] : tensors) {
-    Tensor h = t.to(Device::cpu());
-    header[name] = {{"dtype", st_dtype(h.dtype())}, {"shape", h.shape()}, {"data_offsets", {offset, offset + h.nbytes()}}};
-    offset += h.nbytes();
-    host.push_back(h);
+void save_checkpoint(const std::string& path, TrainingState& s) {
+  std::vector<std::pair<std::string, Tensor>> ts;
+  for (NamedTensor& nt : s.lm.named()) {
+    ts.emplace_back(nt.name, *nt.tensor);
+    ts.emplace_back(adagrad_name(nt.name), s.opt.accumulator(*nt.tensor));
   }
-  header["__metadata__"] = {{"sensealign", metadata.dump()}};
-  std::string hs = header.dump();
-  hs.append((8 - hs.size() % 8) % 8, ' ');  // align the data to 8 bytes
-  uint64_t n = hs.size();
-  std::vector<std::pair<const char*, size_t>> parts = {{reinterpret_cast<const char*>(&n), 8}, {hs.data(), hs.size()}};
-  for (const Tensor& h : host) parts.emplace_back(static_cast<const char*>(h.raw()), h.nbytes());
-  write_all_atomically(path, parts);
-}
-
-SafetensorsFile load_safetensors(const std::string& path) {
-  std::ifstream f(path, std::ios::binary | std::ios::ate);
-  SA_CHECK(f, "{}: cannot open checkpoint", path);
-  const uint64_t size = static_cast<uint64_t>(f.tellg());
-  f.seekg(0);
-  uint64_t n = 0;
-  SA_CHECK(size >= 8 && f.read(reinterpret_cast<char*>(&n), 8) && n <= size - 8,
-           "{}: truncated or not a safetensors file ({} bytes; header length {})", path, size, n);
-  std::string hs(n, '\0');
-  f.read(hs.data(), static_cast<std::streamsize>(n));
-  nlohmann::json header;
-  try {
-    header = nlohmann::json::parse(hs);
-  } catch (const nlohmann::json::exception& e) {
-    fail("{}: malformed safetensors header: {}", path, e.what());
-  }
-  SafetensorsFile out;
-  const uint64_t data0 = 8 + n;
-  for (auto& [name, info] : header.items()) {
-    if (name == "__metadata__") {
-      if (info.contains("sensealign")) out.metadata = nlohmann::json::parse(info["sensealign"].get<std::string>());
-      continue;
+  for (int d = 0; d < 2; ++d)
+    for (size_t l = 0; l < s.carried.dir[d].size(); ++l) {
+      ts.emplace_back(carried_name(d, l, "c"), s.carried.dir[d][l].c);
+      ts.emplace_back(carried_name(d, l, "m"), s.carried.dir[d][l].m);
     }
-    DType dt = parse_dtype(info.at("dtype").get<std::string>(), path);
-    Shape shape = info.at("shape").get<Shape>();
-    uint64_t b = info.at("data_offsets").at(0).get<uint64_t>(), e = info.at("data_offsets").at(1).get<uint64_t>();
-    SA_CHECK(e >= b && e - b == static_cast<uint64_t>(numel(shape)) * dtype_size(dt) && data0 + e <= size,
-             "{}: tensor '{}' lies outside the file (truncated checkpoint: {} bytes, needs {})", path, name, size,
-             data0 + e);
-    Tensor t = Tensor::empty(shape, dt);
-    f.seekg(static_cast<std::streamoff>(data0 + b));
-    f.read(static_cast<char*>(t.raw()), static_cast<std::streamsize>(e - b));
-    SA_CHECK(f.good(), "{}: reading tensor '{}' failed", path, name);
-    out.tensors.emplace(name, t);
-  }
-  return out;
+  for (size_t d = 0; d < s.lm.heads.size(); ++d) s.lm.heads[d].save(ts, sense_head_prefix(d));
+  save_safetensors(path, ts,
+                   {{"step", s.step}, {"dropout_offset", s.dropout.offset}, {"seed", s.seed},
+                    {"pca_fitted", s.lm.sense() && s.lm.heads[0].proj.fitted()}});
+}
+
+void restore_checkpoint(const std::string& path, TrainingState& s) {
+  SafetensorsFile f = load_safetensors(path);
+  restore_model(f, path, s.lm);
+  for (NamedTensor& nt : s.lm.named()) take_tensor(f, path, adagrad_name(nt.name), s.opt.accumulator(*nt.tensor));
+  for (int d = 0; d < 2; ++d)
+    for (size_t l = 0; l < s.carried.dir[d].size(); ++l) {
+      take_tensor(f, path, carried_name(d, l, "c"), s.carried.dir[d][l].c);
+      take_tensor(f, path, carried_name(d, l, "m"), s.carried.dir[d][l].m);
+    }
+  s.step = f.metadata.at("step").get<int64_t>();
+  s.dropout.offset = f.metadata.at("dropout_offset").get<uint64_t>();
+}
+
+int64_t restore_model(const std::string& path, ElmoLM& lm) {
+  SafetensorsFile f = load_safetensors(path);
+  restore_model(f, path, lm);
+  return f.metadata.value("step", int64_t{0});
 }
 
 }  // namespace sa

@@ -1,29 +1,34 @@
-// Checkpoints in the safetensors format (an 8-byte header length, a JSON header naming each
-// tensor's dtype, shape and byte range, then the raw little-endian data), readable from PyTorch
-// with `safetensors.torch.load_file`. Written to a temporary file, synced and renamed, so a
-// crash never leaves a partial checkpoint under the final name.
+// The checkpoint schema: everything a training run needs to continue bit-exactly, saved and
+// restored through one list of names.
+//   <bilm-tf name>, softmax/W, softmax/b, sense/<d>/W, sense/<d>/b   the model (ElmoLM::named)
+//   adagrad/<any of those>                                           Adagrad's accumulators
+//   state/<d>/<layer>/c, state/<d>/<layer>/m                         the carried LSTM state
+//   sense/<d>/{centers,enabled,projection,pca_queue,usage}           the sense heads (SenseHead::save)
+//   metadata: step, dropout_offset (the dropout stream's position), seed, pca_fitted
+// The data streams and per-step samplers are seeded from (seed, step), so `step` positions them.
 #pragma once
-#include <map>
-#include <nlohmann/json.hpp>
 #include <string>
-#include <vector>
 
-#include "engine/engine.h"
+#include "data/safetensors.h"
+#include "train/elmo_lm.h"
+#include "train/optimizer.h"
 
 namespace sa {
 
-void save_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
-                      const nlohmann::json& metadata);
-
-struct SafetensorsFile {
-  std::map<std::string, Tensor> tensors;  // CPU tensors
-  nlohmann::json metadata;
+struct TrainingState {
+  ElmoLM lm;
+  Adagrad opt;
+  BilmState carried;
+  Generator dropout;
+  int64_t step = 0;
+  uint64_t seed = 0;
 };
 
-// Fails naming the file when it is truncated, malformed or not safetensors.
-SafetensorsFile load_safetensors(const std::string& path);
-
-// Writes `text` to `path` atomically (temporary file, fsync, rename).
-void write_file_atomically(const std::string& path, const std::string& text);
+void save_checkpoint(const std::string& path, TrainingState& s);
+// Restores every part of `s` (allocated with the run's shapes) from the checkpoint at `path`.
+void restore_checkpoint(const std::string& path, TrainingState& s);
+// Restores only the model (parameters and sense heads), for tools that use a trained run; returns
+// the checkpoint's step.
+int64_t restore_model(const std::string& path, ElmoLM& lm);
 
 }  // namespace sa

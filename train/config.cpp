@@ -46,6 +46,21 @@ Key scalar(std::string name, const char* type, Get get) {
              }};
 }
 
+// A key whose string value names an enum value (sense/sense_options.h), parsed once here.
+template <typename E, typename Get>
+Key enumerated(std::string name, Get get) {
+  return Key{name, "a string",
+             [get](TrainConfig& c, const toml::node& n) {
+               auto v = n.value_exact<std::string>();
+               if (!v) throw std::invalid_argument("expected a string");
+               get(c) = parse_enum<E>(*v);
+             },
+             [name, get](const TrainConfig& c, toml::table& t) {
+               t.insert_or_assign(name, enum_name(get(const_cast<TrainConfig&>(c))));
+             }};
+}
+
+#define SA_ENUM_KEY(E, name, field) enumerated<SenseOptions::E>(name, [](TrainConfig& c) -> auto& { return c.field; })
 #define SA_KEY(T, type, name, field) scalar<T>(name, type, [](TrainConfig& c) -> auto& { return c.field; })
 
 const std::vector<Key>& schema() {
@@ -91,11 +106,10 @@ const std::vector<Key>& schema() {
         SA_KEY(int64_t, "an integer", "contextual_warmup", sense.contextual_warmup),
         SA_KEY(int64_t, "an integer", "prune_every", sense.prune_every),
         SA_KEY(int64_t, "an integer", "prune_first", sense.prune_first),
-        SA_KEY(std::string, "a string", "center_update", center_update),
-        SA_KEY(std::string, "a string", "sense_negatives", sense_negatives),
-        SA_KEY(std::string, "a string", "warmup_init", warmup_init),
-        SA_KEY(bool, "true or false", "center_projection", center_projection),
-        SA_KEY(std::string, "a string", "selection_mean", selection_mean),
+        SA_ENUM_KEY(CenterUpdate, "center_update", sense.center_update),
+        SA_ENUM_KEY(Negatives, "sense_negatives", sense.negatives),
+        SA_ENUM_KEY(WarmupInit, "warmup_init", sense.warmup_init),
+        SA_ENUM_KEY(SelectionMean, "selection_mean", sense.selection_mean),
         SA_KEY(bool, "true or false", "select_after_dropout", sense.select_after_dropout),
         SA_KEY(int64_t, "an integer", "char_cnn.embedding.dim", model.char_dim),
         SA_KEY(int64_t, "an integer", "char_cnn.n_highway", model.n_highway),
@@ -184,19 +198,8 @@ void validate(const TrainConfig& c, const std::string& origin) {
   SA_CHECK(c.sense.n_context == 0 || c.sense.n_context >= 2,
            "{}: n_context must be 0 (plain ELMo) or at least 2 (sense 0 is the warm-up sense), got {}", origin,
            c.sense.n_context);
-  SA_CHECK(c.center_update == "paper" || c.center_update == "released",
-           "{}: center_update must be \"paper\" or \"released\", got \"{}\"", origin, c.center_update);
-  SA_CHECK(c.sense_negatives == "uniform" || c.sense_negatives == "log_uniform" || c.sense_negatives == "full",
-           "{}: sense_negatives must be \"uniform\", \"log_uniform\" or \"full\", got \"{}\"", origin,
-           c.sense_negatives);
   SA_CHECK(c.model.cudnn == "auto" || c.model.cudnn == "on" || c.model.cudnn == "off",
            "{}: lstm.cudnn must be \"auto\", \"on\" or \"off\", got \"{}\"", origin, c.model.cudnn);
-  SA_CHECK(c.selection_mean == "none" || c.selection_mean == "global" || c.selection_mean == "word" ||
-               c.selection_mean == "word_offset",
-           "{}: selection_mean must be \"none\", \"global\", \"word\" or \"word_offset\", got \"{}\"", origin,
-           c.selection_mean);
-  SA_CHECK(c.warmup_init == "random" || c.warmup_init == "copy" || c.warmup_init == "zero" || c.warmup_init == "data",
-           "{}: warmup_init must be \"random\", \"copy\", \"zero\" or \"data\", got \"{}\"", origin, c.warmup_init);
   SA_CHECK(c.dictionary_format == "muse" || c.dictionary_format == "cedict" || c.dictionary_format == "edict" ||
                c.dictionary_format == "ding",
            "{}: dictionary_format must be \"muse\", \"cedict\", \"edict\" or \"ding\", got \"{}\"", origin,
@@ -204,7 +207,7 @@ void validate(const TrainConfig& c, const std::string& origin) {
   SA_CHECK(c.dictionary.empty() || c.sense.n_context >= 2,
            "{}: dictionary needs the sense-aware softmax (n_context >= 2): the translation loss is between senses",
            origin);
-  SA_CHECK(c.dictionary.empty() || c.sense_negatives == "uniform",
+  SA_CHECK(c.dictionary.empty() || c.sense.negatives == SenseOptions::Negatives::Uniform,
            "{}: the translation loss works with sense_negatives = \"uniform\" (the released setting)", origin);
   SA_CHECK(!c.train_prefix_l2.empty() || c.dictionary.empty(), "{}: dictionary needs train_prefix_l2 (the second language)",
            origin);
@@ -239,21 +242,6 @@ TrainConfig TrainConfig::load(const std::string& path, const std::vector<std::st
     fail("{}:{}: {}", path, e.source().begin.line, e.description());
   }
   apply(c, t, "", path);
-  auto finish = [&] {
-    c.sense.center_update =
-        c.center_update == "released" ? SenseOptions::CenterUpdate::Released : SenseOptions::CenterUpdate::Paper;
-    using N = SenseOptions::Negatives;
-    c.sense.negatives = c.sense_negatives == "full" ? N::Full : c.sense_negatives == "log_uniform" ? N::LogUniform : N::Uniform;
-    // "data": new senses start from sense 0's W and b, their centers from the first contexts seen.
-    c.sense.warmup_init_copy = c.warmup_init == "copy" || c.warmup_init == "data";
-    c.sense.warmup_zero_centers = c.warmup_init == "zero" || c.warmup_init == "data";
-    c.sense.seed_centers = c.warmup_init == "data";
-    using M = SenseOptions::SelectionMean;
-    c.sense.selection_mean = c.selection_mean == "word"                             ? M::Word
-                             : c.selection_mean == "word_offset"                    ? M::WordOffset
-                             : c.selection_mean == "global" || c.center_projection ? M::Global
-                                                                                     : M::None;
-  };
   for (const std::string& o : overrides) {
     size_t eq = o.find('=');
     SA_CHECK(eq != std::string::npos && eq > 0, "--set {}: expected key=value", o);
@@ -273,7 +261,6 @@ TrainConfig TrainConfig::load(const std::string& path, const std::vector<std::st
     }
   }
   validate(c, path);
-  finish();
   return c;
 }
 
@@ -310,6 +297,11 @@ nlohmann::json TrainConfig::bilm_options(int n_tokens_vocab) const {
     j["remove_less_freqent_contexts"] = sense.remove_less_freqent_contexts;
     j["sense_learning_rate"] = sense.sense_learning_rate;
   }
+  // Ours, for the tools that read the run: how its text was read and, for SaELMo, every sense
+  // setting (bilm-tf and AllenNLP ignore unknown keys).
+  nlohmann::json ours = {{"lowercase", lowercase}, {"train_prefix", train_prefix}, {"train_prefix_l2", train_prefix_l2}};
+  if (sense.n_context >= 2) ours["sense"] = sense.to_json();
+  j["sensealign"] = ours;
   return j;
 }
 

@@ -17,12 +17,6 @@ struct TrainConfig {
   ElmoOptions model;
   // SaELMo (n_context >= 2; 0 = plain ELMo with the shared sampled softmax)
   SenseOptions sense{.n_context = 0};
-  std::string center_update = "paper";  // or "released"
-  std::string sense_negatives = "uniform";  // or "log_uniform", "full" (decision 6)
-  std::string selection_mean = "none";  // "global", "word": subtracted before projecting (ours)
-  bool center_projection = false;       // older name of selection_mean = "global"
-  std::string warmup_init = "random";    // "copy": from sense 0; "zero": zero centers (released at scale);
-                                         // "data": copy + centers seeded by the first contexts
   // bilm-tf training keys
   int batch_size = 128;
   int unroll_steps = 20;
@@ -66,7 +60,8 @@ struct TrainConfig {
   static TrainConfig load(const std::string& path, const std::vector<std::string>& overrides = {});
   // Every key with its value, in TOML (written to the run directory as config.cfg).
   std::string to_toml() const;
-  // bilm-tf's options.json for this model and vocabulary size.
+  // options.json for this model and vocabulary size: bilm-tf's keys (proj_clip as the model applies
+  // it), the released SaELMo's, and a "sensealign" section (lowercase, corpora, sense settings).
   nlohmann::json bilm_options(int n_tokens_vocab) const;
   // The valid keys, for messages and docs.
   static std::vector<std::string> keys();

@@ -1,5 +1,6 @@
-// Reading a run directory back: the resolved config, the vocabulary, and the model (with its
-// sense heads for SaELMo) from the latest checkpoint. For tools that use a trained run.
+// Reading a run directory back: the resolved config, the vocabulary, and the model being trained
+// (with its sense heads for SaELMo) from the newest checkpoint. For train/ tools (bin/export) and
+// tests; tools that only embed use load_encoder (layers/load_encoder.h).
 #pragma once
 #include <string>
 
@@ -18,12 +19,5 @@ struct LoadedRun {
 };
 
 LoadedRun load_run(const std::string& dir, Device dev = Device::cpu());
-
-struct SafetensorsFile;
-// Copies a checkpoint's tensor `name` into t (same shape); fails naming the file otherwise.
-void take_tensor(const SafetensorsFile& f, const std::string& origin, const std::string& name, Tensor& t);
-// Copies the model of a checkpoint into `lm`: its parameters and, for SaELMo, the centers, enabled
-// scores, projection with its queue, and usage windows.
-void restore_model(ElmoLM& lm, const SafetensorsFile& f, const std::string& origin, int vocab_size);
 
 }  // namespace sa

@@ -1,41 +1,22 @@
 #include "train/trainer.h"
 
-#include "data/dictionary.h"
-
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 
+#include "data/atomic_file.h"
+#include "data/dictionary.h"
+#include "data/run_files.h"
 #include "engine/engine.h"
 #include "train/checkpoint.h"
-#include "train/elmo_lm.h"
-#include "train/optimizer.h"
-#include "train/run_dir.h"
-#include "train/sense_head.h"
 
 namespace sa {
 
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string ckpt_name(int64_t step) {
-  char b[64];
-  std::snprintf(b, sizeof b, "ckpt-%08ld.safetensors", static_cast<long>(step));
-  return b;
-}
-
-// Checkpoints in the run directory, oldest first.
-std::vector<fs::path> checkpoints(const fs::path& dir) {
-  std::vector<fs::path> v;
-  if (fs::exists(dir / "checkpoints"))
-    for (auto& e : fs::directory_iterator(dir / "checkpoints"))
-      if (e.path().extension() == ".safetensors") v.push_back(e.path());
-  std::sort(v.begin(), v.end());
-  return v;
-}
 
 std::string clock_str(double s) {
   char b[32];
@@ -65,41 +46,78 @@ double heldout_perplexity(ElmoLM& lm, const TrainConfig& c, const Vocab& vocab, 
   NoGrad ng;
   Generator gen(0);
   LossOptions lo{false, 0.0, 0};
-  double total = 0;
-  int n = 0;
-  for (int d = 0; d < 2; ++d) {
-    LmStream s(std::make_unique<ShardedCorpus>(c.heldout_prefix, 0, c.lowercase, false), vocab, c.batch_size,
-               c.unroll_steps, d == 1);
-    CarriedState st = CarriedState::zeros(c.model, c.batch_size, dev, DType::F32);
-    LmBatch b;
-    std::mt19937_64 rng(0);
-    for (int i = 0; i < c.heldout_batches; ++i) {
-      s.next(b);
-      Tensor tokens = lm.bilm.encode_tokens(b.char_ids, {b.rows, b.steps});
-      total += lm.sense() ? sense_direction_loss(lm.heads[d], lm_top(lm.bilm, d, tokens, st.dir[d], 0.0, gen), b, c.sense,
-                                                 0, false, rng)
-                                .item()
-                          : direction_loss(lm, d, tokens, b, st.dir[d], lo, gen, nullptr, nullptr).item();
-      ++n;
-    }
+  auto stream = [&](bool reverse) {
+    return LmStream(std::make_unique<ShardedCorpus>(c.heldout_prefix, 0, c.lowercase, false), vocab, c.batch_size,
+                    c.unroll_steps, reverse);
+  };
+  LmStream fwd = stream(false), bwd = stream(true);
+  BilmState st = BilmState::zeros(c.model, c.batch_size, dev, DType::F32);
+  std::mt19937_64 rng(0);
+  double total[2] = {0, 0};
+  LmBatch b[2];
+  for (int i = 0; i < c.heldout_batches; ++i) {
+    fwd.next(b[0]);
+    bwd.next(b[1]);
+    auto [tf, tb] = encode_batches(lm, b[0], b[1]);
+    BilmOutputs out = bilm_forward(lm.bilm, {tf, tb}, st, 0.0, gen);
+    for (int d = 0; d < 2; ++d)
+      total[d] += lm.sense() ? sense_direction_loss(lm.heads[d], out.top[d], b[d], c.sense, 0, false, rng).item()
+                             : direction_loss(lm, out.top[d], b[d], lo, nullptr, nullptr).item();
   }
-  return std::exp(total / n);
+  return std::exp((total[0] + total[1]) / (2 * c.heldout_batches));
+}
+
+// The run's vocabulary: the run directory's own copy wins, so a resumed run keeps its ids.
+Vocab run_vocab(const TrainConfig& c) {
+  const std::string saved = run_files::vocab(c.run_dir);
+  if (fs::exists(saved)) return Vocab::load(saved);
+  Vocab v = !c.vocab_file.empty() ? Vocab::load(c.vocab_file)
+                                  : build_vocab(c.train_prefix_l2.empty() ? std::vector<std::string>{c.train_prefix}
+                                                                          : std::vector<std::string>{c.train_prefix, c.train_prefix_l2},
+                                                c.vocab_min_count, c.vocab_max_size, c.lowercase);
+  v.save(saved);
+  return v;
+}
+
+// The translation loss's dictionary (Bi-SaELMo) over the joint vocabulary; null without one.
+std::unique_ptr<TranslationTable> run_dictionary(const TrainConfig& c, const Vocab& vocab, bool quiet) {
+  if (c.dictionary.empty()) return nullptr;
+  Dictionary d = read_dictionary(c.dictionary, c.dictionary_format);
+  if (c.dictionary_both_ways) {
+    Dictionary r = reversed(d);
+    d.pairs.insert(d.pairs.end(), r.pairs.begin(), r.pairs.end());
+  }
+  auto t = std::make_unique<TranslationTable>(translation_table(d, vocab, static_cast<int>(c.dictionary_per_word)));
+  if (!quiet) std::printf("%s: %s\n", c.dictionary.c_str(), describe(d, *t).c_str());
+  return t;
+}
+
+void print_setup(const TrainConfig& c, const TrainConfig& cfg, const ElmoLM& lm, int vocab, int64_t total, Device dev) {
+  if (lm.sense())
+    std::printf("sense tables: 2 directions x %d words x %d senses x %d dims: %.1f MiB each (W, b, centers, Adagrad)\n",
+                vocab, c.sense.n_context, c.model.projection_dim,
+                SenseTable::bytes_needed(vocab, c.sense.n_context, c.model.projection_dim, DType::F32) / 1048576.0);
+  int64_t n_params = 0;
+  for (const Tensor& p : const_cast<ElmoLM&>(lm).params()) n_params += p.numel();
+  std::printf("train: vocab %d, %.2fM parameters (%.1f MiB + as much for Adagrad), %ld tokens/epoch, %ld steps of %dx%d, device %s\n",
+              vocab, n_params / 1e6, n_params * 4.0 / 1048576, (long)cfg.n_train_tokens, (long)total, c.batch_size,
+              c.unroll_steps, dev.str().c_str());
+  if (dev.is_cuda()) {
+    const ElmoOptions& m = c.model;
+    std::printf("LSTM on %s: %s\n", dev.str().c_str(),
+                ops::lstm_uses_cudnn(dev, m.lstm_path(), m.effective_proj_clip(), m.lstm_dim, m.projection_dim)
+                    ? (m.proj_clip > 0 ? "cuDNN RNN (lstm.cudnn = \"on\": the model has no proj_clip)" : "cuDNN RNN")
+                    : "step kernels with exact proj_clip (lstm.cudnn = \"on\" takes cuDNN without it)");
+  }
 }
 
 }  // namespace
 
 TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet) {
-  const fs::path dir(c.run_dir);
-  fs::create_directories(dir / "checkpoints");
+  const std::string& dir = c.run_dir;
+  fs::create_directories(run_files::checkpoint_dir(dir));
   Device dev = resolve_device(c.device);
-
-  // Vocabulary: the run directory's own copy wins, so a resumed run keeps its ids.
-  Vocab vocab = fs::exists(dir / "vocab.txt") ? Vocab::load((dir / "vocab.txt").string())
-                : !c.vocab_file.empty()     ? Vocab::load(c.vocab_file)
-                                            : build_vocab(c.train_prefix_l2.empty() ? std::vector<std::string>{c.train_prefix}
-                                                                                    : std::vector<std::string>{c.train_prefix, c.train_prefix_l2},
-                                                          c.vocab_min_count, c.vocab_max_size, c.lowercase);
-  if (!fs::exists(dir / "vocab.txt")) vocab.save((dir / "vocab.txt").string());
+  Vocab vocab = run_vocab(c);
   SA_CHECK(c.n_negative_samples_batch <= vocab.size(),
            "n_negative_samples_batch ({}) exceeds the vocabulary size ({})", c.n_negative_samples_batch, vocab.size());
 
@@ -111,52 +129,21 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet) 
                                                                   count_tokens(c.train_prefix_l2, c.lowercase));
   const int64_t tokens_per_step = static_cast<int64_t>(c.batch_size) * c.unroll_steps;
   const int64_t total = c.n_steps > 0 ? c.n_steps : std::max<int64_t>(1, c.n_epochs * cfg.n_train_tokens / tokens_per_step);
-  write_file_atomically((dir / "config.cfg").string(), cfg.to_toml());
-  write_file_atomically((dir / "options.json").string(), cfg.bilm_options(vocab.size()).dump(2) + "\n");
+  write_file_atomically(run_files::config(dir), cfg.to_toml());
+  write_file_atomically(run_files::options(dir), cfg.bilm_options(vocab.size()).dump(2) + "\n");
 
   const bool sense = c.sense.n_context >= 2;
-  if (sense && !quiet)
-    std::printf("sense tables: 2 directions x %d words x %d senses x %d dims: %.1f MiB each (W, b, centers, Adagrad)\n",
-                vocab.size(), c.sense.n_context, c.model.projection_dim,
-                SenseTable::bytes_needed(vocab.size(), c.sense.n_context, c.model.projection_dim, DType::F32) / 1048576.0);
-  ElmoLM lm = sense ? ElmoLM::init_sense(c.model, c.sense, vocab.size(), c.seed, dev)
-                    : ElmoLM::init(c.model, vocab.size(), c.seed, dev);
-  Adagrad opt(c.learning_rate, 1.0);
-  CarriedState state = CarriedState::zeros(c.model, c.batch_size, dev, DType::F32);
-  Generator gen(c.seed * 7919 + 17);
-  int64_t step = 0;
-
-  std::vector<fs::path> ckpts = checkpoints(dir);
-  if (!ckpts.empty()) {
-    SafetensorsFile f = load_safetensors(ckpts.back().string());
-    const std::string origin = ckpts.back().string();
-    restore_model(lm, f, origin, vocab.size());
-    for (auto& nt : lm.named()) take_tensor(f, origin, "adagrad/" + nt.name, opt.accumulator(*nt.tensor));
-    for (int d = 0; d < 2; ++d)
-      for (size_t l = 0; l < state.dir[d].size(); ++l) {
-        std::string p = "state/" + std::to_string(d) + "/" + std::to_string(l);
-        take_tensor(f, origin, p + "/c", state.dir[d][l].c);
-        take_tensor(f, origin, p + "/m", state.dir[d][l].m);
-      }
-    step = f.metadata.at("step").get<int64_t>();
-    gen.offset = f.metadata.at("dropout_offset").get<uint64_t>();
-    truncate_metrics(dir / "metrics.jsonl", step);
-    if (!quiet) std::printf("resuming %s from %s (step %ld)\n", c.run_dir.c_str(), ckpts.back().filename().c_str(), (long)step);
+  TrainingState s{ElmoLM::make(c.model, c.sense, vocab.size(), c.seed, dev), Adagrad(c.learning_rate, 1.0),
+                  BilmState::zeros(c.model, c.batch_size, dev, DType::F32), Generator(c.seed * 7919 + 17), 0, c.seed};
+  ElmoLM& lm = s.lm;
+  int64_t& step = s.step;
+  if (std::vector<std::string> ckpts = run_files::checkpoints(dir); !ckpts.empty()) {
+    restore_checkpoint(ckpts.back(), s);
+    truncate_metrics(run_files::metrics(dir), step);
+    if (!quiet)
+      std::printf("resuming %s from %s (step %ld)\n", dir.c_str(), fs::path(ckpts.back()).filename().c_str(), (long)step);
   }
-
-  int64_t n_params = 0;
-  for (const Tensor& p : lm.params()) n_params += p.numel();
-  if (!quiet)
-    std::printf("train: vocab %d, %.2fM parameters (%.1f MiB + as much for Adagrad), %ld tokens/epoch, %ld steps of %dx%d, device %s\n",
-                vocab.size(), n_params / 1e6, n_params * 4.0 / 1048576, (long)cfg.n_train_tokens, (long)total,
-                c.batch_size, c.unroll_steps, dev.str().c_str());
-  if (dev.is_cuda() && !quiet) {
-    const ElmoOptions& m = c.model;
-    std::printf("LSTM on %s: %s\n", dev.str().c_str(),
-                ops::lstm_uses_cudnn(dev, m.lstm_path(), m.proj_clip, m.lstm_dim, m.projection_dim)
-                    ? (m.proj_clip > 0 ? "cuDNN RNN (lstm.cudnn = \"on\": proj_clip is not applied)" : "cuDNN RNN")
-                    : "step kernels with exact proj_clip (lstm.cudnn = \"on\" takes cuDNN without it)");
-  }
+  if (!quiet) print_setup(c, cfg, lm, vocab.size(), total, dev);
 
   // Each direction draws its own sentences (bilingual: each picks the language independently).
   auto corpus = [&](uint64_t seed) {
@@ -167,17 +154,7 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet) 
   };
   LmStream fwd(corpus(c.seed * 2 + 1), vocab, c.batch_size, c.unroll_steps, false);
   LmStream bwd(corpus(c.seed * 2 + 2), vocab, c.batch_size, c.unroll_steps, true);
-  // The translation loss's dictionary (Bi-SaELMo), over the joint vocabulary.
-  std::unique_ptr<TranslationTable> dict;
-  if (!c.dictionary.empty()) {
-    Dictionary d = read_dictionary(c.dictionary, c.dictionary_format);
-    if (c.dictionary_both_ways) {
-      Dictionary r = reversed(d);
-      d.pairs.insert(d.pairs.end(), r.pairs.begin(), r.pairs.end());
-    }
-    dict = std::make_unique<TranslationTable>(translation_table(d, vocab, static_cast<int>(c.dictionary_per_word)));
-    if (!quiet) std::printf("%s: %s\n", c.dictionary.c_str(), describe(d, *dict).c_str());
-  }
+  std::unique_ptr<TranslationTable> dict = run_dictionary(c, vocab, quiet);
   LmBatch bf, bb;
   for (int64_t i = 0; i < step; ++i) {  // replay the data stream up to the checkpoint
     fwd.next(bf);
@@ -186,7 +163,7 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet) 
 
   LogUniformSampler sampler(vocab.size());
   LossOptions lo{true, c.dropout, c.n_negative_samples_batch};
-  std::ofstream metrics(dir / "metrics.jsonl", std::ios::app);
+  std::ofstream metrics(run_files::metrics(dir), std::ios::app);
   TrainResult res;
   auto t0 = std::chrono::steady_clock::now();
   const int64_t first = step;
@@ -194,86 +171,60 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet) 
   auto t_warm = t0;
   double smooth = 0;
   auto save = [&]() {
-    std::vector<std::pair<std::string, Tensor>> ts;
-    for (auto& nt : lm.named()) {
-      ts.emplace_back(nt.name, *nt.tensor);
-      ts.emplace_back("adagrad/" + nt.name, opt.accumulator(*nt.tensor));
-    }
-    for (int d = 0; d < 2; ++d)
-      for (size_t l = 0; l < state.dir[d].size(); ++l) {
-        std::string p = "state/" + std::to_string(d) + "/" + std::to_string(l);
-        ts.emplace_back(p + "/c", state.dir[d][l].c);
-        ts.emplace_back(p + "/m", state.dir[d][l].m);
-      }
-    for (size_t d = 0; d < lm.heads.size(); ++d) {
-      SenseHead& h = lm.heads[d];
-      std::string p = "sense/" + std::to_string(d) + "/";
-      ts.emplace_back(p + "centers", h.table.centers);
-      ts.emplace_back(p + "enabled", Tensor::from(h.table.enabled, {h.table.rows()}));
-      ts.emplace_back(p + "projection", h.proj.matrix());
-      ts.emplace_back(p + "pca_queue", h.proj.queue_tensor());
-      ts.emplace_back(p + "usage", h.usage.to_tensor(vocab.size()));
-    }
-    save_safetensors((dir / "checkpoints" / ckpt_name(step)).string(), ts,
-                     {{"step", step}, {"dropout_offset", gen.offset}, {"seed", c.seed},
-                      {"pca_fitted", sense && lm.heads[0].proj.fitted()}});
-    lm.bilm.save_bilm((dir / "weights.hdf5.tmp").string());  // bilm-tf bundle for bin/embed and AllenNLP
-    fs::rename(dir / "weights.hdf5.tmp", dir / "weights.hdf5");
-    std::vector<fs::path> all = checkpoints(dir);
+    save_checkpoint(run_files::checkpoint(dir, step), s);
+    const std::string weights = run_files::weights(dir);
+    lm.bilm.save_bilm(weights + ".tmp");  // bilm-tf bundle for bin/embed and AllenNLP
+    fs::rename(weights + ".tmp", weights);
+    std::vector<std::string> all = run_files::checkpoints(dir);
     for (size_t i = 0; i + static_cast<size_t>(c.keep_checkpoints) < all.size(); ++i) fs::remove(all[i]);
   };
 
   while (step < total && (max_new_steps <= 0 || step - first < max_new_steps)) {
+    // batch
     fwd.next(bf);
     bwd.next(bb);
     ++step;
-    state.reset_rows(c.state_reset, c.seed * 998244353 + static_cast<uint64_t>(step));
+    s.carried.reset_rows(c.state_reset, c.seed * 998244353 + static_cast<uint64_t>(step));
     std::mt19937_64 sample_rng(c.seed * 1000003 + static_cast<uint64_t>(step));
+    // forward
     auto [tf, tb] = encode_batches(lm, bf, bb);
-    Tensor lf, lb, ctx[2];
-    std::array<Tensor, 2> undropped;
-    const bool before = sense && !c.sense.select_after_dropout;
-    auto [top_f, top_b] = lm_tops(lm.bilm, {tf, tb}, state, c.dropout, gen, before ? &undropped : nullptr);
-    if (sense) {
-      lf = sense_direction_loss(lm.heads[0], top_f, bf, c.sense, c.n_negative_samples_batch, true, sample_rng, &ctx[0],
-                                dict.get(), undropped[0]);
-      lb = sense_direction_loss(lm.heads[1], top_b, bb, c.sense, c.n_negative_samples_batch, true, sample_rng, &ctx[1],
-                                dict.get(), undropped[1]);
-    } else {
-      lf = direction_loss(lm, top_f, bf, lo, &sampler, &sample_rng);
-      lb = direction_loss(lm, top_b, bb, lo, &sampler, &sample_rng);
+    BilmOutputs out = bilm_forward(lm.bilm, {tf, tb}, s.carried, c.dropout, s.dropout);
+    // loss
+    const LmBatch* batches[2] = {&bf, &bb};
+    Tensor dir_loss[2];
+    SenseStep picked[2];
+    for (int d = 0; d < 2; ++d) {
+      if (sense) {
+        const Tensor select_top = c.sense.select_after_dropout ? Tensor() : out.layers[d].back();
+        dir_loss[d] = sense_direction_loss(lm.heads[d], out.top[d], *batches[d], c.sense, c.n_negative_samples_batch,
+                                           true, sample_rng, &picked[d], dict.get(), select_top);
+      } else {
+        dir_loss[d] = direction_loss(lm, out.top[d], *batches[d], lo, &sampler, &sample_rng);
+      }
     }
-    Tensor loss = ops::scale(ops::add(lf, lb), 0.5);
+    Tensor loss = ops::scale(ops::add(dir_loss[0], dir_loss[1]), 0.5);
     double lv = loss.item();
     SA_CHECK(std::isfinite(lv), "step {}: the loss is {} (lower learning_rate or all_clip_norm_val?)", step, lv);
-    // bilm-tf differentiates total_loss * unroll_steps.
+    // backward (bilm-tf differentiates total_loss * unroll_steps), clip, update
     backward(loss, Tensor::full(loss.shape(), c.unroll_steps, loss.dtype(), dev));
     std::vector<Tensor> params = lm.params();
     coalesce_sparse_grads(params);
     clip_global_norm(params, c.all_clip_norm_val);
-    opt.step(params);
-    state.detach();
+    s.opt.step(params);
+    s.carried.detach();
+    // sense schedule
     if (sense) {
-      // Alg. 2: refit the projection every pca_every steps on the queue of selection vectors.
-      if (step % c.sense.pca_every == 1 % c.sense.pca_every)
-        for (int d = 0; d < 2; ++d) {
-          lm.heads[d].proj.push(ctx[d]);
-          lm.heads[d].proj.refit();
-        }
-      if (step == c.sense.contextual_warmup) {
-        for (SenseHead& h : lm.heads) {
-          h.table.end_warmup(c.sense.warmup_init_copy);
-          if (c.sense.warmup_zero_centers) h.table.zero_new_centers();
-        }
-        if (!quiet) std::printf("step %ld: warm-up done, senses 1..%d enabled\n", (long)step, c.sense.n_context - 1);
-      }
-      if (step >= c.sense.prune_first && step % c.sense.prune_every == 0) {
-        int removed = 0;
-        for (SenseHead& h : lm.heads) removed += h.usage.prune(h.table, c.sense.remove_less_freqent_contexts);
+      SenseEvents ev[2];
+      for (int d = 0; d < 2; ++d) ev[d] = after_step(lm.heads[d], c.sense, step, picked[d]);
+      if (ev[0].warmup_ended && !quiet)
+        std::printf("step %ld: warm-up done, senses 1..%d enabled\n", (long)step, c.sense.n_context - 1);
+      if (ev[0].pruned >= 0) {
+        const int removed = ev[0].pruned + ev[1].pruned;
         metrics << nlohmann::json{{"step", step}, {"senses_removed", removed}}.dump() << "\n" << std::flush;
         if (!quiet) std::printf("step %ld: pruning removed %d senses\n", (long)step, removed);
       }
     }
+    // progress
     smooth = step == first + 1 ? lv : 0.95 * smooth + 0.05 * lv;
     res.last_loss = lv;
     double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -292,12 +243,12 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet) 
         std::fflush(stdout);
       }
     }
-    bool heldout_now = !c.heldout_prefix.empty() && c.heldout_every > 0 && step % c.heldout_every == 0;
-    if (heldout_now) {
+    if (!c.heldout_prefix.empty() && c.heldout_every > 0 && step % c.heldout_every == 0) {
       res.heldout_perplexity = heldout_perplexity(lm, c, vocab, dev);
       metrics << nlohmann::json{{"step", step}, {"heldout_perplexity", res.heldout_perplexity}}.dump() << "\n" << std::flush;
       if (!quiet) std::printf("step %ld: held-out perplexity %.1f\n", (long)step, res.heldout_perplexity);
     }
+    // checkpoint
     if (step % c.checkpoint_every == 0 || step == total) save();
   }
   if (step == total && !c.heldout_prefix.empty() && (c.heldout_every == 0 || total % c.heldout_every != 0)) {

@@ -14,7 +14,7 @@
 #include "data/dictionary.h"
 #include "eval/alignment.h"
 #include "eval/anchors.h"
-#include "eval/encoder_files.h"
+#include "layers/load_encoder.h"
 
 using namespace sa;
 
@@ -56,7 +56,7 @@ Matrix rows_of(const WordVectors& v, const std::vector<int>& idx) {
 int main(int argc, char** argv) {
   CLI::App app{"Projection alignment (least squares or Procrustes) and bilingual lexicon induction"};
   app.require_subcommand(1);
-  EncoderFiles model;
+  EncoderSource model;
   std::string corpus, out, src, tgt, dict, map_path, method = "lsq", dev = "";
   int refine = 0, batch = 64;
   int64_t max_sentences = 0;
@@ -85,8 +85,8 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     if (an->parsed()) {
-      LoadedEncoder enc = load_encoder(model, resolve_device("auto"));
-      auto layers = average_anchors(enc.model, corpus, {batch, 1, max_sentences, enc.lowercase});
+      std::unique_ptr<ContextualEncoder> enc = load_encoder(model, resolve_device("auto"));
+      auto layers = average_anchors(*enc, corpus, {batch, 1, max_sentences, enc->lowercase});
       for (size_t l = 0; l < layers.size(); ++l) {
         const std::string path = out + ".layer" + std::to_string(l) + ".vec";
         write_word_vectors(layers[l], path);

@@ -15,8 +15,7 @@
 #include "data/hdf5_file.h"
 #include "data/vocab.h"
 #include "eval/alignment.h"
-#include "eval/encoder_files.h"
-#include "layers/elmo_embedder.h"
+#include "layers/load_encoder.h"
 
 using namespace sa;
 
@@ -61,7 +60,7 @@ Tensor apply_alignment(const Tensor& e, const std::vector<Tensor>& maps) {
 
 int main(int argc, char** argv) {
   CLI::App app{"Contextual ELMo embeddings in the bilm-tf/AllenNLP HDF5 layout"};
-  EncoderFiles files;
+  EncoderSource files;
   std::string vocab, input, output, layers = "all", device = "auto", align;
   int batch = 64;
   bool stateful = false;
@@ -80,21 +79,20 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     if (!vocab.empty()) Vocab::load(vocab, false);
-    LoadedEncoder enc = load_encoder(files, resolve_device(device));
-    const ElmoModel& model = enc.model;
+    std::unique_ptr<ContextualEncoder> enc = load_encoder(files, resolve_device(device));
     std::vector<std::string> lines;
-    auto sents = read_sentences(input, lines, enc.lowercase);
+    auto sents = read_sentences(input, lines, enc->lowercase);
     std::vector<Tensor> maps;  // per layer
     if (!align.empty())
-      for (int l = 0; l <= model.opt.n_layers; ++l) {
+      for (int l = 0; l < enc->n_layers(); ++l) {
         std::string path = align;
         if (size_t at = path.find("{layer}"); at != std::string::npos) path.replace(at, 7, std::to_string(l));
         Matrix W = read_map(path);
-        SA_CHECK(W.rows == 2 * model.opt.projection_dim && W.cols == W.rows, "{}: the map is [{}, {}], the model's vectors have {} dimensions",
-                 path, W.rows, W.cols, 2 * model.opt.projection_dim);
-        maps.push_back(Tensor::from(W.v, {W.rows, W.cols}).to(DType::F32).to(model.device()));
+        SA_CHECK(W.rows == enc->dim() && W.cols == W.rows, "{}: the map is [{}, {}], the model's vectors have {} dimensions",
+                 path, W.rows, W.cols, enc->dim());
+        maps.push_back(Tensor::from(W.v, {W.rows, W.cols}).to(DType::F32).to(enc->device()));
       }
-    ElmoEmbedder embedder(model, stateful, batch);
+    std::unique_ptr<EncoderState> state = stateful ? enc->new_state(batch) : nullptr;
     H5File out = H5File::create(output);
     nlohmann::json index = nlohmann::json::object();
     auto t0 = std::chrono::steady_clock::now();
@@ -102,7 +100,7 @@ int main(int argc, char** argv) {
     for (size_t b = 0; b < sents.size(); b += static_cast<size_t>(batch)) {
       std::vector<std::vector<std::string>> chunk(sents.begin() + static_cast<long>(b),
                                                   sents.begin() + static_cast<long>(std::min(sents.size(), b + batch)));
-      std::vector<Tensor> embs = embedder.embed(chunk);
+      std::vector<Tensor> embs = enc->embed(chunk, state.get());
       for (size_t i = 0; i < embs.size(); ++i) {
         NoGrad ng;
         Tensor e = embs[i];

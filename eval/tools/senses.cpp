@@ -18,10 +18,9 @@
 #include "data/corpus.h"
 #include "eval/alignment.h"
 #include "eval/clustering.h"
-#include "layers/elmo_embedder.h"
+#include "eval/pseudo_words.h"
 #include "sense/projection.h"
-#include "sense/selection.h"
-#include "train/run_dir.h"
+#include "sense/sense_model.h"
 
 using namespace sa;
 
@@ -33,33 +32,17 @@ std::string html_escape(const std::string& s) {
   return o;
 }
 
-std::vector<std::pair<std::string, std::string>> read_pairs(const std::string& path) {
-  std::ifstream f(path);
-  SA_CHECK(f, "{}: cannot open", path);
-  std::vector<std::pair<std::string, std::string>> pairs;
-  std::string line;
-  for (int n = 1; std::getline(f, line); ++n) {
-    std::istringstream ss(line);
-    std::string a, b, extra;
-    if (!(ss >> a)) continue;
-    SA_CHECK((ss >> b) && !(ss >> extra) && a != b, "{}:{}: expected two different words", path, n);
-    pairs.emplace_back(a, b);
-  }
-  SA_CHECK(!pairs.empty(), "{}: no pairs", path);
-  return pairs;
-}
-
 // The language of each word of a joint (bilingual) run's vocabulary: 1 for the first corpus
 // (train_prefix), 2 for the second (train_prefix_l2), whichever the word is relatively more
 // frequent in (names and numbers occur in both). Empty for a monolingual run.
-std::vector<uint8_t> word_languages(const LoadedRun& r) {
-  if (r.config.train_prefix_l2.empty()) return {};
+std::vector<uint8_t> word_languages(const SenseModel& r) {
+  if (r.train_prefix_l2.empty()) return {};
   std::vector<double> count[2];
   for (int k = 0; k < 2; ++k) {
     count[k].assign(static_cast<size_t>(r.vocab.size()), 0.0);
     double total = 0;
-    for (const std::string& file : expand_glob(k == 0 ? r.config.train_prefix : r.config.train_prefix_l2))
-      for (const Sentence& s : read_sentences(file, r.config.lowercase))
+    for (const std::string& file : expand_glob(k == 0 ? r.train_prefix : r.train_prefix_l2))
+      for (const Sentence& s : read_sentences(file, r.lowercase))
         for (const std::string& w : s) {
           total += 1;
           if (r.vocab.contains(w)) count[k][static_cast<size_t>(r.vocab.id(w))] += 1;
@@ -88,8 +71,8 @@ std::vector<int32_t> nearest_senses(const SenseTable& t, const Tensor& unit, int
   return out;
 }
 
-std::string sense_name(const LoadedRun& r, int32_t row) {
-  const int C = r.config.sense.n_context;
+std::string sense_name(const SenseModel& r, int32_t row) {
+  const int C = r.options.n_context;
   return r.vocab.word(row / C) + "#" + std::to_string(row % C);
 }
 
@@ -100,14 +83,14 @@ std::array<std::string, 2> lang_names(const std::string& spec) {
   return {spec.substr(0, c), spec.substr(c + 1)};
 }
 
-void list(LoadedRun& r, const std::string& word, int top, const std::string& langs_spec) {
-  SA_CHECK(r.lm.sense(), "{}: not a SaELMo run (n_context = 0)", r.config.run_dir);
+void list(SenseModel& r, const std::string& word, int top, const std::string& langs_spec) {
+  SA_CHECK(r.sense(), "{}: not a SaELMo run (n_context = 0)", r.run_dir);
   SA_CHECK(r.vocab.contains(word), "'{}' is not in the vocabulary", word);
   const int w = r.vocab.id(word);
   const std::vector<uint8_t> langs = word_languages(r);
   const auto names = lang_names(langs_spec);
   for (int d = 0; d < 2; ++d) {
-    SenseHead& h = r.lm.heads[d];
+    SenseHead& h = r.heads[d];
     const int C = h.table.n_context();
     std::map<int, int> counts;
     if (const auto* win = h.usage.window_of(w))
@@ -136,10 +119,10 @@ void list(LoadedRun& r, const std::string& word, int top, const std::string& lan
 // appendix figures), as SVG: the word's senses in colour, each neighbour in its sense's colour.
 // For a joint run, each sense gets its `top` nearest senses in each language; the second
 // language's are drawn as squares with italic labels.
-void plot(LoadedRun& r, const std::string& word, int top, int d, const std::string& out, const std::string& langs_spec) {
-  SA_CHECK(r.lm.sense(), "{}: not a SaELMo run (n_context = 0)", r.config.run_dir);
+void plot(SenseModel& r, const std::string& word, int top, int d, const std::string& out, const std::string& langs_spec) {
+  SA_CHECK(r.sense(), "{}: not a SaELMo run (n_context = 0)", r.run_dir);
   SA_CHECK(r.vocab.contains(word), "'{}' is not in the vocabulary", word);
-  SenseHead& h = r.lm.heads[d];
+  SenseHead& h = r.heads[d];
   const int w = r.vocab.id(word), C = h.table.n_context();
   const Tensor unit = unit_rows(h.table.W);
   std::vector<int32_t> rows;
@@ -200,9 +183,9 @@ void plot(LoadedRun& r, const std::string& word, int top, int d, const std::stri
   std::printf("senses: %ld points (%s's senses and their %d nearest each) -> %s\n", (long)n, word.c_str(), top, out.c_str());
 }
 
-void dump(LoadedRun& r, const std::string& out, int d) {
-  SA_CHECK(r.lm.sense(), "{}: not a SaELMo run", r.config.run_dir);
-  SenseHead& h = r.lm.heads[d];
+void dump(SenseModel& r, const std::string& out, int d) {
+  SA_CHECK(r.sense(), "{}: not a SaELMo run", r.run_dir);
+  SenseHead& h = r.heads[d];
   std::vector<int32_t> rows = h.table.enabled_rows();
   std::vector<double> w = h.table.W.values();
   const int64_t P = h.table.W.dim(1);
@@ -215,212 +198,6 @@ void dump(LoadedRun& r, const std::string& out, int d) {
     f << "\n";
   }
   std::printf("senses: %zu sense vectors -> %s\n", rows.size(), out.c_str());
-}
-
-void pseudo_corpus(const std::string& pairs_file, const std::string& corpus, const std::string& out) {
-  auto pairs = read_pairs(pairs_file);
-  std::map<std::string, std::string> merged;
-  for (auto& [a, b] : pairs) merged[a] = merged[b] = a + "_" + b;
-  std::ofstream f(out);
-  SA_CHECK(f, "{}: cannot write", out);
-  int64_t replaced = 0;
-  for (const std::string& file : expand_glob(corpus))
-    for (Sentence& s : read_sentences(file, false)) {
-      for (std::string& w : s)
-        if (auto it = merged.find(w); it != merged.end()) w = it->second, ++replaced;
-      for (size_t i = 0; i < s.size(); ++i) f << (i ? " " : "") << s[i];
-      f << "\n";
-    }
-  std::printf("pseudo-corpus: %zu pairs, %ld occurrences merged -> %s\n", pairs.size(), (long)replaced, out.c_str());
-}
-
-// One pseudo-word's occurrences in one direction: their selection vectors [n, P] (inference
-// mode: no dropout) and the hidden original word of each (0 or 1).
-struct Occurrences {
-  std::vector<float> vectors;
-  std::vector<int> labels;
-  int64_t size() const { return static_cast<int64_t>(labels.size()); }
-  Tensor matrix(int64_t P) const {
-    return Tensor::of(std::vector<double>(vectors.begin(), vectors.end()), {size(), P}, DType::F32, Device::cpu());
-  }
-};
-
-// Embeds every sentence of `corpus` that holds a pair word, with the pair merged into its
-// pseudo-word, and returns the top-layer vector of each merged position per pair and direction,
-// and in `text_mean` the mean top-layer vector of every token embedded, per direction.
-std::vector<std::array<Occurrences, 2>> pseudo_occurrences(LoadedRun& r,
-                                                           const std::vector<std::pair<std::string, std::string>>& pairs,
-                                                           const std::string& corpus, int max_sentences, bool stateful,
-                                                           std::array<Tensor, 2>& text_mean) {
-  std::map<std::string, std::pair<int, int>> which;  // word -> (pair, hidden label)
-  for (size_t i = 0; i < pairs.size(); ++i) {
-    which[pairs[i].first] = {static_cast<int>(i), 0};
-    which[pairs[i].second] = {static_cast<int>(i), 1};
-  }
-  struct Item {
-    Sentence merged;
-    std::vector<std::array<int, 3>> hits;  // position, pair, label
-  };
-  std::vector<Item> items;
-  for (const std::string& file : expand_glob(corpus))
-    for (Sentence& s : read_sentences(file, false)) {
-      Item it;
-      for (size_t i = 0; i < s.size(); ++i)
-        if (auto w = which.find(s[i]); w != which.end()) {
-          it.hits.push_back({static_cast<int>(i), w->second.first, w->second.second});
-          s[i] = pairs[w->second.first].first + "_" + pairs[w->second.first].second;
-        }
-      if (!it.hits.empty() && static_cast<int>(items.size()) < max_sentences) it.merged = s, items.push_back(std::move(it));
-    }
-  const int64_t P = r.config.model.projection_dim;
-  std::vector<std::array<Occurrences, 2>> occ(pairs.size());
-  // Stateless by default (decision 11); --stateful carries LSTM states across batches as training
-  // does (it gave the same scores on the runs measured).
-  ElmoEmbedder emb(r.lm.bilm, stateful, 64);
-  std::vector<double> sum(static_cast<size_t>(2 * P), 0.0);
-  int64_t tokens = 0;
-  for (size_t b = 0; b < items.size(); b += 64) {
-    std::vector<Sentence> batch;
-    for (size_t i = b; i < std::min(items.size(), b + 64); ++i) batch.push_back(items[i].merged);
-    std::vector<Tensor> out = emb.embed(batch);
-    for (size_t i = 0; i < batch.size(); ++i) {
-      NoGrad ng;
-      // Top layer [n, 2P]: the forward LM's output after reading token t, then the backward LM's.
-      const std::vector<double> top = ops::slice(out[i], 0, out[i].dim(0) - 1, out[i].dim(0)).values();
-      for (size_t k = 0; k < top.size(); ++k) sum[k % sum.size()] += top[k];
-      tokens += out[i].dim(1);
-      for (const auto& [pos, pair, label] : items[b + i].hits)
-        for (int d = 0; d < 2; ++d) {
-          Occurrences& o = occ[pair][d];
-          const auto row = top.begin() + (pos * 2 + d) * P;
-          o.vectors.insert(o.vectors.end(), row, row + P);
-          o.labels.push_back(label);
-        }
-    }
-    std::fprintf(stderr, "\rpseudo-eval: %zu/%zu sentences", std::min(items.size(), b + 64), items.size());
-  }
-  std::fprintf(stderr, "\n");
-  for (int d = 0; d < 2; ++d) {
-    std::vector<double> m(sum.begin() + d * P, sum.begin() + (d + 1) * P);
-    for (double& v : m) v /= static_cast<double>(std::max<int64_t>(tokens, 1));
-    text_mean[d] = Tensor::of(m, {1, P}, DType::F32, Device::cpu());
-  }
-  return occ;
-}
-
-// Selected sense -> occurrences of each hidden word, for one pseudo-word in one direction.
-// `mean` is what selection subtracts (see selection_mean); undefined for raw cosines.
-std::map<int, std::vector<int>> selection_table(const SenseTable& t, const PcaProjection& proj, int32_t word,
-                                                const Occurrences& o, const Tensor& ctx, const Tensor& mean) {
-  std::map<int, std::vector<int>> table;
-  if (o.size() == 0) return table;
-  const std::vector<int32_t> sel = select_senses(t, ctx, std::vector<int32_t>(o.labels.size(), word), proj.matrix(), mean);
-  for (size_t k = 0; k < sel.size(); ++k) {
-    std::vector<int>& cell = table[sel[k]];
-    cell.resize(2);
-    cell[o.labels[k]]++;
-  }
-  return table;
-}
-
-void pseudo_eval(LoadedRun& r, const std::string& pairs_file, const std::string& corpus, int max_sentences,
-                 bool stateful, bool ceiling) {
-  SA_CHECK(r.lm.sense(), "{}: not a SaELMo run", r.config.run_dir);
-  auto pairs = read_pairs(pairs_file);
-  std::vector<int32_t> pseudo_id;
-  for (auto& [a, b] : pairs) {
-    const std::string p = a + "_" + b;
-    SA_CHECK(r.vocab.contains(p), "'{}' is not in the run's vocabulary: train on `bin/senses pseudo-corpus` output", p);
-    pseudo_id.push_back(r.vocab.id(p));
-  }
-  std::array<Tensor, 2> text_mean;
-  const std::vector<std::array<Occurrences, 2>> occ =
-      pseudo_occurrences(r, pairs, corpus, max_sentences, stateful, text_mean);
-  const int64_t P = r.config.model.projection_dim;
-  const int C = r.config.sense.n_context;
-  // With selection_mean = "word", selection subtracts the word's mean context, which training
-  // keeps as sense 0's center, an average over a few hundred steps. The whole representation
-  // drifts faster than that (measured: 1.9-2.8 in 250 steps, nearly all of it common to every
-  // word, against 0.45-0.65 for the stored means), so the stored mean often lies further from
-  // the current vectors than a word's spread, which tips every occurrence toward one center.
-  // So the word-centred rule is scored twice: with the stored mean, and with the mean of the
-  // word's vectors over this text (no labels).
-  // With "word_offset" the stored offsets are added to the mean of every token embedded here,
-  // which plays the part of the training batch's mean.
-  using M = SenseOptions::SelectionMean;
-  const bool word_means = r.config.sense.selection_mean == M::Word || r.config.sense.selection_mean == M::WordOffset;
-  std::printf("%-22s %5s %5s | %-25s | %-13s |%s %s\n", "pair", "n_a", "n_b", "forward purity / V", "backward",
-              word_means ? " inference-mean fwd / bwd |" : "", "forward senses a/b");
-  // Sums over pairs: [rule][direction] purity, V-measure, one-sense baseline; offset and spread.
-  double sum[2][2][3] = {}, offset[2] = {}, spread[2] = {};
-  for (size_t i = 0; i < pairs.size(); ++i) {
-    ClusterScores score[2][2];
-    std::map<int, std::vector<int>> shown;
-    for (int d = 0; d < 2; ++d) {
-      const SenseHead& h = r.lm.heads[d];
-      const Occurrences& o = occ[i][d];
-      if (o.size() == 0) continue;
-      const Tensor ctx = o.matrix(P);
-      const Tensor stored = selection_mean(h.table, r.config.sense, h.proj.mean(), {pseudo_id[i]}, text_mean[d]);
-      auto tab = selection_table(h.table, h.proj, pseudo_id[i], o, ctx, stored);
-      score[0][d] = cluster_scores(tab);
-      if (d == 0) shown = tab;
-      if (!word_means) continue;
-      NoGrad ng;
-      const Tensor inference = ops::mean(ctx, 0, true);
-      auto tab_i = selection_table(h.table, h.proj, pseudo_id[i], o, ctx, inference);
-      score[1][d] = cluster_scores(tab_i);
-      if (d == 0) shown = tab_i;
-      const Tensor pm = h.proj.matrix();
-      offset[d] += std::sqrt(ops::sum(ops::square(ops::matmul(ops::sub(inference, stored.to(DType::F32)), pm))).item());
-      spread[d] += std::sqrt(ops::sum(ops::square(ops::matmul(ops::sub(ctx, inference), pm))).item() / o.size());
-    }
-    int na = 0, nb = 0;
-    for (int l : occ[i][0].labels) (l ? nb : na)++;
-    std::string split;  // per selected sense: occurrences of the first / second hidden word (forward)
-    for (auto& [row, c] : shown) split += fmt::format(" s{}:{}/{}", row % C, c[0], c[1]);
-    const std::string inf = word_means ? fmt::format(" {:.3f} / {:.3f}              |", score[1][0].purity, score[1][1].purity) : "";
-    std::printf("%-22s %5d %5d | %.3f / %.3f (maj %.3f) | %.3f / %.3f |%s%s\n", (pairs[i].first + "_" + pairs[i].second).c_str(),
-                na, nb, score[0][0].purity, score[0][0].v_measure, score[0][0].majority, score[0][1].purity,
-                score[0][1].v_measure, inf.c_str(), split.c_str());
-    for (int k = 0; k < 2; ++k)
-      for (int d = 0; d < 2; ++d)
-        sum[k][d][0] += score[k][d].purity, sum[k][d][1] += score[k][d].v_measure, sum[k][d][2] += score[k][d].majority;
-  }
-  const double n = static_cast<double>(pairs.size());
-  for (int k = 0; k < (word_means ? 2 : 1); ++k)
-    for (int d = 0; d < 2; ++d)
-      std::printf("mean %s%s: purity %.3f (one-sense baseline %.3f), V-measure %.3f\n", d ? "backward" : "forward",
-                  k ? " (inference-mode word means)" : "", sum[k][d][0] / n, sum[k][d][2] / n, sum[k][d][1] / n);
-  if (word_means)
-    for (int d = 0; d < 2; ++d)
-      std::printf("%s: stored word mean lies %.2f from the inference-mode mean (after P); inference-mode spread %.2f\n",
-                  d ? "backward" : "forward", offset[d] / n, spread[d] / n);
-  if (!ceiling) return;
-  // What these vectors could separate at best: unsupervised 2-means and a supervised probe, on
-  // the full vectors and on their projection by the selection space's P (what selection sees).
-  std::printf("\nceiling (selection vectors, mean-centred per pseudo-word, unit length; 2-means and a nearest-mean\n"
-              "probe on the full vectors, 2-means again after the projection P):\n");
-  std::printf("%-24s | %-26s | %-26s\n", "pair", "forward 2m / probe / P 2m", "backward 2m / probe / P 2m");
-  double csum[2][3] = {};
-  for (size_t i = 0; i < pairs.size(); ++i) {
-    SeparationCeiling c[2], cp[2];
-    for (int d = 0; d < 2; ++d) {
-      const Occurrences& o = occ[i][d];
-      c[d] = separation_ceiling(o.vectors, P, o.labels, 7 + i);
-      NoGrad ng;
-      const Tensor pm = r.lm.heads[d].proj.matrix();
-      const std::vector<double> pv = ops::matmul(o.matrix(P), pm).values();
-      cp[d] = separation_ceiling(std::vector<float>(pv.begin(), pv.end()), pm.dim(1), o.labels, 7 + i);
-      csum[d][0] += c[d].two_means_purity, csum[d][1] += c[d].probe_accuracy, csum[d][2] += cp[d].two_means_purity;
-    }
-    std::printf("%-24s | %.3f / %.3f / %.3f      | %.3f / %.3f / %.3f\n", (pairs[i].first + "_" + pairs[i].second).c_str(),
-                c[0].two_means_purity, c[0].probe_accuracy, cp[0].two_means_purity, c[1].two_means_purity,
-                c[1].probe_accuracy, cp[1].two_means_purity);
-  }
-  for (int d = 0; d < 2; ++d)
-    std::printf("mean %s: 2-means purity %.3f, nearest-mean probe accuracy %.3f, 2-means purity after P %.3f\n",
-                d ? "backward" : "forward", csum[d][0] / n, csum[d][1] / n, csum[d][2] / n);
 }
 
 }  // namespace
@@ -469,7 +246,9 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     if (pc->parsed()) {
-      pseudo_corpus(pairs, corpus, out);
+      const WordPairs p = read_word_pairs(pairs);
+      const int64_t n = write_pseudo_corpus(p, corpus, out);
+      std::printf("pseudo-corpus: %zu pairs, %ld occurrences merged -> %s\n", p.size(), (long)n, out.c_str());
       return 0;
     }
     if (mem->parsed()) {
@@ -482,11 +261,13 @@ int main(int argc, char** argv) {
       }
       return 0;
     }
-    LoadedRun r = load_run(model);
+    SenseModel r = load_sense_model(model);
     if (l->parsed()) list(r, word, top, langs);
     if (pl->parsed()) plot(r, word, top, direction, out, langs);
     if (d->parsed()) dump(r, out, direction);
-    if (pe->parsed()) pseudo_eval(r, pairs, corpus, max_sentences, stateful, ceiling);
+    if (pe->parsed())
+      print_pseudo_eval(pseudo_eval(r, read_word_pairs(pairs), corpus, {max_sentences, stateful, ceiling}),
+                        r.options.n_context, ceiling);
   } catch (const Error& e) {
     std::fprintf(stderr, "senses: %s\n", e.what());
     return 1;

@@ -11,7 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "eval/encoder_files.h"
+#include "layers/load_encoder.h"
 #include "eval/wsd.h"
 #include "eval/wsd_scorer.h"
 
@@ -94,7 +94,7 @@ WsdCorpus merge_tests(const std::vector<WsdCorpus>& tests, const std::vector<std
 
 int main(int argc, char** argv) {
   CLI::App app{"Word sense disambiguation by the nearest sense centroid (Raganato et al. 2017 framework)"};
-  EncoderFiles model;
+  EncoderSource model;
   std::string train, out_dir = "out/wsd", wordnet = WordNetSenses::kDefaultPath, device = "auto";
   std::vector<std::string> tests;
   WsdLayer layer;
@@ -146,12 +146,12 @@ int main(int argc, char** argv) {
       report("WordNet first sense", "wn1", names, golds, predict_first_sense(test, wn), out_dir);
     }
     if (!use_model) return 0;
-    LoadedEncoder enc = load_encoder(model, resolve_device(device));
-    std::printf("model %s, layer %s%s\n", enc.origin.c_str(), layer.spec.c_str(), enc.lowercase ? ", lowercased" : "");
+    std::unique_ptr<ContextualEncoder> enc = load_encoder(model, resolve_device(device));
+    std::printf("model %s, layer %s%s\n", enc->origin.c_str(), layer.spec.c_str(), enc->lowercase ? ", lowercased" : "");
     auto t0 = std::chrono::steady_clock::now();
-    InstanceVectors train_vecs = embed_instances(enc.model, tr.corpus, {layer, batch, enc.lowercase, "train"});
+    InstanceVectors train_vecs = embed_instances(*enc, tr.corpus, {layer, batch, enc->lowercase, "train"});
     const double train_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    InstanceVectors test_vecs = embed_instances(enc.model, test, {layer, batch, enc.lowercase, "test"});
+    InstanceVectors test_vecs = embed_instances(*enc, test, {layer, batch, enc->lowercase, "test"});
     std::printf("embedded the training corpus in %.1f s\n", train_s);
     SenseCentroids cent = sense_centroids(train_vecs, tr.keys);
     std::printf("%zu sense centroids\n", cent.keys.size());

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "data/atomic_file.h"
 #include "train/run_dir.h"
 
 using namespace sa;
@@ -22,7 +23,7 @@ int main(int argc, char** argv) {
     r.lm.bilm.save_bilm(out + "/weights.hdf5");
     nlohmann::json options = r.config.bilm_options(r.vocab.size());
     options["char_cnn"]["n_characters"] = 262;  // bilm-tf's inference graph requires it
-    std::ofstream(out + "/options.json") << options.dump(2) << "\n";
+    write_file_atomically(out + "/options.json", options.dump(2) + "\n");
     r.vocab.save(out + "/vocab.txt");
     std::printf("export: %s (step %ld) -> %s/{options.json,weights.hdf5,vocab.txt}\n", r.checkpoint.c_str(),
                 static_cast<long>(r.step), out.c_str());

@@ -1,0 +1,96 @@
+#include "data/safetensors.h"
+
+#include <fstream>
+
+#include "data/atomic_file.h"
+
+namespace sa {
+
+namespace {
+
+const char* st_dtype(DType t) {
+  switch (t) {
+    case DType::F32: return "F32";
+    case DType::F64: return "F64";
+    case DType::BF16: return "BF16";
+    case DType::I32: return "I32";
+    case DType::U8: return "U8";
+  }
+  return "?";
+}
+
+DType parse_dtype(const std::string& s, const std::string& path) {
+  for (DType t : {DType::F32, DType::F64, DType::BF16, DType::I32, DType::U8})
+    if (s == st_dtype(t)) return t;
+  fail("{}: unsupported safetensors dtype '{}'", path, s);
+}
+
+}  // namespace
+
+void save_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
+                      const nlohmann::json& metadata) {
+  nlohmann::json header = nlohmann::json::object();
+  std::vector<Tensor> host;
+  size_t offset = 0;
+  for (const auto& [name, t] : tensors) {
+    Tensor h = t.to(Device::cpu());
+    header[name] = {{"dtype", st_dtype(h.dtype())}, {"shape", h.shape()}, {"data_offsets", {offset, offset + h.nbytes()}}};
+    offset += h.nbytes();
+    host.push_back(h);
+  }
+  header["__metadata__"] = {{"sensealign", metadata.dump()}};
+  std::string hs = header.dump();
+  hs.append((8 - hs.size() % 8) % 8, ' ');  // align the data to 8 bytes
+  uint64_t n = hs.size();
+  std::vector<std::pair<const char*, size_t>> parts = {{reinterpret_cast<const char*>(&n), 8}, {hs.data(), hs.size()}};
+  for (const Tensor& h : host) parts.emplace_back(static_cast<const char*>(h.raw()), h.nbytes());
+  write_parts_atomically(path, parts);
+}
+
+SafetensorsFile load_safetensors(const std::string& path) {
+  std::ifstream f(path, std::ios::binary | std::ios::ate);
+  SA_CHECK(f, "{}: cannot open checkpoint", path);
+  const uint64_t size = static_cast<uint64_t>(f.tellg());
+  f.seekg(0);
+  uint64_t n = 0;
+  SA_CHECK(size >= 8 && f.read(reinterpret_cast<char*>(&n), 8) && n <= size - 8,
+           "{}: truncated or not a safetensors file ({} bytes; header length {})", path, size, n);
+  std::string hs(n, '\0');
+  f.read(hs.data(), static_cast<std::streamsize>(n));
+  nlohmann::json header;
+  try {
+    header = nlohmann::json::parse(hs);
+  } catch (const nlohmann::json::exception& e) {
+    fail("{}: malformed safetensors header: {}", path, e.what());
+  }
+  SafetensorsFile out;
+  const uint64_t data0 = 8 + n;
+  for (auto& [name, info] : header.items()) {
+    if (name == "__metadata__") {
+      if (info.contains("sensealign")) out.metadata = nlohmann::json::parse(info["sensealign"].get<std::string>());
+      continue;
+    }
+    DType dt = parse_dtype(info.at("dtype").get<std::string>(), path);
+    Shape shape = info.at("shape").get<Shape>();
+    uint64_t b = info.at("data_offsets").at(0).get<uint64_t>(), e = info.at("data_offsets").at(1).get<uint64_t>();
+    SA_CHECK(e >= b && e - b == static_cast<uint64_t>(numel(shape)) * dtype_size(dt) && data0 + e <= size,
+             "{}: tensor '{}' lies outside the file (truncated checkpoint: {} bytes, needs {})", path, name, size,
+             data0 + e);
+    Tensor t = Tensor::empty(shape, dt);
+    f.seekg(static_cast<std::streamoff>(data0 + b));
+    f.read(static_cast<char*>(t.raw()), static_cast<std::streamsize>(e - b));
+    SA_CHECK(f.good(), "{}: reading tensor '{}' failed", path, name);
+    out.tensors.emplace(name, t);
+  }
+  return out;
+}
+
+void take_tensor(const SafetensorsFile& f, const std::string& origin, const std::string& name, Tensor& t) {
+  auto it = f.tensors.find(name);
+  SA_CHECK(it != f.tensors.end(), "{}: tensor '{}' missing", origin, name);
+  SA_CHECK(it->second.shape() == t.shape(), "{}: tensor '{}' is {} but the config needs {} (did the config change?)",
+           origin, name, to_string(it->second.shape()), to_string(t.shape()));
+  t.copy_from(it->second.to(t.dtype()).to(t.device()));
+}
+
+}  // namespace sa

@@ -1,0 +1,35 @@
+// The one biLM forward: both directions' LSTM stacks over token vectors. Training runs it with the
+// state carried between batches and dropout; embedding with a zero (or carried) state and none.
+// Dropout sits where bilm-tf puts it: on each layer's input (before the residual add) and on the
+// top output.
+#pragma once
+#include <array>
+#include <vector>
+
+#include "layers/elmo.h"
+
+namespace sa {
+
+// LSTM state of both directions: [direction][layer].
+struct BilmState {
+  std::vector<LstmState> dir[2];
+  static BilmState zeros(const ElmoOptions& o, int64_t rows, Device dev, DType dt);
+  void detach();
+  // Zeroes each row's state (all layers, both directions) with probability p; the draw depends
+  // on `seed` only, so a resumed run resets the same rows.
+  void reset_rows(double p, uint64_t seed);
+};
+
+struct BilmOutputs {
+  std::array<std::vector<Tensor>, 2> layers;  // [direction][layer]: [B, T, P], before the output dropout
+  std::array<Tensor, 2> top;                  // each direction's top layer after the output dropout
+};
+
+// Runs both stacks over tokens[d] [B, T, P] (direction 1's rows already in reading order, i.e.
+// reversed) from `state`, which is advanced. Dropout p (drawn from `gen`). With `lengths`, row r
+// stops after lengths[r] steps: its state stays at the row's end and later outputs are zero (bilm-tf
+// stateful inference); without, every row runs T steps as one sequence op per layer.
+BilmOutputs bilm_forward(const ElmoModel& m, const std::array<Tensor, 2>& tokens, BilmState& state, double p,
+                         Generator& gen, const std::vector<int>* lengths = nullptr);
+
+}  // namespace sa

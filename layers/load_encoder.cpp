@@ -1,0 +1,39 @@
+#include "layers/load_encoder.h"
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "data/run_files.h"
+
+namespace sa {
+
+std::unique_ptr<ElmoEncoder> load_elmo(const EncoderSource& s, Device dev) {
+  std::string options = s.options, weights = s.weights;
+  if (!s.run_dir.empty()) {
+    options = run_files::options(s.run_dir);
+    weights = run_files::weights(s.run_dir);
+    SA_CHECK(std::filesystem::exists(options) && std::filesystem::exists(weights),
+             "{}: not a run directory with a checkpoint (expected options.json and weights.hdf5, written with every "
+             "checkpoint or by bin/export)",
+             s.run_dir);
+  }
+  SA_CHECK(!options.empty() && !weights.empty(), "give --model RUN_DIR, or --options and --weights");
+  std::ifstream in(options);
+  SA_CHECK(in, "{}: cannot open", options);
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    fail("{}: invalid JSON: {}", options, e.what());
+  }
+  auto enc = std::make_unique<ElmoEncoder>(ElmoModel::load_bilm(ElmoOptions::from_json(j, options), weights, dev));
+  // Our runs record how they were trained next to bilm-tf's keys.
+  enc->lowercase = j.contains("sensealign") && j["sensealign"].value("lowercase", false);
+  enc->origin = s.run_dir.empty() ? weights : s.run_dir;
+  return enc;
+}
+
+std::unique_ptr<ContextualEncoder> load_encoder(const EncoderSource& s, Device dev) { return load_elmo(s, dev); }
+
+}  // namespace sa

@@ -1,0 +1,100 @@
+#include "sense/sense_head.h"
+
+#include "sense/selection.h"
+#include "sense/sense_softmax.h"
+
+namespace sa {
+
+SenseHead::SenseHead(int vocab, const SenseOptions& o, int dim, uint64_t seed, Device dev)
+    : table(vocab, o.n_context, dim, seed, dev), proj(dim, o.cluster_proj_dim, o.pca_sample, seed ^ 0x9e3779b9ull),
+      usage(o.context_record_window) {}
+
+std::string sense_head_prefix(size_t d) { return "sense/" + std::to_string(d) + "/"; }
+
+std::vector<NamedTensor> SenseHead::params(const std::string& p) { return {{p + "W", &table.W}, {p + "b", &table.b}}; }
+
+void SenseHead::save(std::vector<std::pair<std::string, Tensor>>& out, const std::string& p) const {
+  out.emplace_back(p + "centers", table.centers);
+  out.emplace_back(p + "enabled", Tensor::from(table.enabled, {table.rows()}));
+  out.emplace_back(p + "projection", proj.matrix());
+  out.emplace_back(p + "pca_queue", proj.queue_tensor());
+  out.emplace_back(p + "usage", usage.to_tensor(table.vocab()));
+}
+
+void SenseHead::restore(const SafetensorsFile& f, const std::string& origin, const std::string& p, bool pca_fitted) {
+  take_tensor(f, origin, p + "centers", table.centers);
+  Tensor en = Tensor::empty({table.rows()});
+  take_tensor(f, origin, p + "enabled", en);
+  std::vector<double> ev = en.values();
+  table.enabled.assign(ev.begin(), ev.end());
+  Tensor matrix = proj.matrix().clone(), windows = usage.to_tensor(table.vocab());
+  take_tensor(f, origin, p + "projection", matrix);
+  take_tensor(f, origin, p + "usage", windows);
+  usage.restore(windows);
+  auto q = f.tensors.find(p + "pca_queue");
+  SA_CHECK(q != f.tensors.end(), "{}: tensor '{}pca_queue' missing", origin, p);
+  proj.restore(q->second, matrix, pca_fitted);
+}
+
+Tensor selection_context(const Tensor& top) {
+  NoGrad ng;
+  const int64_t B = top.dim(0), T = top.dim(1), P = top.dim(2);
+  Tensor t = top.detach();
+  Tensor ctx = T > 1 ? ops::concat({ops::slice(t, 1, 1, T), ops::slice(t, 1, T - 1, T)}, 1) : t;
+  return ops::reshape(ctx, {B * T, P});
+}
+
+Tensor sense_direction_loss(SenseHead& h, const Tensor& top, const LmBatch& b, const SenseOptions& o, int n_negatives,
+                            bool training, std::mt19937_64& rng, SenseStep* step, const TranslationTable* dict,
+                            const Tensor& select_top) {
+  const int64_t B = top.dim(0), T = top.dim(1), P = top.dim(2);
+  Tensor ctx = selection_context(select_top.defined() ? select_top : top);
+  const bool offsets = o.selection_mean == SenseOptions::SelectionMean::WordOffset;
+  const Tensor mean = selection_mean(h.table, o, h.proj.mean(), b.targets, offsets ? ops::mean(ctx, 0, true) : Tensor());
+  Tensor flat = ops::reshape(top, {B * T, P});
+  using N = SenseOptions::Negatives;
+  // The common training case runs selection inside the fused softmax; seeding (sequential over
+  // tokens), the translation loss and the other negatives select first.
+  const bool fused = training && !dict && o.negatives == N::Uniform && !o.seed_centers();
+  std::vector<int32_t> sel;
+  if (!fused) sel = select_senses(h.table, ctx, b.targets, h.proj.matrix(), mean, training && o.seed_centers());
+  if (!training) return ops::mean(sense_full_loss(flat, h.table, sel));
+  Tensor per_row;
+  if (fused) {
+    SelectedLoss r = select_and_sampled_loss(flat, h.table, ctx, b.targets, h.proj.matrix(), mean,
+                                             sample_enabled_rows(h.table, n_negatives, rng));
+    per_row = r.per_row, sel = std::move(r.selected);
+  } else if (dict) {  // Bi-SaELMo (the config allows only uniform negatives with a dictionary)
+    TranslationCandidates cand = translation_candidates(
+        h.table, *dict, b.targets, ctx, h.proj.matrix(),
+        o.selection_mean == SenseOptions::SelectionMean::Global ? h.proj.mean() : Tensor());
+    per_row = sense_translation_loss(flat, h.table, sel, cand, sample_enabled_rows(h.table, n_negatives, rng));
+  } else if (o.negatives == N::Full) {
+    per_row = sense_full_loss(flat, h.table, sel);
+  } else if (o.negatives == N::LogUniform) {
+    per_row = sense_sampled_loss(flat, h.table, sel, sample_log_uniform_senses(h.table, n_negatives, b.targets, rng));
+  } else {  // uniform negatives with seeding
+    per_row = sense_sampled_loss(flat, h.table, sel, sample_enabled_rows(h.table, n_negatives, rng));
+  }
+  if (step) *step = {ctx, std::move(sel), b.targets};
+  return ops::mean(per_row);
+}
+
+SenseEvents after_step(SenseHead& h, const SenseOptions& o, int64_t step, const SenseStep& s) {
+  SenseEvents ev;
+  update_sense_centers(h.table, o, s.ctx, s.selected, s.targets);
+  h.usage.record(s.selected, h.table.n_context());
+  if ((step - 1) % o.pca_every == 0) {  // steps 1, 1 + M, 1 + 2M, ...: a fitted projection from the start
+    h.proj.push(s.ctx);
+    h.proj.refit();
+  }
+  if (step == o.contextual_warmup) {
+    h.table.end_warmup(o.warmup_init_copy());
+    if (o.warmup_zero_centers()) h.table.zero_new_centers();
+    ev.warmup_ended = true;
+  }
+  if (step >= o.prune_first && step % o.prune_every == 0) ev.pruned = h.usage.prune(h.table, o.remove_less_freqent_contexts);
+  return ev;
+}
+
+}  // namespace sa

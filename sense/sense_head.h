@@ -1,0 +1,69 @@
+// The SaELMo output layer of one direction (docs/design.md §2): a sense table, the PCA projection
+// used for selection, and the usage windows used for pruning. A training step selects a sense for
+// every target from the top-layer vector at the target's own position and computes the
+// sense-aware sampled softmax (sense_direction_loss); after the optimizer step, after_step moves
+// the chosen centers, records the selections and runs the schedule: projection refits, the end of
+// the warm-up, pruning.
+#pragma once
+#include <random>
+#include <string>
+
+#include "data/lm_batches.h"
+#include "data/safetensors.h"
+#include "layers/elmo.h"
+#include "sense/projection.h"
+#include "sense/pruning.h"
+#include "sense/sense_table.h"
+#include "sense/translation.h"
+
+namespace sa {
+
+struct SenseHead {
+  SenseTable table;
+  PcaProjection proj;
+  SenseUsage usage;
+  SenseHead(int vocab, const SenseOptions& o, int dim, uint64_t seed, Device dev);
+
+  // The trainable table, W and b, under `prefix`.
+  std::vector<NamedTensor> params(const std::string& prefix);
+  // The head's state beyond W and b (centers, enabled scores, projection and its queue, usage
+  // windows) under `prefix`, for a checkpoint; restore reads it back.
+  void save(std::vector<std::pair<std::string, Tensor>>& out, const std::string& prefix) const;
+  void restore(const SafetensorsFile& f, const std::string& origin, const std::string& prefix, bool pca_fitted);
+};
+
+// Where direction d's head lives in a checkpoint: "sense/<d>/".
+std::string sense_head_prefix(size_t d);
+
+// What one training step of a head selected, for after_step.
+struct SenseStep {
+  Tensor ctx;                     // the selection vectors [B*T, P]
+  std::vector<int32_t> selected;  // the chosen table row of each target
+  std::vector<int32_t> targets;
+};
+
+// What the schedule did at a step, for the log.
+struct SenseEvents {
+  bool warmup_ended = false;
+  int pruned = -1;  // senses removed; -1 when the step does not prune
+};
+
+// The selection vectors (§2.2): ctx[:, t] = top[:, t+1] (the output after reading the target
+// itself), the last position keeping top[:, T-1]; [B*T, P], cut from the tape.
+Tensor selection_context(const Tensor& top);
+
+// Mean sense-aware loss of one direction from its top output [B, T, P]. Training: sampled softmax
+// over `n_negatives` uniform enabled rows, the step's selections going to `step` for after_step.
+// Otherwise the exact softmax over the enabled rows. With `dict` (Bi-SaELMo), training adds the
+// sense-level translation loss (sense/translation.h). `select_top`: the top output selection
+// reads instead of `top` (select_after_dropout = false).
+Tensor sense_direction_loss(SenseHead& head, const Tensor& top, const LmBatch& b, const SenseOptions& o,
+                            int n_negatives, bool training, std::mt19937_64& rng, SenseStep* step = nullptr,
+                            const TranslationTable* dict = nullptr, const Tensor& select_top = Tensor());
+
+// Everything a head does between training steps, in order: the center update and usage record of
+// `s`; a projection refit on the first step and every pca_every steps after it (Alg. 2); the end
+// of the warm-up at step contextual_warmup; pruning every prune_every steps from prune_first on.
+SenseEvents after_step(SenseHead& head, const SenseOptions& o, int64_t step, const SenseStep& s);
+
+}  // namespace sa

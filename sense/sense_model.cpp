@@ -1,0 +1,40 @@
+#include "sense/sense_model.h"
+
+#include <fstream>
+
+#include "data/run_files.h"
+#include "layers/load_encoder.h"
+
+namespace sa {
+
+SenseModel load_sense_model(const std::string& dir, Device dev) {
+  SenseModel m;
+  m.run_dir = dir;
+  m.encoder = load_elmo({dir, "", ""}, dev);
+  m.vocab = Vocab::load(run_files::vocab(dir));
+  const std::string options = run_files::options(dir);
+  std::ifstream in(options);
+  nlohmann::json ours;
+  try {
+    ours = nlohmann::json::parse(in).value("sensealign", nlohmann::json::object());
+  } catch (const nlohmann::json::exception& e) {
+    fail("{}: invalid JSON: {}", options, e.what());
+  }
+  m.lowercase = ours.value("lowercase", false);
+  m.train_prefix = ours.value("train_prefix", std::string());
+  m.train_prefix_l2 = ours.value("train_prefix_l2", std::string());
+  // The biLM from the checkpoint too (weights.hdf5 is its copy), so encoder and heads are one step's.
+  const std::string ckpt = run_files::newest_checkpoint(dir);
+  SafetensorsFile f = load_safetensors(ckpt);
+  for (NamedTensor& nt : m.encoder->model.named()) take_tensor(f, ckpt, nt.name, *nt.tensor);
+  if (!ours.contains("sense")) return m;
+  m.options = SenseOptions::from_json(ours["sense"], options);
+  for (size_t d = 0; d < 2; ++d) {
+    SenseHead& h = m.heads.emplace_back(m.vocab.size(), m.options, static_cast<int>(m.dim()), 0, dev);
+    for (NamedTensor& nt : h.params(sense_head_prefix(d))) take_tensor(f, ckpt, nt.name, *nt.tensor);
+    h.restore(f, ckpt, sense_head_prefix(d), f.metadata.value("pca_fitted", false));
+  }
+  return m;
+}
+
+}  // namespace sa
