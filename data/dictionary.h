@@ -1,4 +1,4 @@
-// Bilingual dictionaries for the cross-lingual work (method.md decision 8, Part 2 §3.3): readers
+// Bilingual dictionaries for the cross-lingual work (docs/design.md §4.2): readers
 // for MUSE pairs, CC-CEDICT, EDICT (EUC-JP) and Ding, each giving lowercase-normalized
 // single-word pairs, and the per-word translation table joint training uses.
 #pragma once

@@ -1,5 +1,5 @@
 // WSD corpora: the unified XML + gold key format of Raganato et al. (2017), and SemCor 3.0 in its
-// original tag-file format (converted to the unified one). ecosystem.md §1.9.
+// original tag-file format (converted to the unified one). docs/design.md §5.2.
 #pragma once
 #include <map>
 #include <string>

@@ -1,4 +1,4 @@
-// Linear alignment of embedding spaces (method.md decision 9, Part 2 §4) and bilingual lexicon
+// Linear alignment of embedding spaces (docs/design.md §4.4) and bilingual lexicon
 // induction (MUSE protocol): a map W with X W ~ Y fitted on anchor pairs, by least squares (the
 // paper's Eq. 8, default) or orthogonal Procrustes; retrieval by nearest neighbour or CSLS.
 // Matrices are row-major f64 [rows, cols]: one row per word.

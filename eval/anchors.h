@@ -1,4 +1,4 @@
-// Anchors for projection alignment (method.md decision 9, Part 2 §4): the average contextual
+// Anchors for projection alignment (docs/design.md §4.4): the average contextual
 // vector of every word of a corpus, per biLM layer, in word2vec text files.
 #pragma once
 #include <string>

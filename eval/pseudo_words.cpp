@@ -52,7 +52,7 @@ std::vector<std::array<Occurrences, 2>> pseudo_occurrences(const SenseModel& r, 
     }
   const int64_t P = r.dim();
   std::vector<std::array<Occurrences, 2>> occ(pairs.size());
-  // Stateless by default (docs/design.md §11); stateful carries LSTM states across batches as
+  // Stateless by default (docs/design.md §1.3); stateful carries LSTM states across batches as
   // training does (it gave the same scores on the runs measured).
   const int batch_size = 64;
   std::unique_ptr<EncoderState> state = opt.stateful ? r.encoder->new_state(batch_size) : nullptr;

@@ -1,4 +1,4 @@
-// Nearest-sense WSD (method.md decision 12): the contextual vector of every tagged token of a
+// Nearest-sense WSD (docs/design.md §5.1): the contextual vector of every tagged token of a
 // training corpus, averaged per sense key; each test instance gets the sense whose average is the
 // closest by cosine, over all sense entries (default) or among its lemma's senses. Plus the
 // baselines: most frequent sense in the training keys, and WordNet's first sense.

@@ -28,7 +28,7 @@ class ElmoModel {
   Tensor proj_w, proj_b;             // [F, P], [P] when opt.use_proj()
   std::vector<LstmWeights> lstm[2];  // [direction 0 = forward, 1 = backward][layer]
 
-  // bilm-tf's initializers (method.md Part 2 §1.7), from a seed.
+  // bilm-tf's initializers (docs/design.md §3.3), from a seed.
   static ElmoModel init(const ElmoOptions& opt, uint64_t seed, Device dev = Device::cpu(), DType dt = DType::F32);
   // A bilm-tf weights.hdf5 (float32), converted to `dt` on `dev`.
   static ElmoModel load_bilm(const ElmoOptions& opt, const std::string& path, Device dev = Device::cpu(),

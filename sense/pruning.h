@@ -1,4 +1,4 @@
-// Dynamic pruning (decision 7, the released rule): each word keeps a window of its last W
+// Dynamic pruning (docs/design.md §2.9, the released rule): each word keeps a window of its last W
 // selections; at a check, every sense of a word with a full window whose share is <= 1% has its
 // score halved, and a score below the threshold disables the sense; a share above 1% resets the
 // score to 1. A word never loses all its senses.

@@ -48,7 +48,7 @@ struct SenseEvents {
   int pruned = -1;  // senses removed; -1 when the step does not prune
 };
 
-// The selection vectors (§2.2): ctx[:, t] = top[:, t+1] (the output after reading the target
+// The selection vectors (docs/design.md §2.2): ctx[:, t] = top[:, t+1] (the output after reading the target
 // itself), the last position keeping top[:, T-1]; [B*T, P], cut from the tape.
 Tensor selection_context(const Tensor& top);
 

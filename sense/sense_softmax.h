@@ -1,4 +1,4 @@
-// The sense-aware softmax (Eq. 3 with sampling, decision 6): the target is the selected sense row;
+// The sense-aware softmax (the paper's Eq. 3 with sampling, docs/design.md §2.8): the target is the selected sense row;
 // negatives are drawn uniformly without replacement from the enabled sense rows; only the selected
 // row is masked as an accidental hit (other senses of the word stay negatives, as released).
 #pragma once

@@ -1,4 +1,4 @@
-// The sense-level translation loss (Bi-SaELMo; method.md decision 8, Part 2 §3.5). Each target
+// The sense-level translation loss (Bi-SaELMo; docs/design.md §4.3). Each target
 // word with dictionary translations gets T x C translation-sense candidates; the one whose center
 // is closest (cosine, in the source direction's projected space) to the token's selection vector
 // becomes a second target with weight 1/2 in the same softmax. The other candidates stay in the

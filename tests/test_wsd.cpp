@@ -166,7 +166,7 @@ TEST(WsdCorpus, SemcorConvertsWithEveryKeyInWordNet) {
   SemcorConversion raw = read_semcor(dir);
   EXPECT_EQ(raw.files, 352u);
   EXPECT_EQ(raw.corpus.sentences.size(), 37176u);
-  EXPECT_EQ(raw.corpus.instances(), 234136u);  // every tagged word (shared/data/README.md)
+  EXPECT_EQ(raw.corpus.instances(), 234136u);  // every tagged word (docs/results.md §4.1)
   SemcorConversion s = read_semcor(dir, &wn);
   EXPECT_EQ(s.corpus.sentences.size(), 37176u);
   EXPECT_EQ(s.corpus.instances() + s.dropped_instances, 234136u);

@@ -25,8 +25,8 @@ struct TrainConfig {
   double all_clip_norm_val = 10.0;
   double learning_rate = 0.2;
   // Ours: each batch row's carried LSTM state is zeroed with this probability before a batch, so
-  // the model also learns to start from the zero state that stateless inference uses (decision
-  // 11). bilm-tf never resets (0); SaELMo otherwise latches cell units it then depends on.
+  // the model also learns to start from the zero state that stateless inference uses
+  // (docs/design.md §1.3). bilm-tf never resets (0); SaELMo otherwise latches cell units it then depends on.
   double state_reset = 0.0;
   int n_epochs = 10;
   int64_t n_train_tokens = 0;  // 0: count the corpus at the first start
