@@ -5,13 +5,10 @@
 #include <cstdint>
 
 #include "engine/core/allocator.h"
+#include "engine/core/op_kinds.h"
 #include "engine/core/tensor.h"
 
 namespace sa {
-
-enum class UnaryOp { Relu, Sigmoid, Tanh, Gelu, Exp, Log, Neg, Sqrt, Square, Clip, Scale, AddScalar };
-enum class BinaryOp { Add, Sub, Mul, Div };
-enum class ReduceOp { Sum, Max };
 
 // Strides (in elements; 0 on broadcast axes) that map an output index to each input.
 struct BroadcastPlan {
