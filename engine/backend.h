@@ -226,7 +226,7 @@ int device_count();
 Backend& backend(int device);
 // host<->device and device<->device copies of `bytes` bytes
 void copy(void* dst, Device dst_dev, const void* src, Device src_dev, size_t bytes);
-// A short description ("NVIDIA H100 80GB HBM3, cc 9.0, cuBLAS x, cuDNN y").
+// A short description ("NVIDIA H100 80GB HBM3, compute 9.0, 79 GiB, CUDA runtime 12.4, cuDNN 9.1.0").
 std::string describe_device(int device);
 }  // namespace cuda
 

@@ -2,11 +2,9 @@
 // backend primitives as the step-by-step composition (GEMM, lstm_cell, clip), but it records
 // nothing per step, and the backward computes every weight gradient as one GEMM over all T*B
 // rows, where per-step nodes would run T small GEMMs of inner size B each.
+#include "engine/ops/cudnn_lstm.h"
 #include "engine/ops/op_util.h"
 #include "engine/ops/ops.h"
-#if SA_CUDNN
-#include "engine/cuda/cudnn_lstm.h"
-#endif
 
 namespace sa::ops {
 
@@ -21,10 +19,6 @@ void mm(const Tensor& a, const Tensor& b, Tensor& c, bool ta, bool tb, double be
   g.m = c.dim(0), g.n = c.dim(1), g.k = ta ? a.dim(0) : a.dim(1);
   be(a).gemm(g, a, b, c);
 }
-
-}  // namespace
-
-namespace {
 
 // One sequence's saved tensors and sizes.
 struct Seq {
