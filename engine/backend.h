@@ -1,6 +1,21 @@
 // The backend interface: every compute primitive the ops need, implemented once for the CPU
 // (the reference) and once for CUDA. Ops allocate outputs and check shapes; backends only compute.
 // Tensors passed here are contiguous, on the backend's device, of a float dtype unless noted.
+//
+// Adding a differentiable op:
+//  1. engine/ops/op_table.h: its name in SA_DIFFERENTIABLE_OPS (the tape records it as Op::name).
+//  2. engine/ops/ops.h: the declaration, with shapes.
+//  3. engine/ops/<group>.cpp: the checks, the forward through backend(), and record(Op::name, ...)
+//     with the backward.
+//  When no primitive below computes it:
+//  4. here: the primitive, pure virtual in Backend and again in SA_BACKEND_OVERRIDES (a new
+//     UnaryOp/BinaryOp/ReduceOp goes in engine/core/op_kinds.h and engine/core/scalar_math.h);
+//  5. engine/cpu/cpu_<group>.cpp: the reference implementation;
+//  6. engine/cuda/cuda_<group>.cu: the kernel (cuda_stub.cpp has no backend to extend).
+//  Then:
+//  7. tests/op_cases.cpp: a case add(Op::name, ...). The f64 gradient check and the CUDA-vs-CPU
+//     test run every case; GradCheckCoverage fails while a table op has none.
+//  8. train/tools/bench.cpp: a bench_ops line when the op is on the training hot path.
 #pragma once
 #include <cstdint>
 

@@ -1,5 +1,6 @@
 // Differentiable ops. Each runs its forward on the inputs' device through the backend and, when an
-// input requires a gradient, records its backward on the tape (engine/core/autograd.h).
+// input requires a gradient, records its backward on the tape (engine/core/autograd.h) under its
+// name in engine/ops/op_table.h. Adding an op: see the checklist atop engine/backend.h.
 // Rows/softmax axes are the last axis. Index tensors are i32, masks u8.
 #pragma once
 #include <utility>

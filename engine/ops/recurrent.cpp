@@ -155,7 +155,7 @@ std::vector<std::vector<Tensor>> lstm_sequences_cudnn(const std::vector<LstmSequ
   }
   std::vector<std::shared_ptr<cudnn_lstm::Saved>> saved;
   for (auto& r : runs) saved.push_back(r.saved);
-  record("lstm_sequence_cudnn", inputs, flat_outs, [=](const std::vector<Tensor>& gs) {
+  record(Op::lstm_sequence_cudnn, inputs, flat_outs, [=](const std::vector<Tensor>& gs) {
     for (size_t i = 0; i < saved.size(); ++i) {
       const LstmSequenceArgs& a = args[i];
       cudnn_lstm::Grads g = cudnn_lstm::backward(*saved[i], gs[3 * i], gs[3 * i + 1], gs[3 * i + 2]);
@@ -206,7 +206,7 @@ std::vector<std::vector<Tensor>> lstm_sequences(const std::vector<LstmSequenceAr
     for (const Tensor& t : {s.a.x, s.a.W, s.a.bias, s.a.W_P, s.a.c0, s.a.m0}) inputs.push_back(t);
     for (const Tensor& t : outs.back()) flat_outs.push_back(t);
   }
-  record("lstm_sequence", inputs, flat_outs, [=](const std::vector<Tensor>& gs) {
+  record(Op::lstm_sequence, inputs, flat_outs, [=](const std::vector<Tensor>& gs) {
     std::vector<Grads> grads;
     for (size_t i = 0; i < seqs.size(); ++i) grads.push_back(alloc_grads(seqs[i], gs[3 * i + 1], gs[3 * i + 2]));
     for_each_sequence(seqs, [&](int i) { backward_one(seqs[i], gs[3 * i], grads[i]); });
