@@ -1,4 +1,5 @@
-// Layer norm and the fused hot-path cells: LSTM pointwise math and the highway combine.
+// Layer norm, the fused hot-path cells (LSTM pointwise math, highway combine), the candidate
+// softmax and sense selection.
 #include "engine/ops/op_util.h"
 #include "engine/ops/ops.h"
 
