@@ -1,17 +1,29 @@
 // The backend interface: every compute primitive the ops need, implemented once for the CPU
 // (the reference) and once for CUDA. Ops allocate outputs and check shapes; backends only compute.
 // Tensors passed here are contiguous, on the backend's device, of a float dtype unless noted.
+//
+// Adding a differentiable op:
+//  1. engine/ops/op_table.h: its name in SA_DIFFERENTIABLE_OPS (the tape records it as Op::name).
+//  2. engine/ops/ops.h: the declaration, with shapes.
+//  3. engine/ops/<group>.cpp: the checks, the forward through backend(), and record(Op::name, ...)
+//     with the backward.
+//  When no primitive below computes it:
+//  4. here: the primitive, pure virtual in Backend and again in SA_BACKEND_OVERRIDES (a new
+//     UnaryOp/BinaryOp/ReduceOp goes in engine/core/op_kinds.h and engine/core/scalar_math.h);
+//  5. engine/cpu/cpu_<group>.cpp: the reference implementation;
+//  6. engine/cuda/cuda_<group>.cu: the kernel (cuda_stub.cpp has no backend to extend).
+//  Then:
+//  7. tests/op_cases.cpp: a case add(Op::name, ...). The f64 gradient check and the CUDA-vs-CPU
+//     test run every case; GradCheckCoverage fails while a table op has none.
+//  8. train/tools/bench.cpp: a bench_ops line when the op is on the training hot path.
 #pragma once
 #include <cstdint>
 
 #include "engine/core/allocator.h"
+#include "engine/core/op_kinds.h"
 #include "engine/core/tensor.h"
 
 namespace sa {
-
-enum class UnaryOp { Relu, Sigmoid, Tanh, Gelu, Exp, Log, Neg, Sqrt, Square, Clip, Scale, AddScalar };
-enum class BinaryOp { Add, Sub, Mul, Div };
-enum class ReduceOp { Sum, Max };
 
 // Strides (in elements; 0 on broadcast axes) that map an output index to each input.
 struct BroadcastPlan {
@@ -229,7 +241,7 @@ int device_count();
 Backend& backend(int device);
 // host<->device and device<->device copies of `bytes` bytes
 void copy(void* dst, Device dst_dev, const void* src, Device src_dev, size_t bytes);
-// A short description ("NVIDIA H100 80GB HBM3, cc 9.0, cuBLAS x, cuDNN y").
+// A short description ("NVIDIA H100 80GB HBM3, compute 9.0, 79 GiB, CUDA runtime 12.4, cuDNN 9.1.0").
 std::string describe_device(int device);
 }  // namespace cuda
 

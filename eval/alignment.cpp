@@ -6,14 +6,8 @@
 #include <cmath>
 #include <numeric>
 
+#include "engine/cpu/lapack.h"
 #include "engine/engine.h"
-
-extern "C" {
-void dgels_(const char* trans, const int* m, const int* n, const int* nrhs, double* a, const int* lda, double* b,
-            const int* ldb, double* work, const int* lwork, int* info);
-void dgesdd_(const char* jobz, const int* m, const int* n, double* a, const int* lda, double* s, double* u,
-             const int* ldu, double* vt, const int* ldvt, double* work, const int* lwork, int* iwork, int* info);
-}
 
 namespace sa {
 

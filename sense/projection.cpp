@@ -2,10 +2,7 @@
 
 #include <random>
 
-extern "C" void dsyevr_(const char* jobz, const char* range, const char* uplo, const int* n, double* a, const int* lda,
-                        const double* vl, const double* vu, const int* il, const int* iu, const double* abstol, int* m,
-                        double* w, double* z, const int* ldz, int* isuppz, double* work, const int* lwork, int* iwork,
-                        const int* liwork, int* info);
+#include "engine/cpu/lapack.h"
 
 namespace sa {
 

@@ -6,7 +6,7 @@
 #include <bit>
 #include <cstdint>
 
-#include "engine/backend.h"
+#include "engine/core/op_kinds.h"
 #include "engine/core/philox.h"  // SA_HD
 
 namespace sa::math {

@@ -1,4 +1,5 @@
-// CPU: layer norm and the fused hot-path cells (LSTM pointwise math, highway combine).
+// CPU: layer norm, the fused hot-path cells (LSTM pointwise math, highway combine), Adagrad, the
+// candidate softmax and sense selection.
 #include <algorithm>
 #include <cmath>
 

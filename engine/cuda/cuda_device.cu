@@ -5,14 +5,11 @@
 #include <vector>
 
 #include "engine/cuda/cuda_backend.cuh"
+#ifdef SA_CUDNN
+#include "engine/ops/cudnn_lstm.h"
+#endif
 
 namespace sa {
-
-#ifdef SA_CUDNN
-std::string cudnn_version_string();  // engine/cuda/cudnn_info.cpp
-#else
-static std::string cudnn_version_string() { return "cuDNN not built"; }
-#endif
 
 static void* device_raw_alloc(size_t bytes, int device) {
   void* p = nullptr;
@@ -76,9 +73,14 @@ std::string describe_device(int device) {
   CUDA_CHECK(cudaGetDeviceProperties(&p, device));
   int rt = 0;
   cudaRuntimeGetVersion(&rt);
+#ifdef SA_CUDNN
+  const std::string cudnn = cudnn_lstm::version();
+#else
+  const std::string cudnn = "cuDNN not built";
+#endif
   return std::string(p.name) + ", compute " + std::to_string(p.major) + "." + std::to_string(p.minor) + ", " +
          std::to_string(p.totalGlobalMem >> 30) + " GiB, CUDA runtime " + std::to_string(rt / 1000) + "." +
-         std::to_string((rt % 1000) / 10) + ", " + cudnn_version_string();
+         std::to_string((rt % 1000) / 10) + ", " + cudnn;
 }
 
 }  // namespace cuda

@@ -1,4 +1,5 @@
-// CUDA: layer norm and the fused LSTM-cell and highway kernels.
+// CUDA: layer norm, the fused LSTM-cell and highway kernels, Adagrad, the candidate softmax and
+// sense selection.
 #include "engine/core/scalar_math.h"
 #include "engine/cuda/cuda_backend.cuh"
 

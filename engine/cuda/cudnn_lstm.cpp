@@ -1,7 +1,8 @@
-// cuDNN's LSTM with projection for ops::lstm_sequences (see cudnn_lstm.h). Our weights stay the
-// source of truth: every forward packs them into cuDNN's weight space (a transpose per gate, cheap
-// next to the T recurrent steps), every backward unpacks the weight gradients into our layout.
-#include "engine/cuda/cudnn_lstm.h"
+// cuDNN's LSTM with projection for ops::lstm_sequences (see engine/ops/cudnn_lstm.h). Our weights
+// stay the source of truth: every forward packs them into cuDNN's weight space (a transpose per
+// gate, cheap next to the T recurrent steps), every backward unpacks the weight gradients into our
+// layout. cuDNN's headers are slow to compile: this is the engine's one translation unit with them.
+#include "engine/ops/cudnn_lstm.h"
 
 #include <cuda_runtime.h>
 #include <cudnn.h>
@@ -265,6 +266,12 @@ Grads backward(const Saved& s, const Tensor& gy, const Tensor& gc_last, const Te
   g.bias = ops::concat(biases, 0).view(s.a.bias.shape());
   g.W_P = ops::transpose(view(dw, s.matrix[8]), 0, 1);
   return g;
+}
+
+std::string version() {
+  const size_t v = cudnnGetVersion();
+  return "cuDNN " + std::to_string(v / 10000) + "." + std::to_string((v % 10000) / 100) + "." +
+         std::to_string(v % 100);
 }
 
 }  // namespace sa::cudnn_lstm

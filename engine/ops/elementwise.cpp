@@ -13,11 +13,12 @@ Tensor binary_raw(BinaryOp op, const Tensor& a, const Tensor& b, const Shape& ou
   return out;
 }
 
-Tensor binary(const char* name, BinaryOp op, const Tensor& a, const Tensor& b) {
+Tensor binary(Op id, BinaryOp op, const Tensor& a, const Tensor& b) {
+  const char* name = op_name(id);
   check_same(name, {a, b});
   Shape os = broadcast_shapes(name, a.shape(), b.shape());
   Tensor out = binary_raw(op, a, b, os);
-  record(name, {a, b}, {out}, [=](const std::vector<Tensor>& gs) {
+  record(id, {a, b}, {out}, [=](const std::vector<Tensor>& gs) {
     const Tensor& g = gs[0];
     switch (op) {
       case BinaryOp::Add:
@@ -45,11 +46,11 @@ Tensor binary(const char* name, BinaryOp op, const Tensor& a, const Tensor& b) {
   return out;
 }
 
-Tensor unary(const char* name, UnaryOp op, const Tensor& x, double p0 = 0, double p1 = 0) {
-  check_same(name, {x});
+Tensor unary(Op id, UnaryOp op, const Tensor& x, double p0 = 0, double p1 = 0) {
+  check_same(op_name(id), {x});
   Tensor y = like(x);
   be(x).unary(op, x, y, p0, p1);
-  record(name, {x}, {y}, [=](const std::vector<Tensor>& gs) {
+  record(id, {x}, {y}, [=](const std::vector<Tensor>& gs) {
     Tensor gx = like(x);
     be(x).unary_backward(op, x, y, gs[0], gx, p0, p1, false);
     accumulate_grad(x, gx, true);
@@ -59,25 +60,25 @@ Tensor unary(const char* name, UnaryOp op, const Tensor& x, double p0 = 0, doubl
 
 }  // namespace
 
-Tensor add(const Tensor& a, const Tensor& b) { return binary("add", BinaryOp::Add, a, b); }
-Tensor sub(const Tensor& a, const Tensor& b) { return binary("sub", BinaryOp::Sub, a, b); }
-Tensor mul(const Tensor& a, const Tensor& b) { return binary("mul", BinaryOp::Mul, a, b); }
-Tensor div(const Tensor& a, const Tensor& b) { return binary("div", BinaryOp::Div, a, b); }
+Tensor add(const Tensor& a, const Tensor& b) { return binary(Op::add, BinaryOp::Add, a, b); }
+Tensor sub(const Tensor& a, const Tensor& b) { return binary(Op::sub, BinaryOp::Sub, a, b); }
+Tensor mul(const Tensor& a, const Tensor& b) { return binary(Op::mul, BinaryOp::Mul, a, b); }
+Tensor div(const Tensor& a, const Tensor& b) { return binary(Op::div, BinaryOp::Div, a, b); }
 
-Tensor scale(const Tensor& x, double s) { return unary("scale", UnaryOp::Scale, x, s); }
-Tensor add_scalar(const Tensor& x, double s) { return unary("add_scalar", UnaryOp::AddScalar, x, s); }
-Tensor relu(const Tensor& x) { return unary("relu", UnaryOp::Relu, x); }
-Tensor sigmoid(const Tensor& x) { return unary("sigmoid", UnaryOp::Sigmoid, x); }
-Tensor tanh(const Tensor& x) { return unary("tanh", UnaryOp::Tanh, x); }
-Tensor gelu(const Tensor& x) { return unary("gelu", UnaryOp::Gelu, x); }
-Tensor exp(const Tensor& x) { return unary("exp", UnaryOp::Exp, x); }
-Tensor log(const Tensor& x) { return unary("log", UnaryOp::Log, x); }
-Tensor neg(const Tensor& x) { return unary("neg", UnaryOp::Neg, x); }
-Tensor sqrt(const Tensor& x) { return unary("sqrt", UnaryOp::Sqrt, x); }
-Tensor square(const Tensor& x) { return unary("square", UnaryOp::Square, x); }
+Tensor scale(const Tensor& x, double s) { return unary(Op::scale, UnaryOp::Scale, x, s); }
+Tensor add_scalar(const Tensor& x, double s) { return unary(Op::add_scalar, UnaryOp::AddScalar, x, s); }
+Tensor relu(const Tensor& x) { return unary(Op::relu, UnaryOp::Relu, x); }
+Tensor sigmoid(const Tensor& x) { return unary(Op::sigmoid, UnaryOp::Sigmoid, x); }
+Tensor tanh(const Tensor& x) { return unary(Op::tanh, UnaryOp::Tanh, x); }
+Tensor gelu(const Tensor& x) { return unary(Op::gelu, UnaryOp::Gelu, x); }
+Tensor exp(const Tensor& x) { return unary(Op::exp, UnaryOp::Exp, x); }
+Tensor log(const Tensor& x) { return unary(Op::log, UnaryOp::Log, x); }
+Tensor neg(const Tensor& x) { return unary(Op::neg, UnaryOp::Neg, x); }
+Tensor sqrt(const Tensor& x) { return unary(Op::sqrt, UnaryOp::Sqrt, x); }
+Tensor square(const Tensor& x) { return unary(Op::square, UnaryOp::Square, x); }
 Tensor clip(const Tensor& x, double lo, double hi) {
   SA_CHECK(lo <= hi, "clip: lower bound {} exceeds upper bound {}", lo, hi);
-  return unary("clip", UnaryOp::Clip, x, lo, hi);
+  return unary(Op::clip, UnaryOp::Clip, x, lo, hi);
 }
 
 Tensor cast(const Tensor& x, DType dtype) {
@@ -85,7 +86,7 @@ Tensor cast(const Tensor& x, DType dtype) {
   if (x.dtype() == dtype) return x;
   Tensor y = x.to(dtype);
   if (is_float(x.dtype()) && is_float(dtype))
-    record("cast", {x}, {y}, [=](const std::vector<Tensor>& gs) { accumulate_grad(x, gs[0].to(x.dtype()), true); });
+    record(Op::cast, {x}, {y}, [=](const std::vector<Tensor>& gs) { accumulate_grad(x, gs[0].to(x.dtype()), true); });
   return y;
 }
 
@@ -98,7 +99,7 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
   BroadcastPlan plan = make_broadcast_plan(x.shape(), x.shape(), mask.shape());
   Tensor y = like(x);
   be(x).masked_fill(x, mask, value, y, plan);
-  record("masked_fill", {x}, {y}, [=](const std::vector<Tensor>& gs) {
+  record(Op::masked_fill, {x}, {y}, [=](const std::vector<Tensor>& gs) {
     Tensor gx = like(x);
     be(x).masked_fill(gs[0], mask, 0.0, gx, plan);
     accumulate_grad(x, gx, true);
@@ -113,7 +114,7 @@ Tensor dropout(const Tensor& x, double p, Generator& gen) {
   Tensor mask = like(x);
   be(x).dropout_mask(gen.seed, gen.take(static_cast<uint64_t>(x.numel())), p, mask);
   Tensor y = binary_raw(BinaryOp::Mul, x, mask, x.shape());
-  record("dropout", {x}, {y}, [=](const std::vector<Tensor>& gs) {
+  record(Op::dropout, {x}, {y}, [=](const std::vector<Tensor>& gs) {
     accumulate_grad(x, binary_raw(BinaryOp::Mul, gs[0], mask, x.shape()), true);
   });
   return y;

@@ -1,4 +1,5 @@
-// Layer norm and the fused hot-path cells: LSTM pointwise math and the highway combine.
+// Layer norm, the fused hot-path cells (LSTM pointwise math, highway combine), the candidate
+// softmax and sense selection.
 #include "engine/ops/op_util.h"
 #include "engine/ops/ops.h"
 
@@ -14,7 +15,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, doub
   Tensor y = like(x);
   Tensor mu = Tensor::empty({x.numel() / d}, x.dtype(), x.device()), rs = like(mu);
   be(x).layer_norm(x, gamma, beta, eps, y, mu, rs);
-  record("layer_norm", {x, gamma, beta}, {y}, [=](const std::vector<Tensor>& gs) {
+  record(Op::layer_norm, {x, gamma, beta}, {y}, [=](const std::vector<Tensor>& gs) {
     Tensor gx = x.requires_grad() ? like(x) : Tensor();
     Tensor gg = gamma.requires_grad() ? like(gamma) : Tensor();
     Tensor gb = beta.requires_grad() ? like(beta) : Tensor();
@@ -36,7 +37,7 @@ std::pair<Tensor, Tensor> lstm_cell(const Tensor& gates, const Tensor& c_prev, d
            describe(c_prev));
   Tensor c = like(c_prev), hh = like(c_prev);
   be(gates).lstm_cell(gates, c_prev, forget_bias, cell_clip, c, hh);
-  record("lstm_cell", {gates, c_prev}, {c, hh}, [=](const std::vector<Tensor>& gs) {
+  record(Op::lstm_cell, {gates, c_prev}, {c, hh}, [=](const std::vector<Tensor>& gs) {
     Tensor gg = like(gates);
     Tensor gcp = c_prev.requires_grad() ? like(c_prev) : Tensor();
     be(gates).lstm_cell_backward(gates, c_prev, c, forget_bias, cell_clip, gs[0].defined() ? &gs[0] : nullptr,
@@ -54,7 +55,7 @@ Tensor highway(const Tensor& carry, const Tensor& transform, const Tensor& x) {
            describe(x));
   Tensor y = like(x);
   be(x).highway(carry, transform, x, y);
-  record("highway", {carry, transform, x}, {y}, [=](const std::vector<Tensor>& gs) {
+  record(Op::highway, {carry, transform, x}, {y}, [=](const std::vector<Tensor>& gs) {
     Tensor ga = like(x), gt = like(x), gx = like(x);
     be(x).highway_backward(carry, transform, x, gs[0], ga, gt, gx);
     accumulate_grad(carry, ga, true);
@@ -99,7 +100,7 @@ Tensor candidate_softmax(const Tensor& x, const Tensor& wt, const Tensor& bt, co
            describe(own_w));
   Tensor loss = Tensor::empty({N}, x.dtype(), x.device()), lse = like(loss);
   be(x).candidate_softmax(x, wt, bt, Wc, bc, own_ids, cand_ids, own_w, loss, lse);
-  record("candidate_softmax", {x, wt, bt, Wc, bc}, {loss}, [=](const std::vector<Tensor>& gs) {
+  record(Op::candidate_softmax, {x, wt, bt, Wc, bc}, {loss}, [=](const std::vector<Tensor>& gs) {
     CandidateGrads g = candidate_grads(x, wt, bt, Wc, bc, own_ids, cand_ids, own_w, lse, gs[0]);
     accumulate_grad(wt, g.wt, true);
     accumulate_grad(bt, g.bt, true);
@@ -148,7 +149,7 @@ std::pair<Tensor, Tensor> select_candidate_softmax(const Tensor& x, const Tensor
   Tensor selected = Tensor::empty({N}, DType::I32, x.device());
   be(x).select_candidate_softmax(x, W, b, u, v, rows, enabled, Wc, bc, cand_ids, loss, lse, selected);
   // The backward is candidate_softmax's on the selected rows, which it gathers again.
-  record("select_candidate_softmax", {x, W, b, Wc, bc}, {loss}, [=](const std::vector<Tensor>& gs) {
+  record(Op::select_candidate_softmax, {x, W, b, Wc, bc}, {loss}, [=](const std::vector<Tensor>& gs) {
     Tensor wt = Tensor::empty({N, P}, x.dtype(), x.device()), bt = Tensor::empty({N, 1}, x.dtype(), x.device());
     be(x).gather_rows(W, selected, wt);
     be(x).gather_rows(b, selected, bt);

@@ -59,9 +59,10 @@ Tensor existing_grad(const Tensor& t) {
   return g.defined() && g.dtype() != DType::BF16 ? g : Tensor();
 }
 
-Tensor matmul_impl(const char* op, const Tensor& a, const Tensor& b, bool ta, bool tb) {
+Tensor matmul_impl(Op id, const Tensor& a, const Tensor& b, bool ta, bool tb) {
+  const char* op = op_name(id);
   Tensor c = gemm(op, a, b, ta, tb);
-  record(op, {a, b}, {c}, [=](const std::vector<Tensor>& gs) {
+  record(id, {a, b}, {c}, [=](const std::vector<Tensor>& gs) {
     const Tensor& g = gs[0];
     if (a.requires_grad()) {
       Tensor gb = as_operand(g, b), into = existing_grad(a);
@@ -89,13 +90,13 @@ Tensor matmul_impl(const char* op, const Tensor& a, const Tensor& b, bool ta, bo
 Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
   check_defined("matmul", {a, b});
   SA_CHECK(a.rank() == 2 && b.rank() == 2, "matmul: expected 2-D operands, got {} and {}", describe(a), describe(b));
-  return matmul_impl("matmul", a, b, ta, tb);
+  return matmul_impl(Op::matmul, a, b, ta, tb);
 }
 
 Tensor bmm(const Tensor& a, const Tensor& b, bool ta, bool tb) {
   check_defined("bmm", {a, b});
   SA_CHECK(a.rank() == 3 && b.rank() == 3, "bmm: expected 3-D operands, got {} and {}", describe(a), describe(b));
-  return matmul_impl("bmm", a, b, ta, tb);
+  return matmul_impl(Op::bmm, a, b, ta, tb);
 }
 
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {

@@ -3,12 +3,19 @@
 #include "engine/backend.h"
 #include "engine/core/autograd.h"
 #include "engine/core/error.h"
+#include "engine/ops/op_table.h"
 
 namespace sa::ops::detail {
 
 inline Backend& be(const Tensor& t) { return backend(t.device()); }
 inline Tensor like(const Tensor& t) { return Tensor::empty(t.shape(), t.dtype(), t.device()); }
 inline Tensor zeros_like(const Tensor& t) { return Tensor::zeros(t.shape(), t.dtype(), t.device()); }
+
+// Records the op's tape node under its name in the op table. Ops record only through this (never
+// sa::record with a string), so every name on the tape is a table entry.
+inline void record(Op op, std::vector<Tensor> inputs, std::vector<Tensor> outputs, BackwardFn backward) {
+  sa::record(op_name(op), std::move(inputs), std::move(outputs), std::move(backward));
+}
 
 inline void check_defined(const char* op, std::initializer_list<Tensor> ts) {
   for (const Tensor& t : ts) SA_CHECK(t.defined(), "{}: an input tensor is undefined", op);

@@ -1,5 +1,6 @@
 // Differentiable ops. Each runs its forward on the inputs' device through the backend and, when an
-// input requires a gradient, records its backward on the tape (engine/core/autograd.h).
+// input requires a gradient, records its backward on the tape (engine/core/autograd.h) under its
+// name in engine/ops/op_table.h. Adding an op: see the checklist atop engine/backend.h.
 // Rows/softmax axes are the last axis. Index tensors are i32, masks u8.
 #pragma once
 #include <utility>
@@ -119,6 +120,9 @@ std::vector<std::vector<Tensor>> lstm_sequences(const std::vector<LstmSequenceAr
 // on CUDA in a binary built without it).
 bool lstm_uses_cudnn(Device dev, LstmPath path, double proj_clip, int64_t cell_dim, int64_t projection_dim);
 // bilm-tf highway combine: g = sig(carry), y = g * relu(transform) + (1 - g) * x
+Tensor highway(const Tensor& carry, const Tensor& transform, const Tensor& x);
+
+// sampled softmax and sense selection
 // Per-row loss [N] of a softmax over one true row and S candidate rows, never holding all [N, S]
 // logits: x [N, P], wt [N, P] and bt [N] or [N, 1] (the true rows), Wc [S, P] and bc [S] or [S, 1]
 // (the candidates); a candidate whose id (cand_ids i32 [S]) equals the row's true id (true_ids i32
@@ -142,7 +146,6 @@ Tensor select_rows(const Tensor& u, const Tensor& v, const Tensor& rows, const T
 std::pair<Tensor, Tensor> select_candidate_softmax(const Tensor& x, const Tensor& W, const Tensor& b, const Tensor& u,
                                                    const Tensor& v, const Tensor& rows, const Tensor& enabled,
                                                    const Tensor& Wc, const Tensor& bc, const Tensor& cand_ids);
-Tensor highway(const Tensor& carry, const Tensor& transform, const Tensor& x);
 
 }  // namespace ops
 }  // namespace sa

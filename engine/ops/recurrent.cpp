@@ -2,11 +2,9 @@
 // backend primitives as the step-by-step composition (GEMM, lstm_cell, clip), but it records
 // nothing per step, and the backward computes every weight gradient as one GEMM over all T*B
 // rows, where per-step nodes would run T small GEMMs of inner size B each.
+#include "engine/ops/cudnn_lstm.h"
 #include "engine/ops/op_util.h"
 #include "engine/ops/ops.h"
-#if SA_CUDNN
-#include "engine/cuda/cudnn_lstm.h"
-#endif
 
 namespace sa::ops {
 
@@ -21,10 +19,6 @@ void mm(const Tensor& a, const Tensor& b, Tensor& c, bool ta, bool tb, double be
   g.m = c.dim(0), g.n = c.dim(1), g.k = ta ? a.dim(0) : a.dim(1);
   be(a).gemm(g, a, b, c);
 }
-
-}  // namespace
-
-namespace {
 
 // One sequence's saved tensors and sizes.
 struct Seq {
@@ -161,7 +155,7 @@ std::vector<std::vector<Tensor>> lstm_sequences_cudnn(const std::vector<LstmSequ
   }
   std::vector<std::shared_ptr<cudnn_lstm::Saved>> saved;
   for (auto& r : runs) saved.push_back(r.saved);
-  record("lstm_sequence_cudnn", inputs, flat_outs, [=](const std::vector<Tensor>& gs) {
+  record(Op::lstm_sequence_cudnn, inputs, flat_outs, [=](const std::vector<Tensor>& gs) {
     for (size_t i = 0; i < saved.size(); ++i) {
       const LstmSequenceArgs& a = args[i];
       cudnn_lstm::Grads g = cudnn_lstm::backward(*saved[i], gs[3 * i], gs[3 * i + 1], gs[3 * i + 2]);
@@ -212,7 +206,7 @@ std::vector<std::vector<Tensor>> lstm_sequences(const std::vector<LstmSequenceAr
     for (const Tensor& t : {s.a.x, s.a.W, s.a.bias, s.a.W_P, s.a.c0, s.a.m0}) inputs.push_back(t);
     for (const Tensor& t : outs.back()) flat_outs.push_back(t);
   }
-  record("lstm_sequence", inputs, flat_outs, [=](const std::vector<Tensor>& gs) {
+  record(Op::lstm_sequence, inputs, flat_outs, [=](const std::vector<Tensor>& gs) {
     std::vector<Grads> grads;
     for (size_t i = 0; i < seqs.size(); ++i) grads.push_back(alloc_grads(seqs[i], gs[3 * i + 1], gs[3 * i + 2]));
     for_each_sequence(seqs, [&](int i) { backward_one(seqs[i], gs[3 * i], grads[i]); });

@@ -32,7 +32,8 @@ Tensor expand_back(const Tensor& g, const Tensor& x, const AxisView& v, double f
   return gx;
 }
 
-Tensor reduce_axis(const char* name, ReduceOp op, const Tensor& x, int axis, bool keepdim, bool mean) {
+Tensor reduce_axis(Op id, ReduceOp op, const Tensor& x, int axis, bool keepdim, bool mean) {
+  const char* name = op_name(id);
   check_same(name, {x});
   int ax = normalize_axis(name, axis, x.rank());
   AxisView v = axis_view(x, ax, keepdim);
@@ -42,7 +43,7 @@ Tensor reduce_axis(const char* name, ReduceOp op, const Tensor& x, int axis, boo
   Tensor arg = op == ReduceOp::Max ? Tensor::empty({v.outer, v.inner}, DType::I32, x.device()) : Tensor();
   be(x).reduce(op, x, v.outer, v.n, v.inner, flat, arg.defined() ? &arg : nullptr);
   if (mean && v.n > 0) be(x).unary(UnaryOp::Scale, y, y, 1.0 / static_cast<double>(v.n), 0);
-  record(name, {x}, {y}, [=](const std::vector<Tensor>& gs) {
+  record(id, {x}, {y}, [=](const std::vector<Tensor>& gs) {
     if (op == ReduceOp::Sum) {
       accumulate_grad(x, expand_back(gs[0], x, v, mean ? 1.0 / static_cast<double>(v.n) : 1.0), true);
     } else {
@@ -56,11 +57,15 @@ Tensor reduce_axis(const char* name, ReduceOp op, const Tensor& x, int axis, boo
 
 }  // namespace
 
-Tensor sum(const Tensor& x, int axis, bool keepdim) { return reduce_axis("sum", ReduceOp::Sum, x, axis, keepdim, false); }
-Tensor mean(const Tensor& x, int axis, bool keepdim) {
-  return reduce_axis("mean", ReduceOp::Sum, x, axis, keepdim, true);
+Tensor sum(const Tensor& x, int axis, bool keepdim) {
+  return reduce_axis(Op::sum, ReduceOp::Sum, x, axis, keepdim, false);
 }
-Tensor max(const Tensor& x, int axis, bool keepdim) { return reduce_axis("max", ReduceOp::Max, x, axis, keepdim, false); }
+Tensor mean(const Tensor& x, int axis, bool keepdim) {
+  return reduce_axis(Op::mean, ReduceOp::Sum, x, axis, keepdim, true);
+}
+Tensor max(const Tensor& x, int axis, bool keepdim) {
+  return reduce_axis(Op::max, ReduceOp::Max, x, axis, keepdim, false);
+}
 Tensor sum(const Tensor& x) { return sum(reshape(x, {x.numel()}), 0, true); }
 Tensor mean(const Tensor& x) { return mean(reshape(x, {x.numel()}), 0, true); }
 

@@ -16,7 +16,7 @@ Tensor gather_rows(const Tensor& table, const Tensor& idx) {
   Tensor flat_idx = idx.view({n});
   Tensor flat_out = out.view({n, d});
   be(table).gather_rows(table, flat_idx, flat_out);
-  record("gather_rows", {table}, {out},
+  record(Op::gather_rows, {table}, {out},
          [=](const std::vector<Tensor>& gs) { accumulate_rows(table, flat_idx, gs[0].view({n, d})); });
   return out;
 }
@@ -30,7 +30,7 @@ Tensor scatter_add_rows(const Tensor& base, const Tensor& idx, const Tensor& src
            describe(src));
   Tensor out = base.clone();
   be(base).scatter_add_rows(src, idx, out);
-  record("scatter_add_rows", {base, src}, {out}, [=](const std::vector<Tensor>& gs) {
+  record(Op::scatter_add_rows, {base, src}, {out}, [=](const std::vector<Tensor>& gs) {
     const Tensor& g = gs[0];
     if (src.requires_grad()) {
       Tensor gsrc = like(src);
@@ -52,7 +52,7 @@ Tensor conv1d_max(const Tensor& x, const Tensor& w, const Tensor& b) {
   Tensor y = Tensor::empty({n, cout}, x.dtype(), x.device());
   Tensor arg = Tensor::empty({n, cout}, DType::I32, x.device());
   be(x).conv1d_max(x, w, b, y, arg);
-  record("conv1d_max", {x, w, b}, {y}, [=](const std::vector<Tensor>& gs) {
+  record(Op::conv1d_max, {x, w, b}, {y}, [=](const std::vector<Tensor>& gs) {
     Tensor gx = x.requires_grad() ? zeros_like(x) : Tensor();
     Tensor gw = w.requires_grad() ? zeros_like(w) : Tensor();
     Tensor gb = b.requires_grad() ? zeros_like(b) : Tensor();

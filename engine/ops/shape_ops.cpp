@@ -65,7 +65,7 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
   }
   SA_CHECK(numel(s) == x.numel(), "reshape: cannot reshape {} to {}", describe(x), to_string(shape));
   Tensor y = x.view(s);
-  record("reshape", {x}, {y},
+  record(Op::reshape, {x}, {y},
          [=](const std::vector<Tensor>& gs) { accumulate_grad(x, gs[0].view(x.shape()), true); });
   return y;
 }
@@ -80,7 +80,7 @@ Tensor permute(const Tensor& x, const std::vector<int>& perm) {
     inv[perm[k]] = static_cast<int>(k);
   }
   Tensor y = permute_raw(x, perm);
-  record("permute", {x}, {y}, [=](const std::vector<Tensor>& gs) { accumulate_grad(x, permute_raw(gs[0], inv), true); });
+  record(Op::permute, {x}, {y}, [=](const std::vector<Tensor>& gs) { accumulate_grad(x, permute_raw(gs[0], inv), true); });
   return y;
 }
 
@@ -101,7 +101,7 @@ Tensor slice(const Tensor& x, int axis, int64_t begin, int64_t end) {
   os[ax] = end - begin;
   Tensor y = Tensor::empty(os, x.dtype(), x.device());
   copy_block(y, x, ax, begin, false);
-  record("slice", {x}, {y}, [=](const std::vector<Tensor>& gs) {
+  record(Op::slice, {x}, {y}, [=](const std::vector<Tensor>& gs) {
     Tensor gx = zeros_like(x);
     copy_block(gs[0], gx, ax, begin, true);
     accumulate_grad(x, gx, true);
@@ -131,7 +131,7 @@ Tensor concat(const std::vector<Tensor>& xs, int axis) {
     copy_block(t, y, ax, at, true);
     at += t.dim(ax);
   }
-  record("concat", xs, {y}, [=](const std::vector<Tensor>& gs) {
+  record(Op::concat, xs, {y}, [=](const std::vector<Tensor>& gs) {
     for (size_t i = 0; i < xs.size(); ++i) {
       if (!xs[i].requires_grad()) continue;
       Tensor gx = like(xs[i]);
@@ -163,7 +163,7 @@ std::vector<Tensor> unbind(const Tensor& x) {
   Shape row(x.shape().begin() + 1, x.shape().end());
   std::vector<Tensor> out;
   for (int64_t i = 0; i < x.dim(0); ++i) out.push_back(x.rows(i, i + 1).view(row));
-  record("unbind", {x}, out, [=](const std::vector<Tensor>& gs) {
+  record(Op::unbind, {x}, out, [=](const std::vector<Tensor>& gs) {
     Tensor gx = like(x);
     for (int64_t i = 0; i < x.dim(0); ++i) {
       Tensor slot = gx.rows(i, i + 1).view(row);

@@ -13,12 +13,13 @@ Shape rows_shape(const Tensor& x) {
   return s;
 }
 
-Tensor softmax_impl(const char* name, const Tensor& x, bool log) {
+Tensor softmax_impl(Op id, const Tensor& x, bool log) {
+  const char* name = op_name(id);
   check_same(name, {x});
   SA_CHECK(x.rank() >= 1 && x.dim(-1) > 0, "{}: needs a non-empty last axis, got {}", name, describe(x));
   Tensor y = like(x);
   be(x).softmax(x, y, log);
-  record(name, {x}, {y}, [=](const std::vector<Tensor>& gs) {
+  record(id, {x}, {y}, [=](const std::vector<Tensor>& gs) {
     Tensor gx = like(x);
     be(x).softmax_backward(y, gs[0], gx, log, false);
     accumulate_grad(x, gx, true);
@@ -28,15 +29,15 @@ Tensor softmax_impl(const char* name, const Tensor& x, bool log) {
 
 }  // namespace
 
-Tensor softmax(const Tensor& x) { return softmax_impl("softmax", x, false); }
-Tensor log_softmax(const Tensor& x) { return softmax_impl("log_softmax", x, true); }
+Tensor softmax(const Tensor& x) { return softmax_impl(Op::softmax, x, false); }
+Tensor log_softmax(const Tensor& x) { return softmax_impl(Op::log_softmax, x, true); }
 
 Tensor logsumexp(const Tensor& x) {
   check_same("logsumexp", {x});
   SA_CHECK(x.rank() >= 1 && x.dim(-1) > 0, "logsumexp: needs a non-empty last axis, got {}", describe(x));
   Tensor out = Tensor::empty(rows_shape(x), x.dtype(), x.device());
   be(x).logsumexp(x, out);
-  record("logsumexp", {x}, {out}, [=](const std::vector<Tensor>& gs) {
+  record(Op::logsumexp, {x}, {out}, [=](const std::vector<Tensor>& gs) {
     // d lse / dx = softmax(x)
     Tensor p = like(x);
     be(x).softmax(x, p, false);
@@ -58,7 +59,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& labels) {
   Tensor loss = Tensor::empty(rows_shape(logits), logits.dtype(), logits.device());
   Tensor lse = like(loss);
   be(logits).cross_entropy(logits, labels, loss, lse);
-  record("cross_entropy", {logits}, {loss}, [=](const std::vector<Tensor>& gs) {
+  record(Op::cross_entropy, {logits}, {loss}, [=](const std::vector<Tensor>& gs) {
     Tensor gx = like(logits);
     be(logits).cross_entropy_backward(logits, labels, lse, gs[0], gx, false);
     accumulate_grad(logits, gx, true);
@@ -73,7 +74,7 @@ Tensor soft_cross_entropy(const Tensor& logits, const Tensor& targets) {
   Tensor loss = Tensor::empty(rows_shape(logits), logits.dtype(), logits.device());
   Tensor lse = like(loss);
   be(logits).soft_cross_entropy(logits, targets, loss, lse);
-  record("soft_cross_entropy", {logits}, {loss}, [=](const std::vector<Tensor>& gs) {
+  record(Op::soft_cross_entropy, {logits}, {loss}, [=](const std::vector<Tensor>& gs) {
     Tensor gx = like(logits);
     be(logits).soft_cross_entropy_backward(logits, targets, lse, gs[0], gx, false);
     accumulate_grad(logits, gx, true);

@@ -1,10 +1,12 @@
 // The LSTM-with-projection layer through cuDNN's RNN API (cudnnRNNForward, BackwardData_v8,
 // BackwardWeights_v8): the fast CUDA path of ops::lstm_sequences. cuDNN applies cell_clip and the
 // projection (no projection bias, as bilm-tf) but has no proj_clip, so ops take this path only when
-// proj_clip is 0 or the caller asks for it (lstm.cudnn = "on"). Built only with cuDNN (SA_CUDNN);
-// no CUDA header here, so the ops layer can include it.
+// proj_clip is 0 or the caller asks for it (lstm.cudnn = "on"). Declared here without CUDA
+// headers so that the ops never include the CUDA side; engine/cuda/cudnn_lstm.cpp implements it,
+// built only with cuDNN: callers guard every use with SA_CUDNN.
 #pragma once
 #include <memory>
+#include <string>
 
 #include "engine/ops/ops.h"
 
@@ -25,5 +27,8 @@ struct Grads {
 };
 // gy [T, B, P] (or undefined), gc_last [B, D] and gm_last [B, P] (each may be undefined).
 Grads backward(const Saved& s, const Tensor& gy, const Tensor& gc_last, const Tensor& gm_last);
+
+// The cuDNN library loaded at run time, as "cuDNN 9.1.0" (for the device description).
+std::string version();
 
 }  // namespace sa::cudnn_lstm

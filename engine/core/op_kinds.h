@@ -1,0 +1,11 @@
+// The kinds of elementwise and reduction kernels: named by the backend interface and evaluated
+// by the per-element math, so they live below both.
+#pragma once
+
+namespace sa {
+
+enum class UnaryOp { Relu, Sigmoid, Tanh, Gelu, Exp, Log, Neg, Sqrt, Square, Clip, Scale, AddScalar };
+enum class BinaryOp { Add, Sub, Mul, Div };
+enum class ReduceOp { Sum, Max };
+
+}  // namespace sa
