@@ -56,7 +56,7 @@ TEST_SRC := $(wildcard tests/*.cpp)
 TEST_OBJ := $(TEST_SRC:%.cpp=$(BUILD)/%.o)
 
 .PHONY: all test bench clean deps corpus quickstart gpu-report
-all: $(TOOLS) bin/tests
+all: $(TOOLS) bin/tests bin/fault_inject.so
 
 # Debian packages the build, the tests and the default corpus need; `make deps` installs the
 # missing ones (with sudo when not root).
@@ -112,6 +112,11 @@ $(foreach t,$(TOOL_SRC),$(eval $(call tool_rule,$(t))))
 bin/tests: $(TEST_OBJ) $(LIB)
 	@mkdir -p bin
 	$(CXX) -o $@ $(TEST_OBJ) $(LIB) $(LDLIBS) -lgtest
+
+# The fault-injection tests' LD_PRELOAD shim (kills at a chosen rename or write).
+bin/fault_inject.so: tests/fault_inject.c
+	@mkdir -p bin
+	$(CC) -shared -fPIC -O2 -o $@ $< -ldl
 
 # Some tests run the tools (bin/embed, bin/train): build everything first.
 test:

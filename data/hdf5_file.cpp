@@ -2,12 +2,20 @@
 
 #include <hdf5.h>
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "data/atomic_file.h"
+
 namespace sa {
 
 namespace {
-// Our errors replace HDF5's own stack dump on stderr.
+// Our errors replace HDF5's own stack dump on stderr. And no cleanup at exit: after a failed
+// close (a full disk) HDF5's exit handler would try that file again and crash; every file we
+// write is closed explicitly, and one that failed is removed anyway.
 void quiet() {
-  static bool done = (H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr), true);
+  static bool done = (H5dont_atexit(), H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr), true);
   (void)done;
 }
 }  // namespace
@@ -28,6 +36,29 @@ H5File H5File::create(const std::string& path) {
 
 H5File::~H5File() {
   if (id_ >= 0) H5Fclose(id_);
+}
+
+void H5File::close() {
+  errno = 0;
+  const bool ok = H5Fflush(id_, H5F_SCOPE_GLOBAL) >= 0;
+  const int err = errno;
+  const bool closed = H5Fclose(id_) >= 0;
+  id_ = -1;
+  SA_CHECK(ok && closed, "{}: writing the HDF5 file failed ({})", path_,
+           err ? std::strerror(err) : errno ? std::strerror(errno) : "the HDF5 library gave no reason");
+}
+
+void write_hdf5_atomically(const std::string& path, const std::function<void(H5File&)>& fill) {
+  const std::string tmp = path + ".tmp";
+  try {
+    H5File f = H5File::create(tmp);
+    fill(f);
+    f.close();
+  } catch (...) {
+    std::remove(tmp.c_str());
+    throw;
+  }
+  commit_file(tmp, path);
 }
 
 bool H5File::has(const std::string& name) const {

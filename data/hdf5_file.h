@@ -1,6 +1,7 @@
 // A small HDF5 wrapper for bilm-tf/AllenNLP files: float32 datasets by path, groups created on
 // write, and errors that name the file and the dataset.
 #pragma once
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -25,11 +26,18 @@ class H5File {
   // A (1,) variable-length UTF-8 string dataset (AllenNLP's sentence_to_index).
   void write_string(const std::string& name, const std::string& value);
   const std::string& path() const { return path_; }
+  // Flushes and closes, failing naming the file when HDF5 could not write all of it (a full disk
+  // shows here, as the library buffers writes). The destructor closes unchecked.
+  void close();
 
  private:
   H5File(long long id, std::string path) : id_(id), path_(std::move(path)) {}
   long long id_;
   std::string path_;
 };
+
+// Writes an HDF5 file through `fill` into path.tmp, closes it checked and puts it in place of
+// `path` (commit_file): a failed write never replaces a good file and leaves nothing behind.
+void write_hdf5_atomically(const std::string& path, const std::function<void(H5File&)>& fill);
 
 }  // namespace sa

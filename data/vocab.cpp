@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fstream>
 
+#include "data/atomic_file.h"
 #include "data/corpus.h"
 
 #include "engine/core/error.h"
@@ -62,10 +63,16 @@ Vocab Vocab::from_words(std::vector<std::string> words) {
 }
 
 void Vocab::save(const std::string& path) const {
-  std::ofstream f(path);
-  SA_CHECK(f, "{}: cannot write vocabulary file", path);
-  for (const std::string& w : words_) f << w << '\n';
-  SA_CHECK(f.good(), "{}: writing the vocabulary failed", path);
+  std::string text;
+  for (const std::string& w : words_) text += w + '\n';
+  write_file_atomically(path, text);
+}
+
+uint64_t Vocab::checksum() const {
+  uint64_t h = 14695981039346656037ull;
+  for (const std::string& w : words_)
+    for (unsigned char c : w + '\n') h = (h ^ c) * 1099511628211ull;
+  return h;
 }
 
 Vocab build_vocab(const std::vector<std::string>& corpora, int min_count, int max_size, bool lowercase) {

@@ -1,6 +1,7 @@
 // The bilm-tf vocabulary file: one token per line, <S> </S> <UNK> first, then by descending
 // count. Word id = line index. It defines the softmax output space (inputs are characters).
 #pragma once
+#include <cstdint>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -13,7 +14,10 @@ class Vocab {
   // line is not valid UTF-8.
   static Vocab load(const std::string& path, bool require_unk = true);
   static Vocab from_words(std::vector<std::string> words);  // <S> </S> <UNK> must come first
+  // Written atomically (temporary file, fsync, rename): a crash never leaves a cut vocabulary.
   void save(const std::string& path) const;
+  // FNV-1a over the words in order: checkpoints record it, so a changed vocab.txt is caught.
+  uint64_t checksum() const;
 
   int size() const { return static_cast<int>(words_.size()); }
   // Id of a word, or <UNK>'s id when absent.

@@ -6,6 +6,7 @@
 #include <pugixml.hpp>
 #include <sstream>
 
+#include "data/atomic_file.h"
 #include "data/corpus.h"
 #include "data/vocab.h"
 #include "data/wordnet.h"
@@ -107,8 +108,7 @@ WsdCorpus read_wsd_xml(const std::string& path) {
 }
 
 void write_wsd_xml(const WsdCorpus& c, const std::string& path) {
-  std::ofstream f(path);
-  SA_CHECK(f, "{}: cannot write", path);
+  std::ostringstream f;
   f << "<?xml version=\"1.0\" encoding=\"UTF-8\" ?>\n<corpus lang=\"en\" source=\"" << escape_xml(c.source) << "\">\n";
   std::string doc;
   for (const WsdSentence& s : c.sentences) {
@@ -130,7 +130,7 @@ void write_wsd_xml(const WsdCorpus& c, const std::string& path) {
   }
   if (!doc.empty()) f << "</text>\n";
   f << "</corpus>\n";
-  SA_CHECK(f.good(), "{}: write failed", path);
+  write_file_atomically(path, f.str());
 }
 
 WsdKeys read_wsd_keys(const std::string& path) {
@@ -156,14 +156,13 @@ WsdKeys read_wsd_keys(const std::string& path) {
 }
 
 void write_wsd_keys(const WsdKeys& keys, const std::string& path) {
-  std::ofstream f(path);
-  SA_CHECK(f, "{}: cannot write", path);
+  std::string text;
   for (const auto& [id, ks] : keys) {
-    f << id;
-    for (const std::string& k : ks) f << ' ' << k;
-    f << '\n';
+    text += id;
+    for (const std::string& k : ks) text += ' ' + k;
+    text += '\n';
   }
-  SA_CHECK(f.good(), "{}: write failed", path);
+  write_file_atomically(path, text);
 }
 
 std::string gold_key_path(const std::string& xml) {

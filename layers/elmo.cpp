@@ -126,19 +126,20 @@ ElmoModel ElmoModel::load_bilm(const ElmoOptions& o, const std::string& path, De
 
 void ElmoModel::save_bilm(const std::string& path) const {
   ElmoModel m = to(Device::cpu(), DType::F32);
-  H5File f = H5File::create(path);
-  for (NamedTensor& nt : m.named()) {
-    Tensor t = *nt.tensor;
-    if (nt.name.rfind("CNN/W_cnn_", 0) == 0) t = t.view({1, t.dim(0), t.dim(1), t.dim(2)});  // TF conv2d layout
-    f.write(nt.name, t);
-  }
-  if (!m.proj_w.defined()) {  // AllenNLP always reads a projection: write the identity
-    const int64_t F = opt.n_filters();
-    std::vector<float> eye(static_cast<size_t>(F * F), 0.f);
-    for (int64_t i = 0; i < F; ++i) eye[i * F + i] = 1.f;
-    f.write("CNN_proj/W_proj", Tensor::from(eye, {F, F}));
-    f.write("CNN_proj/b_proj", Tensor::zeros({F}));
-  }
+  write_hdf5_atomically(path, [&](H5File& f) {
+    for (NamedTensor& nt : m.named()) {
+      Tensor t = *nt.tensor;
+      if (nt.name.rfind("CNN/W_cnn_", 0) == 0) t = t.view({1, t.dim(0), t.dim(1), t.dim(2)});  // TF conv2d layout
+      f.write(nt.name, t);
+    }
+    if (!m.proj_w.defined()) {  // AllenNLP always reads a projection: write the identity
+      const int64_t F = opt.n_filters();
+      std::vector<float> eye(static_cast<size_t>(F * F), 0.f);
+      for (int64_t i = 0; i < F; ++i) eye[i * F + i] = 1.f;
+      f.write("CNN_proj/W_proj", Tensor::from(eye, {F, F}));
+      f.write("CNN_proj/b_proj", Tensor::zeros({F}));
+    }
+  });
 }
 
 ElmoModel ElmoModel::to(Device dev, DType dt) const {

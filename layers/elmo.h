@@ -33,6 +33,7 @@ class ElmoModel {
   // A bilm-tf weights.hdf5 (float32), converted to `dt` on `dev`.
   static ElmoModel load_bilm(const ElmoOptions& opt, const std::string& path, Device dev = Device::cpu(),
                              DType dt = DType::F32);
+  // Written atomically (temporary file, checked close, fsync, rename).
   void save_bilm(const std::string& path) const;
 
   // Every parameter with its bilm-tf name, in a fixed order.

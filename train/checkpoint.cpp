@@ -31,11 +31,14 @@ void save_checkpoint(const std::string& path, TrainingState& s) {
   for (size_t d = 0; d < s.lm.heads.size(); ++d) s.lm.heads[d].save(ts, sense_head_prefix(d));
   save_safetensors(path, ts,
                    {{"step", s.step}, {"dropout_offset", s.dropout.offset}, {"seed", s.seed},
-                    {"pca_fitted", s.lm.sense() && s.lm.heads[0].proj.fitted()}});
+                    {"pca_fitted", s.lm.sense() && s.lm.heads[0].proj.fitted()}, {"vocab_checksum", s.vocab_checksum}});
 }
 
 void restore_checkpoint(const std::string& path, TrainingState& s) {
   SafetensorsFile f = load_safetensors(path);
+  // Older checkpoints record no checksum.
+  if (f.metadata.value("vocab_checksum", s.vocab_checksum) != s.vocab_checksum)
+    throw VocabularyMismatch(fmt::format("the vocabulary differs from the one {} was trained with", path));
   restore_model(f, path, s.lm);
   for (NamedTensor& nt : s.lm.named()) take_tensor(f, path, adagrad_name(nt.name), s.opt.accumulator(*nt.tensor));
   for (int d = 0; d < 2; ++d)

@@ -4,7 +4,8 @@
 //   adagrad/<any of those>                                           Adagrad's accumulators
 //   state/<d>/<layer>/c, state/<d>/<layer>/m                         the carried LSTM state
 //   sense/<d>/{centers,enabled,projection,pca_queue,usage}           the sense heads (SenseHead::save)
-//   metadata: step, dropout_offset (the dropout stream's position), seed, pca_fitted
+//   metadata: step, dropout_offset (the dropout stream's position), seed, pca_fitted,
+//             vocab_checksum (so a changed vocab.txt is an error, not silent garbage)
 // The data streams and per-step samplers are seeded from (seed, step), so `step` positions them.
 #pragma once
 #include <string>
@@ -22,10 +23,18 @@ struct TrainingState {
   Generator dropout;
   int64_t step = 0;
   uint64_t seed = 0;
+  uint64_t vocab_checksum = 0;  // Vocab::checksum of the run's vocabulary
+};
+
+// A checkpoint that is intact but belongs to another vocabulary than the run's: not damage, so
+// the trainer stops instead of falling back to an older checkpoint.
+struct VocabularyMismatch : Error {
+  using Error::Error;
 };
 
 void save_checkpoint(const std::string& path, TrainingState& s);
 // Restores every part of `s` (allocated with the run's shapes) from the checkpoint at `path`.
+// Throws VocabularyMismatch when the checkpoint records another vocabulary than s.vocab_checksum.
 void restore_checkpoint(const std::string& path, TrainingState& s);
 // Restores only the model (parameters and sense heads), for tools that use a trained run; returns
 // the checkpoint's step.

@@ -1,9 +1,12 @@
 #include "train/config.h"
 
+#include <algorithm>
 #include <functional>
+#include <map>
 #include <sstream>
 #include <toml++/toml.h>
 
+#include "data/corpus.h"
 #include "engine/core/error.h"
 
 namespace sa {
@@ -161,15 +164,17 @@ std::string key_list() {
 }
 
 // Applies every leaf of `t` (dotted names for nested tables).
-void apply(TrainConfig& c, const toml::table& t, const std::string& prefix, const std::string& origin) {
+void apply(TrainConfig& c, const toml::table& t, const std::string& prefix, const std::string& origin,
+           std::map<std::string, std::string>& lines) {
   for (auto&& [k, node] : t) {
     std::string name = prefix + std::string(k.str());
     if (node.is_table() && !find_key(name)) {
-      apply(c, *node.as_table(), name + ".", origin);
+      apply(c, *node.as_table(), name + ".", origin, lines);
       continue;
     }
     const Key* key = find_key(name);
     int line = static_cast<int>(node.source().begin.line);
+    lines[name] = fmt::format("{}:{}", origin, line);
     SA_CHECK(key, "{}:{}: unknown key '{}'; valid keys: {}", origin, line, name, key_list());
     try {
       key->set(c, node);
@@ -179,40 +184,85 @@ void apply(TrainConfig& c, const toml::table& t, const std::string& prefix, cons
   }
 }
 
-void validate(const TrainConfig& c, const std::string& origin) {
-  auto positive = [&](const char* name, int64_t v) { SA_CHECK(v > 0, "{}: {} must be positive (got {})", origin, name, v); };
+// A value as a person would write it (numbers in their shortest form).
+std::string value_text(const toml::node& n) {
+  if (auto d = n.value_exact<double>()) return fmt::format("{}", *d);
+  std::ostringstream s;
+  n.visit([&](auto&& x) { s << x; });
+  return s.str();
+}
+
+bool matches_a_file(const std::string& pattern) {
+  try {
+    return !expand_glob(pattern).empty();
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+// Where each key was set: "file:line", "--set" for overrides, or the file for defaults.
+using KeyLines = std::map<std::string, std::string>;
+
+void validate(const TrainConfig& c, const std::string& origin, const KeyLines& lines, bool check_files) {
+  auto at = [&](const std::string& key) {
+    auto it = lines.find(key);
+    return it == lines.end() ? origin + " (default of " + key + ")" : it->second;
+  };
+  auto check = [&](bool ok, const std::string& key, const std::string& what) {
+    SA_CHECK(ok, "{}: {} {}", at(key), key, what);
+  };
+  auto positive = [&](const char* key, double v) { check(v > 0, key, fmt::format("must be positive (got {})", v)); };
+  auto non_negative = [&](const char* key, double v) { check(v >= 0, key, fmt::format("must be >= 0 (got {})", v)); };
   positive("batch_size", c.batch_size);
   positive("unroll_steps", c.unroll_steps);
   positive("n_negative_samples_batch", c.n_negative_samples_batch);
   positive("lstm.dim", c.model.lstm_dim);
   positive("lstm.projection_dim", c.model.projection_dim);
   positive("lstm.n_layers", c.model.n_layers);
+  positive("char_cnn.embedding.dim", c.model.char_dim);
+  non_negative("char_cnn.n_highway", c.model.n_highway);
+  non_negative("lstm.cell_clip", c.model.cell_clip);
+  non_negative("lstm.proj_clip", c.model.proj_clip);
   positive("log_every", c.log_every);
   positive("checkpoint_every", c.checkpoint_every);
   positive("keep_checkpoints", c.keep_checkpoints);
-  SA_CHECK(c.dropout >= 0 && c.dropout < 1, "{}: dropout must be in [0, 1) (got {})", origin, c.dropout);
-  SA_CHECK(c.state_reset >= 0 && c.state_reset <= 1, "{}: state_reset must be in [0, 1] (got {})", origin, c.state_reset);
-  SA_CHECK(!c.train_prefix.empty(), "{}: train_prefix (the training corpus: a file or a glob) is required", origin);
-  SA_CHECK(!c.run_dir.empty(), "{}: run_dir is required", origin);
-  SA_CHECK(c.model.max_characters_per_token == 50, "{}: char_cnn.max_characters_per_token must be 50", origin);
-  SA_CHECK(c.sense.n_context == 0 || c.sense.n_context >= 2,
-           "{}: n_context must be 0 (plain ELMo) or at least 2 (sense 0 is the warm-up sense), got {}", origin,
-           c.sense.n_context);
-  SA_CHECK(c.model.cudnn == "auto" || c.model.cudnn == "on" || c.model.cudnn == "off",
-           "{}: lstm.cudnn must be \"auto\", \"on\" or \"off\", got \"{}\"", origin, c.model.cudnn);
-  SA_CHECK(c.dictionary_format == "muse" || c.dictionary_format == "cedict" || c.dictionary_format == "edict" ||
-               c.dictionary_format == "ding",
-           "{}: dictionary_format must be \"muse\", \"cedict\", \"edict\" or \"ding\", got \"{}\"", origin,
-           c.dictionary_format);
-  SA_CHECK(c.dictionary.empty() || c.sense.n_context >= 2,
-           "{}: dictionary needs the sense-aware softmax (n_context >= 2): the translation loss is between senses",
-           origin);
-  SA_CHECK(c.dictionary.empty() || c.sense.negatives == SenseOptions::Negatives::Uniform,
-           "{}: the translation loss works with sense_negatives = \"uniform\" (the released setting)", origin);
-  SA_CHECK(!c.train_prefix_l2.empty() || c.dictionary.empty(), "{}: dictionary needs train_prefix_l2 (the second language)",
-           origin);
-  SA_CHECK(c.l1_sample_ratio > 0 && c.l1_sample_ratio < 1, "{}: l1_sample_ratio must be in (0, 1), got {}", origin,
-           c.l1_sample_ratio);
+  positive("learning_rate", c.learning_rate);
+  positive("all_clip_norm_val", c.all_clip_norm_val);
+  positive("heldout_batches", c.heldout_batches);
+  non_negative("heldout_every", c.heldout_every);
+  non_negative("n_steps", static_cast<double>(c.n_steps));
+  non_negative("n_train_tokens", static_cast<double>(c.n_train_tokens));
+  non_negative("vocab_min_count", c.vocab_min_count);
+  non_negative("vocab_max_size", c.vocab_max_size);
+  check(c.n_steps > 0 || c.n_epochs > 0, "n_epochs", fmt::format("must be positive when n_steps is 0 (got {})", c.n_epochs));
+  non_negative("n_epochs", c.n_epochs);
+  check(c.dropout >= 0 && c.dropout < 1, "dropout", fmt::format("must be in [0, 1) (got {})", c.dropout));
+  check(c.state_reset >= 0 && c.state_reset <= 1, "state_reset", fmt::format("must be in [0, 1] (got {})", c.state_reset));
+  check(!c.train_prefix.empty(), "train_prefix", "(the training corpus: a file or a glob) is required");
+  check(!check_files || c.train_prefix.empty() || matches_a_file(c.train_prefix), "train_prefix",
+        fmt::format("'{}' matches no file", c.train_prefix));
+  check(!check_files || c.train_prefix_l2.empty() || matches_a_file(c.train_prefix_l2), "train_prefix_l2",
+        fmt::format("'{}' matches no file", c.train_prefix_l2));
+  check(!check_files || c.heldout_prefix.empty() || matches_a_file(c.heldout_prefix), "heldout_prefix",
+        fmt::format("'{}' matches no file", c.heldout_prefix));
+  check(!c.run_dir.empty(), "run_dir", "is required");
+  check(c.model.max_characters_per_token == 50, "char_cnn.max_characters_per_token", "must be 50");
+  check(c.model.n_characters == 261 || c.model.n_characters == 262, "char_cnn.n_characters",
+        fmt::format("must be 261 (training) or 262 (bilm-tf's inference value), got {}", c.model.n_characters));
+  check(c.sense.n_context == 0 || c.sense.n_context >= 2, "n_context",
+        fmt::format("must be 0 (plain ELMo) or at least 2 (sense 0 is the warm-up sense), got {}", c.sense.n_context));
+  check(c.model.cudnn == "auto" || c.model.cudnn == "on" || c.model.cudnn == "off", "lstm.cudnn",
+        fmt::format("must be \"auto\", \"on\" or \"off\", got \"{}\"", c.model.cudnn));
+  check(c.dictionary_format == "muse" || c.dictionary_format == "cedict" || c.dictionary_format == "edict" ||
+            c.dictionary_format == "ding",
+        "dictionary_format", fmt::format("must be \"muse\", \"cedict\", \"edict\" or \"ding\", got \"{}\"", c.dictionary_format));
+  check(c.dictionary.empty() || c.sense.n_context >= 2, "dictionary",
+        "needs the sense-aware softmax (n_context >= 2): the translation loss is between senses");
+  check(c.dictionary.empty() || c.sense.negatives == SenseOptions::Negatives::Uniform, "dictionary",
+        "works with sense_negatives = \"uniform\" (the released setting)");
+  check(!c.train_prefix_l2.empty() || c.dictionary.empty(), "dictionary", "needs train_prefix_l2 (the second language)");
+  check(c.l1_sample_ratio > 0 && c.l1_sample_ratio < 1, "l1_sample_ratio",
+        fmt::format("must be in (0, 1), got {}", c.l1_sample_ratio));
   positive("dictionary_per_word", c.dictionary_per_word);
   if (c.sense.n_context >= 2) {
     positive("cluster_proj_dim", c.sense.cluster_proj_dim);
@@ -220,8 +270,11 @@ void validate(const TrainConfig& c, const std::string& origin) {
     positive("pca_every", c.sense.pca_every);
     positive("context_record_window", c.sense.context_record_window);
     positive("prune_every", c.sense.prune_every);
-    SA_CHECK(c.sense.cluster_proj_dim <= c.model.projection_dim, "{}: cluster_proj_dim ({}) exceeds lstm.projection_dim ({})",
-             origin, c.sense.cluster_proj_dim, c.model.projection_dim);
+    non_negative("prune_first", static_cast<double>(c.sense.prune_first));
+    positive("contextual_warmup", static_cast<double>(c.sense.contextual_warmup));
+    positive("sense_learning_rate", c.sense.sense_learning_rate);
+    check(c.sense.cluster_proj_dim <= c.model.projection_dim, "cluster_proj_dim",
+          fmt::format("({}) exceeds lstm.projection_dim ({})", c.sense.cluster_proj_dim, c.model.projection_dim));
   }
 }
 
@@ -233,7 +286,33 @@ std::vector<std::string> TrainConfig::keys() {
   return v;
 }
 
-TrainConfig TrainConfig::load(const std::string& path, const std::vector<std::string>& overrides) {
+const std::vector<std::string>& TrainConfig::resumable_keys() {
+  static const std::vector<std::string> k = {"n_steps",       "n_epochs",       "log_every",       "checkpoint_every",
+                                             "keep_checkpoints", "heldout_every", "heldout_batches", "heldout_prefix",
+                                             "device",        "run_dir",        "lstm.cudnn"};
+  return k;
+}
+
+std::vector<std::string> TrainConfig::refused_changes(const TrainConfig& saved) const {
+  TrainConfig now = *this;
+  if (now.n_train_tokens == 0) now.n_train_tokens = saved.n_train_tokens;
+  std::vector<std::string> refused;
+  if (now.model.effective_proj_clip() != saved.model.effective_proj_clip())
+    refused.push_back(fmt::format("the model's proj_clip: {} -> {} (lstm.proj_clip, lstm.cudnn)",
+                                  saved.model.effective_proj_clip(), now.model.effective_proj_clip()));
+  const auto& ok = resumable_keys();
+  for (const Key& k : schema()) {
+    if (std::find(ok.begin(), ok.end(), k.name) != ok.end()) continue;
+    toml::table a, b;
+    k.put(saved, a);
+    k.put(now, b);
+    const std::string was = value_text(*a.get(k.name)), is = value_text(*b.get(k.name));
+    if (was != is) refused.push_back(fmt::format("{}: {} -> {}", k.name, was, is));
+  }
+  return refused;
+}
+
+TrainConfig TrainConfig::load(const std::string& path, const std::vector<std::string>& overrides, bool check_files) {
   TrainConfig c;
   toml::table t;
   try {
@@ -241,7 +320,8 @@ TrainConfig TrainConfig::load(const std::string& path, const std::vector<std::st
   } catch (const toml::parse_error& e) {
     fail("{}:{}: {}", path, e.source().begin.line, e.description());
   }
-  apply(c, t, "", path);
+  KeyLines lines;
+  apply(c, t, "", path, lines);
   for (const std::string& o : overrides) {
     size_t eq = o.find('=');
     SA_CHECK(eq != std::string::npos && eq > 0, "--set {}: expected key=value", o);
@@ -256,11 +336,12 @@ TrainConfig TrainConfig::load(const std::string& path, const std::vector<std::st
     }
     try {
       key->set(c, *one.get("v"));
+      lines[name] = "--set " + o;
     } catch (const std::invalid_argument& e) {
       fail("--set {}: {}", o, e.what());
     }
   }
-  validate(c, path);
+  validate(c, path, lines, check_files);
   return c;
 }
 

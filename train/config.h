@@ -57,7 +57,10 @@ struct TrainConfig {
   int heldout_batches = 20;
 
   // Reads `path` and applies `overrides` ("key=value", value in TOML syntax or a bare string).
-  static TrainConfig load(const std::string& path, const std::vector<std::string>& overrides = {});
+  // Every value is checked here, errors naming the file and line (or the --set) that set it;
+  // with check_files (bin/train), the corpora must exist too.
+  static TrainConfig load(const std::string& path, const std::vector<std::string>& overrides = {},
+                          bool check_files = false);
   // Every key with its value, in TOML (written to the run directory as config.cfg).
   std::string to_toml() const;
   // options.json for this model and vocabulary size: bilm-tf's keys (proj_clip as the model applies
@@ -65,6 +68,13 @@ struct TrainConfig {
   nlohmann::json bilm_options(int n_tokens_vocab) const;
   // The valid keys, for messages and docs.
   static std::vector<std::string> keys();
+  // The keys that may change when a run resumes: how long it runs, how often it logs, evaluates
+  // and checkpoints, and where. Every other key defines what the steps compute.
+  static const std::vector<std::string>& resumable_keys();
+  // The changes from `saved` (the run's config.cfg) that a resume refuses, as "key: old -> new".
+  // n_train_tokens = 0 means "count the corpus" and matches any count; lstm.cudnn may change when
+  // the model's proj_clip stays the same.
+  std::vector<std::string> refused_changes(const TrainConfig& saved) const;
 };
 
 }  // namespace sa

@@ -1,16 +1,21 @@
 #include "train/trainer.h"
 
 #include <chrono>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+
+#include <fmt/ranges.h>
 
 #include "data/atomic_file.h"
 #include "data/dictionary.h"
 #include "data/run_files.h"
 #include "engine/engine.h"
 #include "train/checkpoint.h"
+#include "train/run_lock.h"
 
 namespace sa {
 
@@ -115,13 +120,28 @@ void print_setup(const TrainConfig& c, const TrainConfig& cfg, const ElmoLM& lm,
 
 TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet) {
   const std::string& dir = c.run_dir;
+  SA_CHECK(!fs::exists(dir) || fs::is_directory(dir), "{}: run_dir exists and is not a directory", dir);
+  fs::create_directories(dir);
+  RunLock lock(dir);
+  // A resumed run is defined by its config.cfg: refuse changes before writing anything.
+  TrainConfig cfg = c;
+  if (fs::exists(run_files::config(dir))) {
+    const TrainConfig saved = TrainConfig::load(run_files::config(dir));
+    const std::vector<std::string> refused = c.refused_changes(saved);
+    std::string keys;
+    for (const std::string& k : TrainConfig::resumable_keys()) keys += (keys.empty() ? "" : ", ") + k;
+    SA_CHECK(refused.empty(),
+             "{}: this run was started with other settings, which a resumed run must keep:\n  {}\nOnly these may "
+             "change on resume: {}. For other settings, train into a new run_dir.",
+             run_files::config(dir), fmt::format("{}", fmt::join(refused, "\n  ")), keys);
+    if (cfg.n_train_tokens == 0) cfg.n_train_tokens = saved.n_train_tokens;
+  }
   fs::create_directories(run_files::checkpoint_dir(dir));
   Device dev = resolve_device(c.device);
   Vocab vocab = run_vocab(c);
   SA_CHECK(c.n_negative_samples_batch <= vocab.size(),
            "n_negative_samples_batch ({}) exceeds the vocabulary size ({})", c.n_negative_samples_batch, vocab.size());
 
-  TrainConfig cfg = c;
   // Bilingual: an epoch is twice the larger corpus, as released (n_train_tokens = max(n1, n2) * 2).
   if (cfg.n_train_tokens == 0)
     cfg.n_train_tokens = c.train_prefix_l2.empty() ? count_tokens(c.train_prefix, c.lowercase)
@@ -133,13 +153,41 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet) 
   write_file_atomically(run_files::options(dir), cfg.bilm_options(vocab.size()).dump(2) + "\n");
 
   const bool sense = c.sense.n_context >= 2;
-  TrainingState s{ElmoLM::make(c.model, c.sense, vocab.size(), c.seed, dev), Adagrad(c.learning_rate, 1.0),
-                  BilmState::zeros(c.model, c.batch_size, dev, DType::F32), Generator(c.seed * 7919 + 17), 0, c.seed};
+  auto fresh_state = [&] {
+    return TrainingState{ElmoLM::make(c.model, c.sense, vocab.size(), c.seed, dev), Adagrad(c.learning_rate, 1.0),
+                         BilmState::zeros(c.model, c.batch_size, dev, DType::F32), Generator(c.seed * 7919 + 17), 0,
+                         c.seed, vocab.checksum()};
+  };
+  TrainingState s = fresh_state();
   ElmoLM& lm = s.lm;
   int64_t& step = s.step;
-  if (std::vector<std::string> ckpts = run_files::checkpoints(dir); !ckpts.empty()) {
-    restore_checkpoint(ckpts.back(), s);
+  // Resume from the newest intact checkpoint; a damaged one is moved aside, not deleted.
+  std::vector<std::string> ckpts = run_files::checkpoints(dir);
+  bool fell_back = false;
+  while (!ckpts.empty()) {
+    try {
+      restore_checkpoint(ckpts.back(), s);
+      break;
+    } catch (const VocabularyMismatch& e) {
+      fail("{}: {} (was vocab.txt changed or cut?)", run_files::vocab(dir), e.what());
+    } catch (const std::exception& e) {  // truncated, malformed or missing a tensor
+      const std::string aside = ckpts.back() + ".damaged";
+      fs::rename(ckpts.back(), aside);
+      std::fprintf(stderr, "train: %s\ntrain: moved it aside to %s\n", e.what(), aside.c_str());
+      ckpts.pop_back();
+      SA_CHECK(!ckpts.empty(), "{}: no intact checkpoint left (the damaged ones end in .damaged); move them away to "
+               "start this run over", run_files::checkpoint_dir(dir));
+      std::fprintf(stderr, "train: resuming from the previous checkpoint, %s\n", ckpts.back().c_str());
+      s = fresh_state();
+      fell_back = true;
+    }
+  }
+  if (!ckpts.empty()) {
     truncate_metrics(run_files::metrics(dir), step);
+    // weights.hdf5 follows the newest checkpoint (a kill between the two, or a deleted file).
+    const std::string weights = run_files::weights(dir);
+    if (fell_back || !fs::exists(weights) || fs::last_write_time(weights) < fs::last_write_time(ckpts.back()))
+      lm.bilm.save_bilm(weights);
     if (!quiet)
       std::printf("resuming %s from %s (step %ld)\n", dir.c_str(), fs::path(ckpts.back()).filename().c_str(), (long)step);
   }
@@ -164,6 +212,11 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet) 
   LogUniformSampler sampler(vocab.size());
   LossOptions lo{true, c.dropout, c.n_negative_samples_batch};
   std::ofstream metrics(run_files::metrics(dir), std::ios::app);
+  SA_CHECK(metrics, "{}: cannot open for appending ({})", run_files::metrics(dir), std::strerror(errno));
+  auto log_metrics = [&](const nlohmann::json& j) {
+    metrics << j.dump() << "\n" << std::flush;
+    SA_CHECK(metrics.good(), "{}: write failed ({})", run_files::metrics(dir), std::strerror(errno));
+  };
   TrainResult res;
   auto t0 = std::chrono::steady_clock::now();
   const int64_t first = step;
@@ -172,9 +225,7 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet) 
   double smooth = 0;
   auto save = [&]() {
     save_checkpoint(run_files::checkpoint(dir, step), s);
-    const std::string weights = run_files::weights(dir);
-    lm.bilm.save_bilm(weights + ".tmp");  // bilm-tf bundle for bin/embed and AllenNLP
-    fs::rename(weights + ".tmp", weights);
+    lm.bilm.save_bilm(run_files::weights(dir));  // bilm-tf bundle for bin/embed and AllenNLP
     std::vector<std::string> all = run_files::checkpoints(dir);
     for (size_t i = 0; i + static_cast<size_t>(c.keep_checkpoints) < all.size(); ++i) fs::remove(all[i]);
   };
@@ -220,7 +271,7 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet) 
         std::printf("step %ld: warm-up done, senses 1..%d enabled\n", (long)step, c.sense.n_context - 1);
       if (ev[0].pruned >= 0) {
         const int removed = ev[0].pruned + ev[1].pruned;
-        metrics << nlohmann::json{{"step", step}, {"senses_removed", removed}}.dump() << "\n" << std::flush;
+        log_metrics({{"step", step}, {"senses_removed", removed}});
         if (!quiet) std::printf("step %ld: pruning removed %d senses\n", (long)step, removed);
       }
     }
@@ -234,18 +285,18 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet) 
       res.steady_tokens_per_s = static_cast<double>(step - first - warm) * tokens_per_step /
                                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t_warm).count();
     if (step % c.log_every == 0 || step == total) {
-      metrics << nlohmann::json{{"step", step}, {"loss", lv}, {"perplexity", std::exp(lv)},
-                                {"tokens_per_s", res.tokens_per_s}, {"elapsed_s", el}}.dump()
-              << "\n" << std::flush;
+      log_metrics({{"step", step}, {"loss", lv}, {"perplexity", std::exp(lv)}, {"tokens_per_s", res.tokens_per_s},
+                   {"elapsed_s", el}});
       if (!quiet) {
-        std::printf("step %ld/%ld | %.0f tokens/s | ETA %s | loss %.3f | perplexity %.1f\n", (long)step, (long)total,
+        // The console smooths (a moving average); metrics.jsonl logs each step's own loss.
+        std::printf("step %ld/%ld | %.0f tokens/s | ETA %s | smoothed loss %.3f | perplexity %.1f\n", (long)step, (long)total,
                     res.tokens_per_s, clock_str(el / (step - first) * (total - step)).c_str(), smooth, std::exp(smooth));
         std::fflush(stdout);
       }
     }
     if (!c.heldout_prefix.empty() && c.heldout_every > 0 && step % c.heldout_every == 0) {
       res.heldout_perplexity = heldout_perplexity(lm, c, vocab, dev);
-      metrics << nlohmann::json{{"step", step}, {"heldout_perplexity", res.heldout_perplexity}}.dump() << "\n" << std::flush;
+      log_metrics({{"step", step}, {"heldout_perplexity", res.heldout_perplexity}});
       if (!quiet) std::printf("step %ld: held-out perplexity %.1f\n", (long)step, res.heldout_perplexity);
     }
     // checkpoint
@@ -253,7 +304,7 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet) 
   }
   if (step == total && !c.heldout_prefix.empty() && (c.heldout_every == 0 || total % c.heldout_every != 0)) {
     res.heldout_perplexity = heldout_perplexity(lm, c, vocab, dev);
-    metrics << nlohmann::json{{"step", step}, {"heldout_perplexity", res.heldout_perplexity}}.dump() << "\n" << std::flush;
+    log_metrics({{"step", step}, {"heldout_perplexity", res.heldout_perplexity}});
     if (!quiet) std::printf("held-out perplexity %.1f\n", res.heldout_perplexity);
   }
   res.steps_done = step;

@@ -93,31 +93,33 @@ int main(int argc, char** argv) {
         maps.push_back(Tensor::from(W.v, {W.rows, W.cols}).to(DType::F32).to(enc->device()));
       }
     std::unique_ptr<EncoderState> state = stateful ? enc->new_state(batch) : nullptr;
-    H5File out = H5File::create(output);
-    nlohmann::json index = nlohmann::json::object();
-    auto t0 = std::chrono::steady_clock::now();
-    size_t tokens = 0;
-    for (size_t b = 0; b < sents.size(); b += static_cast<size_t>(batch)) {
-      std::vector<std::vector<std::string>> chunk(sents.begin() + static_cast<long>(b),
-                                                  sents.begin() + static_cast<long>(std::min(sents.size(), b + batch)));
-      std::vector<Tensor> embs = enc->embed(chunk, state.get());
-      for (size_t i = 0; i < embs.size(); ++i) {
-        NoGrad ng;
-        Tensor e = embs[i];
-        if (!align.empty()) e = apply_alignment(e, maps);
-        if (layers == "top") e = ops::reshape(ops::slice(e, 0, e.dim(0) - 1, e.dim(0)), {e.dim(1), e.dim(2)});
-        if (layers == "average") e = ops::mean(e, 0);
-        std::string key = std::to_string(b + i);
-        out.write(key, e);
-        index[lines[b + i]] = key;
-        tokens += chunk[i].size();
+    // Written to a temporary file and put in place only when complete and closed without error.
+    write_hdf5_atomically(output, [&](H5File& out) {
+      nlohmann::json index = nlohmann::json::object();
+      auto t0 = std::chrono::steady_clock::now();
+      size_t tokens = 0;
+      for (size_t b = 0; b < sents.size(); b += static_cast<size_t>(batch)) {
+        std::vector<std::vector<std::string>> chunk(sents.begin() + static_cast<long>(b),
+                                                    sents.begin() + static_cast<long>(std::min(sents.size(), b + batch)));
+        std::vector<Tensor> embs = enc->embed(chunk, state.get());
+        for (size_t i = 0; i < embs.size(); ++i) {
+          NoGrad ng;
+          Tensor e = embs[i];
+          if (!align.empty()) e = apply_alignment(e, maps);
+          if (layers == "top") e = ops::reshape(ops::slice(e, 0, e.dim(0) - 1, e.dim(0)), {e.dim(1), e.dim(2)});
+          if (layers == "average") e = ops::mean(e, 0);
+          std::string key = std::to_string(b + i);
+          out.write(key, e);
+          index[lines[b + i]] = key;
+          tokens += chunk[i].size();
+        }
+        double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        std::fprintf(stderr, "\rembed: %zu/%zu sentences, %.0f tokens/s", std::min(sents.size(), b + batch), sents.size(),
+                     tokens / std::max(el, 1e-9));
       }
-      double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      std::fprintf(stderr, "\rembed: %zu/%zu sentences, %.0f tokens/s", std::min(sents.size(), b + batch), sents.size(),
-                   tokens / std::max(el, 1e-9));
-    }
-    std::fprintf(stderr, "\n");
-    out.write_string("sentence_to_index", index.dump());
+      std::fprintf(stderr, "\n");
+      out.write_string("sentence_to_index", index.dump());
+    });
   } catch (const Error& e) {
     std::fprintf(stderr, "embed: %s\n", e.what());
     return 1;

@@ -20,7 +20,7 @@ int main(int argc, char** argv) {
   }());
   CLI11_PARSE(app, argc, argv);
   try {
-    sa::TrainConfig c = sa::TrainConfig::load(config, sets);
+    sa::TrainConfig c = sa::TrainConfig::load(config, sets, true);
     sa::train_elmo(c);
   } catch (const sa::Error& e) {
     std::fprintf(stderr, "train: %s\n", e.what());
