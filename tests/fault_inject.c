@@ -2,12 +2,14 @@
 // rename or file write, as a crash or an OOM kill would.
 //   FAULT_KILL_AT_RENAME=k  SIGKILL just before the k-th rename (1-based)
 //   FAULT_KILL_AT_WRITE=k   the k-th write to a regular file writes half its bytes, then SIGKILL
+//   FAULT_WRITE_MATCH=text  count only writes to files whose path contains `text`
 //   FAULT_COUNT=path        at exit, writes "renames N writes M" (a clean run's counts) to path
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -22,7 +24,15 @@ static long env_long(const char* name) {
 
 static int regular_file(int fd) {
   struct stat st;
-  return fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
+  const char* match = getenv("FAULT_WRITE_MATCH");
+  if (!match) return 1;
+  char link[64], path[4096];
+  snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+  ssize_t n = readlink(link, path, sizeof path - 1);
+  if (n < 0) return 0;
+  path[n] = 0;
+  return strstr(path, match) != NULL;
 }
 
 // Counts a write to a regular file; true when this one is to be cut and the process killed.

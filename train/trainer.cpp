@@ -8,8 +8,6 @@
 #include <filesystem>
 #include <fstream>
 
-#include <fmt/ranges.h>
-
 #include "data/atomic_file.h"
 #include "data/dictionary.h"
 #include "data/run_files.h"
@@ -128,12 +126,13 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet) 
   if (fs::exists(run_files::config(dir))) {
     const TrainConfig saved = TrainConfig::load(run_files::config(dir));
     const std::vector<std::string> refused = c.refused_changes(saved);
-    std::string keys;
+    std::string keys, changes;
     for (const std::string& k : TrainConfig::resumable_keys()) keys += (keys.empty() ? "" : ", ") + k;
+    for (const std::string& r : refused) changes += "\n  " + r;
     SA_CHECK(refused.empty(),
-             "{}: this run was started with other settings, which a resumed run must keep:\n  {}\nOnly these may "
-             "change on resume: {}. For other settings, train into a new run_dir.",
-             run_files::config(dir), fmt::format("{}", fmt::join(refused, "\n  ")), keys);
+             "{}: this run was started with other settings, which a resumed run must keep:{}\nOnly these may change "
+             "on resume: {}. For other settings, train into a new run_dir.",
+             run_files::config(dir), changes, keys);
     if (cfg.n_train_tokens == 0) cfg.n_train_tokens = saved.n_train_tokens;
   }
   fs::create_directories(run_files::checkpoint_dir(dir));
@@ -182,8 +181,10 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet) 
       fell_back = true;
     }
   }
+  // Metric lines after the step resumed from (or all, starting over) are dropped, and with them a
+  // line a kill cut short.
+  truncate_metrics(run_files::metrics(dir), step);
   if (!ckpts.empty()) {
-    truncate_metrics(run_files::metrics(dir), step);
     // weights.hdf5 follows the newest checkpoint (a kill between the two, or a deleted file).
     const std::string weights = run_files::weights(dir);
     if (fell_back || !fs::exists(weights) || fs::last_write_time(weights) < fs::last_write_time(ckpts.back()))
