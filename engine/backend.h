@@ -168,6 +168,21 @@ class Backend {
   virtual void adagrad(Tensor& w, Tensor& acc, const Tensor& g, double lr) = 0;
   virtual void adagrad_rows(Tensor& w, Tensor& acc, const Tensor& ids, const Tensor& g, double lr) = 0;
 
+  // Linear-chain CRF over B sentences (engine/core/crf_math.h): em [B, T, K], tags [B, T] and
+  // lengths [B] i32 (1 <= length <= T), trans [K, K], start and end [K]. loss [B] = log Z - the
+  // gold path's score; alpha f64 [B, T, K] and log_z f64 [B] are kept for the backward.
+  virtual void crf_nll(const Tensor& em, const Tensor& tags, const Tensor& lengths, const Tensor& trans,
+                       const Tensor& start, const Tensor& end, Tensor& loss, Tensor& alpha, Tensor& log_z) = 0;
+  // gem is overwritten (0 past each length); gtrans, gstart and gend are accumulated into (pass
+  // them zeroed). beta f64 [B, T, K] is scratch.
+  virtual void crf_nll_backward(const Tensor& em, const Tensor& tags, const Tensor& lengths, const Tensor& trans,
+                                const Tensor& end, const Tensor& alpha, const Tensor& log_z, const Tensor& gloss,
+                                Tensor& beta, Tensor& gem, Tensor& gtrans, Tensor& gstart, Tensor& gend) = 0;
+  // The best tag path per sentence into path i32 [B, T] (0 past each length); delta f64 [B, 2K]
+  // and back i32 [B, T, K] are scratch.
+  virtual void crf_viterbi(const Tensor& em, const Tensor& lengths, const Tensor& trans, const Tensor& start,
+                           const Tensor& end, Tensor& delta, Tensor& back, Tensor& path) = 0;
+
   // number of NaN/Inf elements (-inf not counted when allow_neg_inf)
   virtual int64_t count_nonfinite(const Tensor& x, bool allow_neg_inf = false) = 0;
 };
@@ -229,6 +244,13 @@ class Backend {
                         Tensor& gcarry, Tensor& gtransform, Tensor& gx) override; \
   void adagrad(Tensor& w, Tensor& acc, const Tensor& g, double lr) override; \
   void adagrad_rows(Tensor& w, Tensor& acc, const Tensor& ids, const Tensor& g, double lr) override; \
+  void crf_nll(const Tensor& em, const Tensor& tags, const Tensor& lengths, const Tensor& trans, const Tensor& start, \
+               const Tensor& end, Tensor& loss, Tensor& alpha, Tensor& log_z) override; \
+  void crf_nll_backward(const Tensor& em, const Tensor& tags, const Tensor& lengths, const Tensor& trans, \
+                        const Tensor& end, const Tensor& alpha, const Tensor& log_z, const Tensor& gloss, Tensor& beta, \
+                        Tensor& gem, Tensor& gtrans, Tensor& gstart, Tensor& gend) override; \
+  void crf_viterbi(const Tensor& em, const Tensor& lengths, const Tensor& trans, const Tensor& start, \
+                   const Tensor& end, Tensor& delta, Tensor& back, Tensor& path) override; \
   int64_t count_nonfinite(const Tensor& x, bool allow_neg_inf) override;
 
 Backend& backend(Device d);

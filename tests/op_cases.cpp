@@ -375,6 +375,19 @@ std::vector<OpCase> build() {
         const DType other = x[0].dtype() == DType::F64 ? DType::F32 : DType::F64;
         return Out{ops::cast(ops::cast(x[0], other), x[0].dtype())};
       });
+  // Sentences of different lengths (one of length 1, one full), the padding holding scores that
+  // must not matter; appended last so the earlier cases keep their seeds.
+  add(Op::crf_nll, "crf_nll",
+      [](Rng& r) {
+        const int64_t b = 3, t = 5, k = dim(r, 2, 5);
+        std::vector<int32_t> len = {static_cast<int32_t>(t), 1, 3};
+        std::vector<double> tv = indices(r, {b, t}, 0, static_cast<int>(k)).values();
+        std::vector<int32_t> tags(tv.begin(), tv.end());
+        return std::vector<CaseInput>{in(uniform(r, {b, t, k}, -2, 2)), fixed(Tensor::from(tags, {b, t})),
+                                      fixed(Tensor::from(len, {b})),    in(uniform(r, {k, k}, -1, 1)),
+                                      in(uniform(r, {k}, -1, 1)),       in(uniform(r, {k}, -1, 1))};
+      },
+      [](const In& x) { return Out{ops::crf_nll(x[0], x[1], x[2], x[3], x[4], x[5])}; });
   return c;
 }
 

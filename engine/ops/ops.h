@@ -147,5 +147,15 @@ std::pair<Tensor, Tensor> select_candidate_softmax(const Tensor& x, const Tensor
                                                    const Tensor& v, const Tensor& rows, const Tensor& enabled,
                                                    const Tensor& Wc, const Tensor& bc, const Tensor& cand_ids);
 
+// Linear-chain CRF (the NER tagger's output layer). Emission scores em [B, T, K]; gold tags i32
+// [B, T] and lengths i32 [B] (1..T: positions past a sentence's length are ignored); transitions
+// trans [K, K] (row: previous tag, column: next), start [K] and end [K] scores. Returns the
+// per-sentence loss [B] = log Z - score(gold path); gradients for em, trans, start and end.
+Tensor crf_nll(const Tensor& em, const Tensor& tags, const Tensor& lengths, const Tensor& trans, const Tensor& start,
+               const Tensor& end);
+// The highest-scoring tag path per sentence (Viterbi; ties to the lower tag), i32 [B, T], 0 past
+// each length. No gradient.
+Tensor crf_viterbi(const Tensor& em, const Tensor& lengths, const Tensor& trans, const Tensor& start, const Tensor& end);
+
 }  // namespace ops
 }  // namespace sa

@@ -139,6 +139,22 @@ void bench_select_rows(Device d, bool quick, int iters, const std::string& dev) 
               th / tk);
 }
 
+// The NER tagger's CRF (fwd+bwd: forward algorithm, forward-backward) against a per-token softmax
+// over the same emissions, the cost it adds over a plain classifier. 17 tags: BIOES of 4 types + O.
+void bench_crf(Device d, bool quick, int iters, const std::string& dev) {
+  const int64_t B = 32, T = quick ? 30 : 60, K = 17;
+  Tensor em = randn({B, T, K}, d).set_requires_grad(), tr = randn({K, K}, d).set_requires_grad();
+  Tensor st = randn({K}, d).set_requires_grad(), en = randn({K}, d).set_requires_grad();
+  std::vector<int32_t> tags(static_cast<size_t>(B * T)), len(static_cast<size_t>(B), static_cast<int32_t>(T));
+  for (size_t i = 0; i < tags.size(); ++i) tags[i] = static_cast<int32_t>(i % K);
+  Tensor y = Tensor::from(tags, {B, T}, d), l = Tensor::from(len, {B}, d), flat_y = Tensor::from(tags, {B * T}, d);
+  double tc = time_it(d, iters, [&] { backward(ops::sum(ops::crf_nll(em, y, l, tr, st, en))); });
+  double ts = time_it(d, iters, [&] { backward(ops::sum(ops::cross_entropy(ops::reshape(em, {B * T, K}), flat_y))); });
+  std::printf("%-7s %-34s %-18s %9.3f ms %9.3f ms %7.2f\n", dev.c_str(), "crf_nll fwd+bwd vs token softmax",
+              (std::to_string(B) + "x" + std::to_string(T) + "x" + std::to_string(K)).c_str(), tc * 1e3, ts * 1e3,
+              ts / tc);
+}
+
 void bench_ops(Device d, bool quick) {
   std::optional<NoGrad> ng(std::in_place);  // recording only where a benchmark needs gradients
   const int iters = quick ? 3 : 10;
@@ -201,6 +217,7 @@ void bench_ops(Device d, bool quick) {
   bench_lstm_sequence(d, quick, iters, dev);
   bench_candidate_softmax(d, quick, iters, dev);
   bench_select_rows(d, quick, iters, dev);
+  bench_crf(d, quick, iters, dev);
   AllocatorStats s = backend(d).allocator().stats();
   std::printf("%-7s peak memory in use %.1f MiB, reserved %.1f MiB, %zu system allocations\n", dev.c_str(),
               s.peak_in_use / 1048576.0, s.reserved / 1048576.0, s.raw_allocs);
