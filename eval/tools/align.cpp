@@ -149,9 +149,8 @@ int main(int argc, char** argv) {
       std::printf("BLI %-4s P@1 %5.1f%%  P@5 %5.1f%%  (%zu queries%s)\n", csls ? "CSLS" : "NN", 100 * s.p_at_1,
                   100 * s.p_at_5, s.queries, dev.empty() ? "" : (", dev ranks " + dev).c_str());
     }
-  } catch (const Error& e) {
-    std::fprintf(stderr, "align: %s\n", e.what());
-    return 1;
+  } catch (const std::exception& e) {
+    return tool_failure("align", e);
   }
   return 0;
 }

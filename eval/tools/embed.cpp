@@ -118,9 +118,8 @@ int main(int argc, char** argv) {
     }
     std::fprintf(stderr, "\n");
     out.write_string("sentence_to_index", index.dump());
-  } catch (const Error& e) {
-    std::fprintf(stderr, "embed: %s\n", e.what());
-    return 1;
+  } catch (const std::exception& e) {
+    return tool_failure("embed", e);
   }
   return 0;
 }

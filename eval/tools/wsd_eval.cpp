@@ -165,9 +165,8 @@ int main(int argc, char** argv) {
       }
     std::printf("system keys in %s (check with: java Scorer.java NAME.gold.key.txt %s/NAME.<method>.key.txt)\n",
                 out_dir.c_str(), out_dir.c_str());
-  } catch (const Error& e) {
-    std::fprintf(stderr, "wsd_eval: %s\n", e.what());
-    return 1;
+  } catch (const std::exception& e) {
+    return tool_failure("wsd_eval", e);
   }
   return 0;
 }

@@ -285,9 +285,8 @@ int main(int argc, char** argv) {
       devs.push_back(resolve_device(device));
     }
     for (Device d : devs) bench_ops(d, quick);
-  } catch (const Error& e) {
-    std::fprintf(stderr, "bench: %s\n", e.what());
-    return 1;
+  } catch (const std::exception& e) {
+    return tool_failure("bench", e);
   }
   return 0;
 }
