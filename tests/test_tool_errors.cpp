@@ -9,12 +9,14 @@
 #include <fstream>
 #include <sstream>
 
+#include "eval/anchors.h"
 #include "tests/test_util.h"
 
 namespace sa {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::error_of;
 
 // A fresh directory under the test temp dir.
 std::string fresh_dir(const std::string& name) {
@@ -110,6 +112,89 @@ TEST(ToolErrors, ExportToAFileOrDevFull) {
   r = run("./bin/export --model " + dir + "/run --output " + dir + "/ok");
   EXPECT_EQ(r.rc, 0) << r.out;
   EXPECT_TRUE(fs::exists(dir + "/ok/weights.hdf5"));
+}
+
+// Anchor and map files whose header disagrees with their rows; align's dictionary.
+
+TEST(ToolErrors, WordVectorHeaderMustMatchTheRows) {
+  const std::string dir = fresh_dir("tool-errors-vec");
+  auto vec = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir + "/" + name) << text;
+    return dir + "/" + name;
+  };
+  std::string p = vec("wide.vec", "2 2\na 1 2 3 4\nb 1 2 3 4\n");  // rows wider than the header says
+  contains(error_of([&] { read_word_vectors(p); }), {"wide.vec:2", "a word and 2 numbers (the header's dimension)",
+                                                     "found a word and 4 numbers"});
+  p = vec("narrow.vec", "2 4\na 1 2 3 4\nb 1 2\n");
+  contains(error_of([&] { read_word_vectors(p); }), {"narrow.vec:3", "4 numbers", "found a word and 2 numbers"});
+  p = vec("long.vec", "2 2\na 1 2\nb 3 4\nc 5 6\nd 7 8\n\n");  // more rows than the header says
+  contains(error_of([&] { read_word_vectors(p); }),
+           {"long.vec:4", "the header announces 2 vectors, the file has 4 rows"});
+  p = vec("short.vec", "3 2\na 1 2\nb 3 4\n");
+  contains(error_of([&] { read_word_vectors(p); }), {"short.vec", "announces 3 vectors, the file ends after 2 rows"});
+  p = vec("nan.vec", "1 2\na 1 x\n");
+  contains(error_of([&] { read_word_vectors(p); }), {"nan.vec:2", "'x' is not a number"});
+  p = vec("ok.vec", "2 2\r\na 1 2\r\nb 3 4e-1\r\n\n");  // CRLF and a trailing blank line are fine
+  WordVectors ok = read_word_vectors(p);
+  EXPECT_EQ(ok.words, (std::vector<std::string>{"a", "b"}));
+  EXPECT_DOUBLE_EQ(ok.vectors(1, 1), 0.4);
+
+  p = vec("W.txt", "2 2\n1 0 0\n0 1 0\n");
+  contains(error_of([&] { read_map(p); }), {"W.txt:2", "expected 2 numbers (the header's cols), found 3"});
+  p = vec("W3.txt", "2 2\n1 0\n0 1\n0 0\n");
+  contains(error_of([&] { read_map(p); }), {"W3.txt:4", "the header announces 2 rows, the file has 3"});
+  p = vec("Wx.txt", "1 2\n1 y\n");
+  contains(error_of([&] { read_map(p); }), {"Wx.txt:2", "found 1 and then something else"});
+  Matrix W(2, 3);
+  W(1, 2) = 0.5;
+  write_map(W, dir + "/round.txt");
+  EXPECT_EQ(read_map(dir + "/round.txt").v, W.v);
+}
+
+// Two 3-word spaces, identical; dictionaries written by the caller.
+std::string align_eval(const std::string& dir, const std::string& dict_text, const std::string& src_header = "3 2") {
+  std::ofstream(dir + "/s.vec") << src_header << "\na 1 0\nb 0 1\nc 1 1\n";
+  std::ofstream(dir + "/t.vec") << "3 2\na 1 0\nb 0 1\nc 1 1\n";
+  std::ofstream(dir + "/d.txt") << dict_text;
+  return "./bin/align eval --src " + dir + "/s.vec --tgt " + dir + "/t.vec --dict " + dir + "/d.txt";
+}
+
+TEST(ToolErrors, AlignCountsSkippedDictionaryLines) {
+  const std::string dir = fresh_dir("tool-errors-dict");
+  ToolRun r = run(align_eval(dir, "a a\nb\nb b\nc c extra\nc c\n"));
+  EXPECT_EQ(r.rc, 0) << r.out;
+  contains(r.out, {"align: warning: " + dir + "/d.txt: 2 of 5 lines skipped (first: " + dir +
+                       "/d.txt:2: expected \"source target\")",
+                   "P@1 100.0%", "(3 queries)"});
+  // No warning when every line is a pair.
+  r = run(align_eval(dir, "a a\nb b\n"));
+  EXPECT_EQ(r.rc, 0) << r.out;
+  EXPECT_EQ(r.out.find("warning"), std::string::npos) << r.out;
+}
+
+TEST(ToolErrors, AlignEvalWithoutUsablePairsIsAnError) {
+  const std::string dir = fresh_dir("tool-errors-nopairs");
+  ToolRun r = run(align_eval(dir, "x y\nz w\n"));  // pairs, none in the anchor files
+  EXPECT_EQ(r.rc, 1) << r.out;
+  contains(r.out, {"align: " + dir + "/d.txt: no usable pairs: none of its 2 pairs has its source word in " + dir +
+                   "/s.vec and its target in " + dir + "/t.vec"});
+  EXPECT_EQ(r.out.find("P@1"), std::string::npos) << r.out;
+  r = run(align_eval(dir, ""));  // an empty dictionary
+  EXPECT_EQ(r.rc, 1) << r.out;
+  contains(r.out, {"d.txt: no usable pairs: none of its 0 pairs"});
+  r = run(align_eval(dir, "a a\nb b\n") + " --dev-ranks 5:9");  // a dev split with no pairs
+  EXPECT_EQ(r.rc, 1) << r.out;
+  contains(r.out, {"none of its 0 --dev-ranks 5:9 pairs"});
+  // fit: the same condition, in words instead of LAPACK's
+  r = run("./bin/align fit --method procrustes --src " + dir + "/s.vec --tgt " + dir + "/t.vec --dict " + dir +
+          "/d.txt --dev-ranks 0:9 -o " + dir + "/W.txt");
+  EXPECT_EQ(r.rc, 1) << r.out;
+  contains(r.out, {"d.txt: no usable pairs: none of its 0 training pairs"});
+  EXPECT_FALSE(fs::exists(dir + "/W.txt"));
+  // A source file whose header announces 2 vectors for its 3 rows: refused.
+  r = run(align_eval(dir, "a a\n", "2 2"));
+  EXPECT_EQ(r.rc, 1) << r.out;
+  contains(r.out, {"align: " + dir + "/s.vec:4: the header announces 2 vectors, the file has 3 rows"});
 }
 
 }  // namespace

@@ -97,7 +97,16 @@ int main(int argc, char** argv) {
     }
     const WordVectors S = read_word_vectors(src), T = read_word_vectors(tgt);
     const Dictionary d = read_muse_dictionary(dict);
+    if (d.skipped)
+      std::fprintf(stderr, "align: warning: %s: %zu of %zu lines skipped (first: %s)\n", dict.c_str(), d.skipped,
+                   d.lines, d.first_skip.c_str());
     const Split sp = split_by_rank(d, parse_ranks(dev));
+    // Without pairs, fitting fails in LAPACK's terms and evaluation prints a meaningless 0.0%.
+    auto require_pairs = [&](size_t usable, size_t pairs, const char* which) {
+      SA_CHECK(usable > 0,
+               "{}: no usable pairs: none of its {} {}pair{} has its source word in {} and its target in {}", dict,
+               pairs, which, pairs == 1 ? "" : "s", src, tgt);
+    };
     if (fit->parsed()) {
       std::vector<int> xs, ys;
       std::set<std::pair<int, int>> seen;
@@ -106,6 +115,7 @@ int main(int argc, char** argv) {
       };
       for (const auto& [a, b] : sp.train) add(S.find(a), T.find(b));
       const size_t from_dict = xs.size();
+      if (!identical) require_pairs(from_dict, sp.train.size(), dev.empty() ? "" : "training ");
       std::set<std::string> held;
       for (const auto& p : sp.dev) held.insert(p.first);
       if (identical)
@@ -141,6 +151,7 @@ int main(int argc, char** argv) {
     std::vector<int> q;
     std::vector<std::vector<int>> g;
     for (auto& [s, ts] : gold) q.push_back(s), g.push_back(ts);
+    require_pairs(q.size(), pairs.size(), dev.empty() ? "" : ("--dev-ranks " + dev + " ").c_str());
     Matrix mapped = map_path.empty() ? S.vectors : matmul(S.vectors, read_map(map_path));
     mapped = normalized_rows(mapped);
     const Matrix tn = normalized_rows(T.vectors);
