@@ -2,13 +2,19 @@
 // exit code 1 (not an abort), and no output left behind; header/row mismatches in anchor files;
 // count options; CRLF input.
 #include <gtest/gtest.h>
+#include <hdf5.h>
 #include <sys/wait.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "data/corpus.h"
+#include "data/hdf5_file.h"
+#include "data/wordnet.h"
+#include "data/wsd_corpus.h"
 #include "eval/anchors.h"
 #include "tests/test_util.h"
 
@@ -195,6 +201,130 @@ TEST(ToolErrors, AlignEvalWithoutUsablePairsIsAnError) {
   r = run(align_eval(dir, "a a\n", "2 2"));
   EXPECT_EQ(r.rc, 1) << r.out;
   contains(r.out, {"align: " + dir + "/s.vec:4: the header announces 2 vectors, the file has 3 rows"});
+}
+
+// Messages: count options, HDF5 creation, directories, empty corpora, CRLF.
+
+const std::string kFixture = "../shared/data/fixtures/bilm-tf";
+
+const std::string kFixtureArgs = "--device cpu --options " + kFixture + "/options.json --weights " + kFixture +
+                                 "/lm_weights.hdf5";
+
+// A one-instance WSD training set (NAME.data.xml + NAME.gold.key.txt).
+std::string tiny_wsd_train(const std::string& dir) {
+  std::ofstream(dir + "/tiny.data.xml")
+      << "<?xml version=\"1.0\" encoding=\"UTF-8\" ?>\n<corpus lang=\"en\" source=\"tiny\">\n<text id=\"d000\">\n"
+      << "<sentence id=\"d000.s000\">\n<wf lemma=\"the\" pos=\"DET\">The</wf>\n"
+      << "<instance id=\"d000.s000.t000\" lemma=\"bank\" pos=\"NOUN\">bank</instance>\n"
+      << "</sentence>\n</text>\n</corpus>\n";
+  std::ofstream(dir + "/tiny.gold.key.txt") << "d000.s000.t000 bank%1:14:00::\n";
+  return dir + "/tiny.data.xml";
+}
+
+TEST(ToolErrors, CountOptionsMustBePositiveIntegers) {
+  const std::string dir = fresh_dir("tool-errors-counts");
+  const std::string in = dir + "/in.txt";
+  std::ofstream(in) << "a b\n";
+  struct Case {
+    std::string cmd, option, value;
+  };
+  const std::vector<Case> cases = {
+      {"./bin/embed --options o.json --weights w.hdf5 --input " + in + " --output " + dir + "/o.hdf5 --batch-size 0",
+       "--batch-size", "0"},
+      {"./bin/wsd_eval --baselines --train x.data.xml --test y.data.xml --out " + dir + "/keys --batch-size -2",
+       "--batch-size", "-2"},
+      {"./bin/align anchors --model run --corpus " + in + " -o " + dir + "/a --batch-size 1.5", "--batch-size", "1.5"},
+      {"./bin/bench train --peer '' --steps 0", "--steps", "0"},
+      {"./bin/bench train --peer '' --steps -5", "--steps", "-5"},
+  };
+  for (const Case& c : cases) {
+    ToolRun r = run(c.cmd);
+    EXPECT_NE(r.rc, 0) << c.cmd;
+    contains(r.out, {c.option + ": must be a positive integer, got " + c.value});
+    EXPECT_EQ(r.out.find("not in range"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("tokens/s"), std::string::npos) << r.out;  // bench never started
+  }
+  EXPECT_FALSE(fs::exists(dir + "/o.hdf5"));
+  EXPECT_FALSE(fs::exists(dir + "/keys"));
+}
+
+TEST(ToolErrors, HdfCreateSaysWhy) {
+  const std::string dir = fresh_dir("tool-errors-h5");
+  contains(error_of([&] { H5File::create(dir + "/missing/x.hdf5"); }),
+           {dir + "/missing/x.hdf5: cannot create HDF5 file: the directory " + dir + "/missing does not exist"});
+  const std::string file = plain_file(dir + "/file");
+  contains(error_of([&] { H5File::create(file + "/x.hdf5"); }),
+           {"cannot create HDF5 file: " + file + " is not a directory"});
+  contains(error_of([&] { H5File::create(dir); }), {dir + ": cannot create HDF5 file: it is a directory"});
+  EXPECT_EQ(slurp(file), "keep me\n");
+  H5File::create(dir + "/ok.hdf5");  // and where it can, it does
+  EXPECT_TRUE(fs::exists(dir + "/ok.hdf5"));
+}
+
+TEST(ToolErrors, DirectoryWhereAFileIsExpected) {
+  const std::string dir = fresh_dir("tool-errors-dir");
+  fs::create_directories(dir + "/sub");
+  contains(error_of([&] { read_sentences(dir + "/sub", false); }), {dir + "/sub: is a directory, not a file"});
+  contains(error_of([&] { read_wsd_xml(dir + "/sub"); }), {dir + "/sub: is a directory, not a file"});
+  if (fs::exists(WordNetSenses::kDefaultPath)) {
+    ToolRun r = run("./bin/wsd_eval --baselines --train " + tiny_wsd_train(dir) + " --test " + dir + "/sub --out " +
+                    dir + "/keys");
+    EXPECT_EQ(r.rc, 1) << r.out;
+    contains(r.out, {"wsd_eval: " + dir + "/sub: is a directory, not a file"});
+    EXPECT_EQ(r.out.find("allocate"), std::string::npos) << r.out;
+  }
+  if (!fs::exists(kFixture + "/lm_weights.hdf5")) GTEST_SKIP() << "no ../shared/data fixture here";
+  ToolRun r = run("./bin/embed " + kFixtureArgs + " --input " + dir + "/sub --output " + dir + "/o.hdf5");
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_EQ(r.out, "embed: " + dir + "/sub: is a directory, not a file\n");
+  EXPECT_FALSE(fs::exists(dir + "/o.hdf5"));
+  // An output file in a directory that does not exist: the reason, and no file.
+  std::ofstream(dir + "/in.txt") << "a b\n";
+  r = run("./bin/embed " + kFixtureArgs + " --input " + dir + "/in.txt --output " + dir + "/nowhere/o.hdf5");
+  EXPECT_EQ(r.rc, 1) << r.out;
+  contains(r.out, {"embed: " + dir + "/nowhere/o.hdf5: cannot create HDF5 file: the directory " + dir +
+                   "/nowhere does not exist"});
+}
+
+TEST(ToolErrors, EmptyCorpusNamesItsFiles) {
+  const std::string dir = fresh_dir("tool-errors-empty");
+  std::ofstream(dir + "/part-1.txt") << "\n";
+  std::ofstream(dir + "/part-2.txt") << "  \n";
+  contains(error_of([&] { ShardedCorpus c(dir + "/part-*.txt", 1, false); }),
+           {dir + "/part-*.txt: the corpus has no sentences (all 2 files are empty or blank: " + dir + "/part-1.txt"});
+  contains(error_of([&] { ShardedCorpus c(dir + "/part-1.txt", 1, false); }),
+           {dir + "/part-1.txt: the corpus has no sentences (the file is empty or blank)"});
+}
+
+// The (1,) variable-length string dataset bin/embed writes.
+std::string read_h5_string(const std::string& path, const std::string& name) {
+  hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  hid_t ds = H5Dopen2(f, name.c_str(), H5P_DEFAULT);
+  hid_t type = H5Tcopy(H5T_C_S1);
+  H5Tset_size(type, H5T_VARIABLE);
+  H5Tset_cset(type, H5T_CSET_UTF8);
+  char* s = nullptr;
+  std::string out;
+  if (ds >= 0 && H5Dread(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, &s) >= 0 && s) out = s;
+  if (s) H5free_memory(s);
+  H5Tclose(type);
+  if (ds >= 0) H5Dclose(ds);
+  if (f >= 0) H5Fclose(f);
+  return out;
+}
+
+TEST(ToolErrors, CrlfLinesKeepNoCarriageReturn) {
+  const std::string dir = fresh_dir("tool-errors-crlf");
+  std::ofstream(dir + "/in.txt", std::ios::binary) << "The first sentence .\r\nAnother one\r\n";
+  std::vector<Sentence> s = read_sentences(dir + "/in.txt", false);
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_EQ(s[0].back(), ".");
+  EXPECT_EQ(s[1], (Sentence{"Another", "one"}));
+  if (!fs::exists(kFixture + "/lm_weights.hdf5")) GTEST_SKIP() << "no ../shared/data fixture here";
+  ToolRun r = run("./bin/embed " + kFixtureArgs + " --input " + dir + "/in.txt --output " + dir + "/o.hdf5");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const nlohmann::json index = nlohmann::json::parse(read_h5_string(dir + "/o.hdf5", "sentence_to_index"));
+  EXPECT_EQ(index, (nlohmann::json{{"The first sentence .", "0"}, {"Another one", "1"}}));
 }
 
 }  // namespace

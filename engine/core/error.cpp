@@ -1,5 +1,6 @@
 #include "engine/core/error.h"
 
+#include <charconv>
 #include <cstdio>
 #include <filesystem>
 #include <new>
@@ -19,6 +20,14 @@ int tool_failure(const char* tool, const std::exception& e) {
   }
   std::fprintf(stderr, "%s: %s\n", tool, msg.c_str());
   return 1;
+}
+
+std::string positive_integer(const std::string& value) {
+  long long v = 0;
+  const char *b = value.data(), *end = b + value.size();
+  auto [p, ec] = std::from_chars(b, end, v);
+  if (ec == std::errc() && p == end && v >= 1) return "";
+  return "must be a positive integer, got " + value;
 }
 
 }  // namespace sa

@@ -23,6 +23,10 @@ template <typename... Args>
 // uncaught one aborts with rc 134); any other exception prints its what().
 int tool_failure(const char* tool, const std::exception& e);
 
+// A CLI11 check for counts such as --batch-size (CLI::PositiveNumber says "Value 0 not in range
+// 0.000000 to 1.79e308"): "" for an integer >= 1, else "must be a positive integer, got VALUE".
+std::string positive_integer(const std::string& value);
+
 }  // namespace sa
 
 // SA_CHECK(cond, "fmt", args...): throws sa::Error with the formatted message when cond is false.

@@ -68,7 +68,7 @@ int main(int argc, char** argv) {
   an->add_option("--corpus", corpus, "one tokenized sentence per line")->required();
   an->add_option("-o,--output", out, "prefix: PREFIX.layerL.vec")->required();
   an->add_option("--max-sentences", max_sentences);
-  an->add_option("--batch-size", batch)->check(CLI::PositiveNumber);
+  an->add_option("--batch-size", batch)->check(CLI::Validator(positive_integer, "POSITIVE"));
   auto* fit = app.add_subcommand("fit", "a linear map from source to target anchors on dictionary pairs");
   auto* ev = app.add_subcommand("eval", "bilingual lexicon induction: P@1 and P@5, nearest neighbour and CSLS");
   for (CLI::App* c : {fit, ev}) {
