@@ -3,6 +3,7 @@
 #include <glob.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -23,17 +24,24 @@ std::vector<std::string> expand_glob(const std::string& pattern) {
   return files;
 }
 
+void check_not_directory(const std::string& path) {
+  std::error_code ec;
+  SA_CHECK(!std::filesystem::is_directory(path, ec), "{}: is a directory, not a file", path);
+}
+
 void lowercase_ascii(std::string& s) {
   for (char& ch : s)
     if (ch >= 'A' && ch <= 'Z') ch = static_cast<char>(ch - 'A' + 'a');
 }
 
 std::vector<Sentence> read_sentences(const std::string& path, bool lowercase) {
+  check_not_directory(path);
   std::ifstream f(path);
   SA_CHECK(f, "{}: cannot open", path);
   std::vector<Sentence> out;
   std::string line;
   for (int lineno = 1; std::getline(f, line); ++lineno) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();  // CRLF files
     size_t bad = 0;
     SA_CHECK(valid_utf8(line, &bad), "{}:{}: invalid UTF-8 at byte {} (the corpus must be UTF-8 text)", path, lineno,
              bad + 1);
@@ -47,7 +55,7 @@ std::vector<Sentence> read_sentences(const std::string& path, bool lowercase) {
 }
 
 ShardedCorpus::ShardedCorpus(const std::string& pattern, uint64_t seed, bool lowercase, bool shuffle)
-    : files_(expand_glob(pattern)), rng_(seed), lowercase_(lowercase), shuffle_(shuffle) {
+    : pattern_(pattern), files_(expand_glob(pattern)), rng_(seed), lowercase_(lowercase), shuffle_(shuffle) {
   load_next_shard();
 }
 
@@ -65,7 +73,9 @@ void ShardedCorpus::load_next_shard() {
     next_sentence_ = 0;
     if (!shard_.empty()) return;
   }
-  fail("{}: the corpus has no sentences (every shard is empty)", files_.size() == 1 ? files_[0] : files_[0] + "...");
+  if (files_.size() == 1) fail("{}: the corpus has no sentences (the file is empty or blank)", files_[0]);
+  fail("{}: the corpus has no sentences (all {} files are empty or blank: {}, ...)", pattern_, files_.size(),
+       files_[0]);
 }
 
 void ShardedCorpus::mix_with(std::unique_ptr<ShardedCorpus> other, double ratio) {

@@ -14,11 +14,15 @@ using Sentence = std::vector<std::string>;
 // The files a pattern names (a plain path or a glob), sorted; fails when there are none.
 std::vector<std::string> expand_glob(const std::string& pattern);
 
+// Fails with "PATH: is a directory, not a file": a directory opens as a stream that reads nothing
+// (and pugixml reports it as a failed allocation), so its errors would blame the content.
+void check_not_directory(const std::string& path);
+
 // The corpus option `lowercase`: ASCII letters only, as bilm-tf's training data was prepared.
 void lowercase_ascii(std::string& s);
 
-// The sentences of one file; blank lines are skipped. Invalid UTF-8 is an error naming the file,
-// line and byte. `lowercase` lowercases ASCII letters.
+// The sentences of one file; blank lines are skipped, CRLF line ends are accepted. Invalid UTF-8 is
+// an error naming the file, line and byte. `lowercase` lowercases ASCII letters.
 std::vector<Sentence> read_sentences(const std::string& path, bool lowercase);
 
 // Streams the sentences of all shards forever: shards in a random order without replacement
@@ -35,6 +39,7 @@ class ShardedCorpus {
 
  private:
   void load_next_shard();
+  std::string pattern_;  // for errors
   std::vector<std::string> files_;
   std::vector<size_t> order_;
   size_t next_file_ = 0;

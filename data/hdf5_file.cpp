@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 
 #include "data/atomic_file.h"
 
@@ -18,6 +19,28 @@ void quiet() {
   static bool done = (H5dont_atexit(), H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr), true);
   (void)done;
 }
+
+// Why H5Fcreate failed: the directory, else the OS error of its open(), else the innermost
+// message on HDF5's error stack (which our quiet() keeps off stderr).
+std::string create_failure(const std::string& path, int err) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path dir = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::path(".");
+  if (!fs::exists(dir, ec)) return fmt::format("the directory {} does not exist", dir.string());
+  if (!fs::is_directory(dir, ec)) return fmt::format("{} is not a directory", dir.string());
+  if (fs::is_directory(path, ec)) return "it is a directory";
+  if (err != 0) return std::strerror(err);
+  std::string inner;
+  H5Ewalk2(
+      H5E_DEFAULT, H5E_WALK_UPWARD,
+      [](unsigned, const H5E_error2_t* e, void* out) -> herr_t {
+        auto* s = static_cast<std::string*>(out);
+        if (s->empty() && e->desc) *s = e->desc;
+        return 0;
+      },
+      &inner);
+  return inner.empty() ? "HDF5 gave no reason" : inner;
+}
 }  // namespace
 
 H5File H5File::open(const std::string& path) {
@@ -29,8 +52,9 @@ H5File H5File::open(const std::string& path) {
 
 H5File H5File::create(const std::string& path) {
   quiet();
+  errno = 0;
   hid_t id = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-  SA_CHECK(id >= 0, "{}: cannot create HDF5 file", path);
+  SA_CHECK(id >= 0, "{}: cannot create HDF5 file: {}", path, create_failure(path, errno));
   return H5File(id, path);
 }
 

@@ -63,6 +63,7 @@ std::string escape_xml(const std::string& s) {
 }  // namespace
 
 WsdCorpus read_wsd_xml(const std::string& path) {
+  check_not_directory(path);
   pugi::xml_document doc;
   // parse_default keeps entity decoding; offsets let errors name the line.
   pugi::xml_parse_result r = doc.load_file(path.c_str());

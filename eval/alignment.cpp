@@ -5,6 +5,7 @@
 #include <fstream>
 #include <cmath>
 #include <numeric>
+#include <sstream>
 
 #include "engine/cpu/lapack.h"
 #include "engine/engine.h"
@@ -98,10 +99,24 @@ void write_map(const Matrix& W, const std::string& path) {
 Matrix read_map(const std::string& path) {
   std::ifstream f(path);
   SA_CHECK(f, "{}: cannot open map", path);
+  std::string line;
   int64_t r = 0, c = 0;
-  SA_CHECK((f >> r >> c) && r > 0 && c > 0, "{}:1: expected \"rows cols\"", path);
+  SA_CHECK(std::getline(f, line) && (std::istringstream(line) >> r >> c) && r > 0 && c > 0,
+           "{}:1: expected \"rows cols\"", path);
   Matrix W(r, c);
-  for (double& v : W.v) SA_CHECK(f >> v, "{}: expected {} x {} numbers", path, r, c);
+  // One row per line, as write_map writes them; the header must agree with the rows.
+  for (int64_t i = 0; i < r; ++i) {
+    SA_CHECK(std::getline(f, line), "{}: the header announces {} rows, the file ends after {}", path, r, i);
+    std::istringstream ss(line);
+    int64_t k = 0;
+    for (double x; ss >> x; ++k)
+      if (k < c) W(i, k) = x;
+    SA_CHECK(ss.eof() && k == c, "{}:{}: expected {} numbers (the header's cols), found {}{}", path, i + 2, c, k,
+             ss.eof() ? "" : " and then something else");
+  }
+  int64_t rows = r;
+  for (std::string rest; std::getline(f, rest);) rows += rest.find_first_not_of(" \t\r") != std::string::npos;
+  SA_CHECK(rows == r, "{}:{}: the header announces {} rows, the file has {}", path, r + 2, r, rows);
   return W;
 }
 

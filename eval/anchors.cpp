@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <unordered_map>
@@ -29,15 +30,26 @@ WordVectors read_word_vectors(const std::string& path) {
            "{}:1: expected the word2vec header \"n_words dim\"", path);
   WordVectors v;
   v.vectors = Matrix(n, d);
+  // The header must agree with the rows: trusting it would silently drop columns or rows.
   for (int64_t r = 0; r < n; ++r) {
-    SA_CHECK(std::getline(f, line), "{}: {} vectors announced, the file ends after {}", path, n, r);
+    SA_CHECK(std::getline(f, line), "{}: the header announces {} vectors, the file ends after {} rows", path, n, r);
     std::istringstream ss(line);
-    std::string w;
-    ss >> w;
-    for (int64_t k = 0; k < d; ++k)
-      SA_CHECK(ss >> v.vectors(r, k), "{}:{}: expected a word and {} numbers", path, r + 2, d);
-    v.words.push_back(w);
+    std::vector<std::string> fields;
+    for (std::string x; ss >> x;) fields.push_back(std::move(x));
+    SA_CHECK(static_cast<int64_t>(fields.size()) == d + 1,
+             "{}:{}: expected a word and {} numbers (the header's dimension), found {}", path, r + 2, d,
+             fields.empty() ? std::string("an empty line") : fmt::format("a word and {} numbers", fields.size() - 1));
+    for (int64_t k = 0; k < d; ++k) {
+      const std::string& x = fields[static_cast<size_t>(k + 1)];
+      char* end = nullptr;
+      v.vectors(r, k) = std::strtod(x.c_str(), &end);
+      SA_CHECK(end == x.c_str() + x.size(), "{}:{}: '{}' is not a number", path, r + 2, x);
+    }
+    v.words.push_back(fields[0]);
   }
+  int64_t rows = n;
+  for (std::string rest; std::getline(f, rest);) rows += rest.find_first_not_of(" \t\r") != std::string::npos;
+  SA_CHECK(rows == n, "{}:{}: the header announces {} vectors, the file has {} rows", path, n + 2, n, rows);
   return v;
 }
 

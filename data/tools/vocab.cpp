@@ -22,9 +22,8 @@ int main(int argc, char** argv) {
     sa::Vocab v = sa::build_vocab(corpora, min_count, max_size, lowercase);
     v.save(out);
     std::printf("vocab: %d entries -> %s\n", v.size(), out.c_str());
-  } catch (const sa::Error& e) {
-    std::fprintf(stderr, "vocab: %s\n", e.what());
-    return 1;
+  } catch (const std::exception& e) {
+    return sa::tool_failure("vocab", e);
   }
   return 0;
 }

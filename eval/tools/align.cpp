@@ -68,7 +68,7 @@ int main(int argc, char** argv) {
   an->add_option("--corpus", corpus, "one tokenized sentence per line")->required();
   an->add_option("-o,--output", out, "prefix: PREFIX.layerL.vec")->required();
   an->add_option("--max-sentences", max_sentences);
-  an->add_option("--batch-size", batch)->check(CLI::PositiveNumber);
+  an->add_option("--batch-size", batch)->check(CLI::Validator(positive_integer, "POSITIVE"));
   auto* fit = app.add_subcommand("fit", "a linear map from source to target anchors on dictionary pairs");
   auto* ev = app.add_subcommand("eval", "bilingual lexicon induction: P@1 and P@5, nearest neighbour and CSLS");
   for (CLI::App* c : {fit, ev}) {
@@ -97,7 +97,16 @@ int main(int argc, char** argv) {
     }
     const WordVectors S = read_word_vectors(src), T = read_word_vectors(tgt);
     const Dictionary d = read_muse_dictionary(dict);
+    if (d.skipped)
+      std::fprintf(stderr, "align: warning: %s: %zu of %zu lines skipped (first: %s)\n", dict.c_str(), d.skipped,
+                   d.lines, d.first_skip.c_str());
     const Split sp = split_by_rank(d, parse_ranks(dev));
+    // Without pairs, fitting fails in LAPACK's terms and evaluation prints a meaningless 0.0%.
+    auto require_pairs = [&](size_t usable, size_t pairs, const char* which) {
+      SA_CHECK(usable > 0,
+               "{}: no usable pairs: none of its {} {}pair{} has its source word in {} and its target in {}", dict,
+               pairs, which, pairs == 1 ? "" : "s", src, tgt);
+    };
     if (fit->parsed()) {
       std::vector<int> xs, ys;
       std::set<std::pair<int, int>> seen;
@@ -106,6 +115,7 @@ int main(int argc, char** argv) {
       };
       for (const auto& [a, b] : sp.train) add(S.find(a), T.find(b));
       const size_t from_dict = xs.size();
+      if (!identical) require_pairs(from_dict, sp.train.size(), dev.empty() ? "" : "training ");
       std::set<std::string> held;
       for (const auto& p : sp.dev) held.insert(p.first);
       if (identical)
@@ -141,6 +151,7 @@ int main(int argc, char** argv) {
     std::vector<int> q;
     std::vector<std::vector<int>> g;
     for (auto& [s, ts] : gold) q.push_back(s), g.push_back(ts);
+    require_pairs(q.size(), pairs.size(), dev.empty() ? "" : ("--dev-ranks " + dev + " ").c_str());
     Matrix mapped = map_path.empty() ? S.vectors : matmul(S.vectors, read_map(map_path));
     mapped = normalized_rows(mapped);
     const Matrix tn = normalized_rows(T.vectors);
@@ -149,9 +160,8 @@ int main(int argc, char** argv) {
       std::printf("BLI %-4s P@1 %5.1f%%  P@5 %5.1f%%  (%zu queries%s)\n", csls ? "CSLS" : "NN", 100 * s.p_at_1,
                   100 * s.p_at_5, s.queries, dev.empty() ? "" : (", dev ranks " + dev).c_str());
     }
-  } catch (const Error& e) {
-    std::fprintf(stderr, "align: %s\n", e.what());
-    return 1;
+  } catch (const std::exception& e) {
+    return tool_failure("align", e);
   }
   return 0;
 }

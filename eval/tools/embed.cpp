@@ -24,11 +24,13 @@ namespace {
 // Lines as tokens (lowercased when the model was trained so); the original lines key the index.
 std::vector<std::vector<std::string>> read_sentences(const std::string& path, std::vector<std::string>& lines,
                                                      bool lowercase) {
+  check_not_directory(path);
   std::ifstream f(path);
   SA_CHECK(f, "{}: cannot open input file", path);
   std::vector<std::vector<std::string>> out;
   std::string line;
   for (int lineno = 1; std::getline(f, line); ++lineno) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();  // CRLF: the line is a sentence_to_index key
     size_t bad = 0;
     SA_CHECK(valid_utf8(line, &bad), "{}:{}: invalid UTF-8 at byte {}", path, lineno, bad + 1);
     std::istringstream ss(line);
@@ -71,7 +73,7 @@ int main(int argc, char** argv) {
   app.add_option("--input", input, "one tokenized sentence per line")->required();
   app.add_option("--output", output, "HDF5 file to write")->required();
   app.add_option("--layers", layers, "all, top or average")->check(CLI::IsMember({"all", "top", "average"}));
-  app.add_option("--batch-size", batch, "sentences per batch")->check(CLI::PositiveNumber);
+  app.add_option("--batch-size", batch, "sentences per batch")->check(CLI::Validator(positive_integer, "POSITIVE"));
   app.add_option("--align", align,
                  "a map from `bin/align fit` applied to every layer; \"{layer}\" in the name picks one per layer");
   app.add_flag("--stateful", stateful, "carry LSTM state from batch row k to row k of the next batch (bilm-tf)");
@@ -120,9 +122,8 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "\n");
       out.write_string("sentence_to_index", index.dump());
     });
-  } catch (const Error& e) {
-    std::fprintf(stderr, "embed: %s\n", e.what());
-    return 1;
+  } catch (const std::exception& e) {
+    return tool_failure("embed", e);
   }
   return 0;
 }

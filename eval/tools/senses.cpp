@@ -268,9 +268,8 @@ int main(int argc, char** argv) {
     if (pe->parsed())
       print_pseudo_eval(pseudo_eval(r, read_word_pairs(pairs), corpus, {max_sentences, stateful, ceiling}),
                         r.options.n_context, ceiling);
-  } catch (const Error& e) {
-    std::fprintf(stderr, "senses: %s\n", e.what());
-    return 1;
+  } catch (const std::exception& e) {
+    return tool_failure("senses", e);
   }
   return 0;
 }

@@ -111,7 +111,7 @@ int main(int argc, char** argv) {
   app.add_flag("--mfs-backoff", mfs_backoff, "WordNet's first sense for lemmas with no sense seen in training");
   app.add_flag("--all-settings", all_settings, "report all four settings (filter x back-off) from one embedding");
   app.add_flag("--baselines", baselines, "also report MFS from the training keys and WordNet's first sense");
-  app.add_option("--batch-size", batch, "sentences per batch")->check(CLI::PositiveNumber);
+  app.add_option("--batch-size", batch, "sentences per batch")->check(CLI::Validator(positive_integer, "POSITIVE"));
   app.add_option("--device", device, "auto, cpu, cuda or cuda:N");
   app.add_option("--out", out_dir, "directory for the system key files");
   app.add_option("--wordnet", wordnet, "WordNet 3.0 index.sense");
@@ -165,9 +165,8 @@ int main(int argc, char** argv) {
       }
     std::printf("system keys in %s (check with: java Scorer.java NAME.gold.key.txt %s/NAME.<method>.key.txt)\n",
                 out_dir.c_str(), out_dir.c_str());
-  } catch (const Error& e) {
-    std::fprintf(stderr, "wsd_eval: %s\n", e.what());
-    return 1;
+  } catch (const std::exception& e) {
+    return tool_failure("wsd_eval", e);
   }
   return 0;
 }

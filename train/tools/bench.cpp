@@ -284,7 +284,8 @@ int main(int argc, char** argv) {
   int steps = 40;
   train_cmd->add_option("--config", config, "training config");
   train_cmd->add_option("--corpus", corpus, "training corpus (default: the config's train_prefix)");
-  train_cmd->add_option("--steps", steps, "timed steps (after 5 warm-up steps)");
+  train_cmd->add_option("--steps", steps, "timed steps (after 5 warm-up steps)")
+      ->check(CLI::Validator(positive_integer, "POSITIVE"));
   train_cmd->add_option("--device", tdevice, "auto, cpu, cuda or cuda:N");
   train_cmd->add_option("--peer", peer, "the PyTorch peer script; empty to skip");
   std::vector<std::string> overrides;
@@ -302,9 +303,8 @@ int main(int argc, char** argv) {
       devs.push_back(resolve_device(device));
     }
     for (Device d : devs) bench_ops(d, quick);
-  } catch (const Error& e) {
-    std::fprintf(stderr, "bench: %s\n", e.what());
-    return 1;
+  } catch (const std::exception& e) {
+    return tool_failure("bench", e);
   }
   return 0;
 }

@@ -27,9 +27,8 @@ int main(int argc, char** argv) {
     r.vocab.save(out + "/vocab.txt");
     std::printf("export: %s (step %ld) -> %s/{options.json,weights.hdf5,vocab.txt}\n", r.checkpoint.c_str(),
                 static_cast<long>(r.step), out.c_str());
-  } catch (const Error& e) {
-    std::fprintf(stderr, "export: %s\n", e.what());
-    return 1;
+  } catch (const std::exception& e) {
+    return tool_failure("export", e);
   }
   return 0;
 }

@@ -22,9 +22,8 @@ int main(int argc, char** argv) {
   try {
     sa::TrainConfig c = sa::TrainConfig::load(config, sets, true);
     sa::train_elmo(c);
-  } catch (const sa::Error& e) {
-    std::fprintf(stderr, "train: %s\n", e.what());
-    return 1;
+  } catch (const std::exception& e) {
+    return sa::tool_failure("train", e);
   }
   return 0;
 }
