@@ -78,6 +78,12 @@ void write_hdf5_atomically(const std::string& path, const std::function<void(H5F
     H5File f = H5File::create(tmp);
     fill(f);
     f.close();
+  } catch (const Error& e) {
+    std::remove(tmp.c_str());
+    // Name the file the caller asked for, not our temporary one.
+    std::string m = e.what();
+    if (m.rfind(tmp + ":", 0) == 0) m = path + m.substr(tmp.size());
+    throw Error(m);
   } catch (...) {
     std::remove(tmp.c_str());
     throw;

@@ -92,7 +92,10 @@ Vocab build_vocab(const std::vector<std::string>& corpora, int min_count, int ma
     if (max_size > 0 && static_cast<int>(words.size()) >= max_size) break;
     words.push_back(w);
   }
-  SA_CHECK(words.size() > 3, "vocabulary: no word of the corpus occurs at least {} time(s)", min_count);
+  std::string names;
+  for (const std::string& c : corpora) names += (names.empty() ? "" : ", ") + c;
+  SA_CHECK(words.size() > 3, "{}: no word occurs at least {} time(s) (vocab_min_count); is the corpus empty?", names,
+           min_count);
   return Vocab::from_words(std::move(words));
 }
 

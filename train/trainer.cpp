@@ -118,7 +118,7 @@ void print_setup(const TrainConfig& c, const TrainConfig& cfg, const ElmoLM& lm,
 
 TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet) {
   const std::string& dir = c.run_dir;
-  SA_CHECK(!fs::exists(dir) || fs::is_directory(dir), "{}: run_dir exists and is not a directory", dir);
+  SA_CHECK(!fs::exists(dir) || fs::is_directory(dir), "{}: Not a directory (run_dir names a file)", dir);
   fs::create_directories(dir);
   RunLock lock(dir);
   // A resumed run is defined by its config.cfg: refuse changes before writing anything.
