@@ -7,6 +7,7 @@
 #include <numeric>
 #include <sstream>
 
+#include "data/atomic_file.h"
 #include "engine/cpu/lapack.h"
 #include "engine/engine.h"
 
@@ -85,15 +86,14 @@ Matrix procrustes_map(const Matrix& X, const Matrix& Y) {
 }
 
 void write_map(const Matrix& W, const std::string& path) {
-  std::ofstream f(path);
-  SA_CHECK(f, "{}: cannot write", path);
+  std::ostringstream f;
   f << W.rows << " " << W.cols << "\n";
   char buf[32];
   for (int64_t r = 0; r < W.rows; ++r) {
     for (int64_t c = 0; c < W.cols; ++c) std::snprintf(buf, sizeof buf, "%s%.17g", c ? " " : "", W(r, c)), f << buf;
     f << "\n";
   }
-  SA_CHECK(f.good(), "{}: write failed", path);
+  write_file_atomically(path, f.str());
 }
 
 Matrix read_map(const std::string& path) {

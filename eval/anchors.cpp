@@ -7,6 +7,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "data/atomic_file.h"
 #include "data/corpus.h"
 #include "layers/encoder.h"
 
@@ -54,8 +55,7 @@ WordVectors read_word_vectors(const std::string& path) {
 }
 
 void write_word_vectors(const WordVectors& v, const std::string& path) {
-  std::ofstream f(path + ".tmp");
-  SA_CHECK(f, "{}: cannot write", path);
+  std::ostringstream f;
   f << v.vectors.rows << " " << v.vectors.cols << "\n";
   char buf[32];
   for (int64_t r = 0; r < v.vectors.rows; ++r) {
@@ -66,9 +66,7 @@ void write_word_vectors(const WordVectors& v, const std::string& path) {
     }
     f << "\n";
   }
-  f.close();
-  SA_CHECK(f.good(), "{}: write failed", path);
-  std::rename((path + ".tmp").c_str(), path.c_str());
+  write_file_atomically(path, f.str());
 }
 
 std::vector<WordVectors> average_anchors(const ContextualEncoder& encoder, const std::string& corpus, const AnchorOptions& o) {

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "data/atomic_file.h"
 #include "data/corpus.h"
 #include "sense/selection.h"
 
@@ -123,8 +124,7 @@ WordPairs read_word_pairs(const std::string& path) {
 int64_t write_pseudo_corpus(const WordPairs& pairs, const std::string& corpus, const std::string& out) {
   std::map<std::string, std::string> merged;
   for (auto& [a, b] : pairs) merged[a] = merged[b] = a + "_" + b;
-  std::ofstream f(out);
-  SA_CHECK(f, "{}: cannot write", out);
+  std::ostringstream f;
   int64_t replaced = 0;
   for (const std::string& file : expand_glob(corpus))
     for (Sentence& s : read_sentences(file, false)) {
@@ -133,8 +133,7 @@ int64_t write_pseudo_corpus(const WordPairs& pairs, const std::string& corpus, c
       for (size_t i = 0; i < s.size(); ++i) f << (i ? " " : "") << s[i];
       f << "\n";
     }
-  f.close();
-  SA_CHECK(!f.fail(), "{}: write failed", out);
+  write_file_atomically(out, f.str());
   return replaced;
 }
 

@@ -254,6 +254,7 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet) 
         dir_loss[d] = direction_loss(lm, out.top[d], *batches[d], lo, &sampler, &sample_rng);
       }
     }
+    out = BilmOutputs();  // the tape keeps what backward needs; hold no other activations through it
     Tensor loss = ops::scale(ops::add(dir_loss[0], dir_loss[1]), 0.5);
     double lv = loss.item();
     SA_CHECK(std::isfinite(lv), "step {}: the loss is {} (lower learning_rate or all_clip_norm_val?)", step, lv);

@@ -15,6 +15,7 @@
 #include <map>
 #include <sstream>
 
+#include "data/atomic_file.h"
 #include "data/corpus.h"
 #include "eval/alignment.h"
 #include "eval/clustering.h"
@@ -155,8 +156,7 @@ void plot(SenseModel& r, const std::string& word, int top, int d, const std::str
   auto X = [&](double v) { return m + (v - lo[0]) / std::max(hi[0] - lo[0], 1e-9) * (W - 2 * m); };
   auto Y = [&](double v) { return H - m - (v - lo[1]) / std::max(hi[1] - lo[1], 1e-9) * (H - 2 * m); };
   static const char* palette[] = {"#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"};
-  std::ofstream f(out);
-  SA_CHECK(f, "{}: cannot write", out);
+  std::ostringstream f;
   f << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
     << "\" font-family=\"sans-serif\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
     << "<text x=\"" << m << "\" y=\"30\" font-size=\"16\">" << html_escape(word) << ": senses and nearest senses ("
@@ -179,7 +179,7 @@ void plot(SenseModel& r, const std::string& word, int top, int d, const std::str
       << ">" << html_escape(sense_name(r, rows[i])) << "</text>\n";
   }
   f << "</svg>\n";
-  SA_CHECK(f.good(), "{}: write failed", out);
+  write_file_atomically(out, f.str());
   std::printf("senses: %ld points (%s's senses and their %d nearest each) -> %s\n", (long)n, word.c_str(), top, out.c_str());
 }
 
@@ -189,14 +189,14 @@ void dump(SenseModel& r, const std::string& out, int d) {
   std::vector<int32_t> rows = h.table.enabled_rows();
   std::vector<double> w = h.table.W.values();
   const int64_t P = h.table.W.dim(1);
-  std::ofstream f(out);
-  SA_CHECK(f, "{}: cannot write", out);
+  std::ostringstream f;
   f << rows.size() << " " << P << "\n";
   for (int32_t row : rows) {
     f << r.vocab.word(row / h.table.n_context()) << "#" << row % h.table.n_context();
     for (int64_t k = 0; k < P; ++k) f << " " << static_cast<float>(w[row * P + k]);
     f << "\n";
   }
+  write_file_atomically(out, f.str());
   std::printf("senses: %zu sense vectors -> %s\n", rows.size(), out.c_str());
 }
 
