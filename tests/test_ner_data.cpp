@@ -12,18 +12,13 @@
 namespace sa {
 namespace {
 
-std::string write(const std::string& name, const std::string& text) {
-  const std::string path = ::testing::TempDir() + "/" + name;
-  std::ofstream(path, std::ios::binary) << text;
-  return path;
-}
-
-bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+using testing::contains;
+using testing::temp_file;
 
 using Tags = std::vector<std::string>;
 
 TEST(NerData, ConllColumnsDocumentsAndSentences) {
-  const std::string path = write("ner.conll",
+  const std::string path = temp_file("ner.conll",
                                  "-DOCSTART- -X- O O\n\nEU NNP I-NP I-ORG\nrejects VBZ I-VP O\nGerman JJ I-NP I-MISC\n"
                                  "\n\nPeter NNP I-NP I-PER\nBlackburn NNP I-NP I-PER\r\n\n-DOCSTART- -X- O O\n\nx X X O\n");
   NerCorpus c = read_conll_ner(path);
@@ -36,26 +31,26 @@ TEST(NerData, ConllColumnsDocumentsAndSentences) {
 }
 
 TEST(NerData, Latin1FilesAreReadAsLatin1) {
-  NerCorpus c = read_conll_ner(write("latin1.conll", "Gro\xdf" "er Gro\xdf" "e NN I-NC O\nM\xfc" "ller M\xfc" "ller NE I-NC I-PER\n"));
+  NerCorpus c = read_conll_ner(temp_file("latin1.conll", "Gro\xdf" "er Gro\xdf" "e NN I-NC O\nM\xfc" "ller M\xfc" "ller NE I-NC I-PER\n"));
   EXPECT_TRUE(c.latin1);
   EXPECT_EQ(c.sentences[0].tokens, (Tags{"Gro\u00dfer", "M\u00fcller"}));
 }
 
 TEST(NerData, BadLinesNameFileAndLine) {
-  const std::string cols = write("cols.conll", "a NN O\nb NN\nc NN B-PER\n");
-  EXPECT_TRUE(has(testing::error_of([&] { read_conll_ner(cols); }), cols + ":2: 2 columns, but line 1 has 3"));
-  const std::string tag = write("tag.conll", "a O\nb X-PER\n");
-  EXPECT_TRUE(has(testing::error_of([&] { read_conll_ner(tag); }), tag + ":2: unknown tag 'X-PER'"));
-  const std::string one = write("one.tsv", "a\tO\nb\n");
-  EXPECT_TRUE(has(testing::error_of([&] { read_panx(one); }), one + ":2: expected a token and a tag"));
+  const std::string cols = temp_file("cols.conll", "a NN O\nb NN\nc NN B-PER\n");
+  EXPECT_TRUE(contains(testing::error_of([&] { read_conll_ner(cols); }), cols + ":2: 2 columns, but line 1 has 3"));
+  const std::string tag = temp_file("tag.conll", "a O\nb X-PER\n");
+  EXPECT_TRUE(contains(testing::error_of([&] { read_conll_ner(tag); }), tag + ":2: unknown tag 'X-PER'"));
+  const std::string one = temp_file("one.tsv", "a\tO\nb\n");
+  EXPECT_TRUE(contains(testing::error_of([&] { read_panx(one); }), one + ":2: expected a token and a tag"));
 }
 
 TEST(NerData, PanxTsvWithAndWithoutLanguagePrefixes) {
-  NerCorpus p = read_panx(write("p1.tsv", "de:Anton\tB-PER\nde:Wilhelm\tI-PER\n\nde:10:30\tO\n"));
+  NerCorpus p = read_panx(temp_file("p1.tsv", "de:Anton\tB-PER\nde:Wilhelm\tI-PER\n\nde:10:30\tO\n"));
   ASSERT_EQ(p.sentences.size(), 2u);
   EXPECT_EQ(p.sentences[0].tokens, (Tags{"Anton", "Wilhelm"}));
   EXPECT_EQ(p.sentences[1].tokens, (Tags{"10:30"}));
-  NerCorpus q = read_panx(write("p2.tsv", "10:30\tO\nab:cd\tO\n"));
+  NerCorpus q = read_panx(temp_file("p2.tsv", "10:30\tO\nab:cd\tO\n"));
   EXPECT_EQ(q.sentences[0].tokens, (Tags{"10:30", "ab:cd"}));
 }
 

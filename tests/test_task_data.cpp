@@ -13,35 +13,30 @@
 namespace sa {
 namespace {
 
-std::string write(const std::string& name, const std::string& text) {
-  const std::string path = ::testing::TempDir() + "/" + name;
-  std::ofstream(path, std::ios::binary) << text;
-  return path;
-}
-
-bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+using testing::contains;
+using testing::temp_file;
 
 TEST(ReviewData, MarcCsvQuotingAndHeaders) {
-  ReviewSet with = read_marc_csv(write("h.csv", "row_id,review_text,stars\n7,\"Good, \"\"really\"\"\nsaid it\",5\r\n8,bad,1\n"));
+  ReviewSet with = read_marc_csv(temp_file("h.csv", "row_id,review_text,stars\n7,\"Good, \"\"really\"\"\nsaid it\",5\r\n8,bad,1\n"));
   ASSERT_EQ(with.reviews.size(), 2u);
   EXPECT_EQ(with.reviews[0].id, "7");
   EXPECT_EQ(with.reviews[0].text, "Good, \"really\"\nsaid it");
   EXPECT_EQ(with.reviews[0].stars, 5);
   EXPECT_EQ(with.reviews[1].text, "bad");
-  ReviewSet without = read_marc_csv(write("n.csv", "0,first review,2\n1,second,3\n"));
+  ReviewSet without = read_marc_csv(temp_file("n.csv", "0,first review,2\n1,second,3\n"));
   ASSERT_EQ(without.reviews.size(), 2u);  // review 0 is kept
   EXPECT_EQ(without.reviews[0].text, "first review");
   EXPECT_EQ(sentiment_label(2), 0);
   EXPECT_EQ(sentiment_label(3), -1);
   EXPECT_EQ(sentiment_label(4), 1);
-  const std::string bad = write("bad.csv", "0,a,1\n1,\"b\nc\",x\n");
-  EXPECT_TRUE(has(testing::error_of([&] { read_marc_csv(bad); }), bad + ":2: the rating 'x' is not a number"));
-  const std::string short_row = write("short.csv", "0,a,1\n1,b\n");
-  EXPECT_TRUE(has(testing::error_of([&] { read_marc_csv(short_row); }), short_row + ":2: expected 3 fields"));
+  const std::string bad = temp_file("bad.csv", "0,a,1\n1,\"b\nc\",x\n");
+  EXPECT_TRUE(contains(testing::error_of([&] { read_marc_csv(bad); }), bad + ":2: the rating 'x' is not a number"));
+  const std::string short_row = temp_file("short.csv", "0,a,1\n1,b\n");
+  EXPECT_TRUE(contains(testing::error_of([&] { read_marc_csv(short_row); }), short_row + ":2: expected 3 fields"));
 }
 
 TEST(ReviewData, WebisClsToleratesIrregularMarkup) {
-  const std::string path = write("books.review",
+  const std::string path = temp_file("books.review",
                                  "<items>\n<item>\n<category>books</category>\n<rating>5.0</rating>\n"
                                  "<text>Great &amp; &quot;fun&quot; read</text>\n</item>\n"
                                  "<item><rating>2.0</rating><title>x</title><text>\n  dull  \n</text></item>\n"
@@ -58,31 +53,31 @@ TEST(ReviewData, WebisClsToleratesIrregularMarkup) {
 }
 
 TEST(NliData, TsvByHeaderOrPositionAndJsonl) {
-  NliSet sick = read_nli_tsv(write("sick.txt", "pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment_judgment\n"
+  NliSet sick = read_nli_tsv(temp_file("sick.txt", "pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment_judgment\n"
                                                "1\tA man runs\tA person runs\t4.5\tENTAILMENT\n2\tx\ty\t1\tNEUTRAL\n"));
   ASSERT_EQ(sick.pairs.size(), 2u);
   EXPECT_EQ(sick.pairs[0].premise, "A man runs");
   EXPECT_EQ(sick.pairs[0].hypothesis, "A person runs");
   EXPECT_EQ(sick.pairs[0].label, NliLabel::Entailment);
-  NliSet mnli = read_nli_tsv(write("mnli.tsv", "gold_label\tsentence1_parse\tsentence1\tsentence2\n"
+  NliSet mnli = read_nli_tsv(temp_file("mnli.tsv", "gold_label\tsentence1_parse\tsentence1\tsentence2\n"
                                                "contradiction\t(x)\tP one\tH one\n-\t(y)\tP two\tH two\n"));
   ASSERT_EQ(mnli.pairs.size(), 1u);
   EXPECT_EQ(mnli.unlabeled, 1);
   EXPECT_EQ(mnli.pairs[0].premise, "P one");
   EXPECT_EQ(mnli.pairs[0].label, NliLabel::Contradiction);
-  NliSet plain = read_nli_tsv(write("xnli.tsv", "Er kam.\tEr ging.\tcontradiction\nA\tB\tneutral\r\n"));
+  NliSet plain = read_nli_tsv(temp_file("xnli.tsv", "Er kam.\tEr ging.\tcontradiction\nA\tB\tneutral\r\n"));
   ASSERT_EQ(plain.pairs.size(), 2u);
   EXPECT_EQ(plain.pairs[1].label, NliLabel::Neutral);
-  NliSet j = read_nli_jsonl(write("mnli.jsonl", "{\"gold_label\": \"entailment\", \"sentence1\": \"a\", \"sentence2\": \"b\"}\n"
+  NliSet j = read_nli_jsonl(temp_file("mnli.jsonl", "{\"gold_label\": \"entailment\", \"sentence1\": \"a\", \"sentence2\": \"b\"}\n"
                                                 "{\"gold_label\": \"-\", \"sentence1\": \"c\", \"sentence2\": \"d\"}\n"));
   ASSERT_EQ(j.pairs.size(), 1u);
   EXPECT_EQ(j.unlabeled, 1);
-  const std::string bad = write("bad.tsv", "a\tb\tmaybe\n");
-  EXPECT_TRUE(has(testing::error_of([&] { read_nli_tsv(bad); }), bad + ":1: unknown label 'maybe'"));
-  const std::string few = write("few.tsv", "a\tb\tneutral\nc\td\n");
-  EXPECT_TRUE(has(testing::error_of([&] { read_nli_tsv(few); }), few + ":2: 2 tab-separated fields"));
-  const std::string js = write("bad.jsonl", "{\"sentence1\": \"a\"}\n");
-  EXPECT_TRUE(has(testing::error_of([&] { read_nli_jsonl(js); }), js + ":1: expected a JSON object"));
+  const std::string bad = temp_file("bad.tsv", "a\tb\tmaybe\n");
+  EXPECT_TRUE(contains(testing::error_of([&] { read_nli_tsv(bad); }), bad + ":1: unknown label 'maybe'"));
+  const std::string few = temp_file("few.tsv", "a\tb\tneutral\nc\td\n");
+  EXPECT_TRUE(contains(testing::error_of([&] { read_nli_tsv(few); }), few + ":2: 2 tab-separated fields"));
+  const std::string js = temp_file("bad.jsonl", "{\"sentence1\": \"a\"}\n");
+  EXPECT_TRUE(contains(testing::error_of([&] { read_nli_jsonl(js); }), js + ":1: expected a JSON object"));
 }
 
 TEST(TaskData, TheSharedFilesReadWhole) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <fstream>
 #include <functional>
 #include <string>
 #include <vector>
@@ -12,6 +13,15 @@
 #include "layers/elmo_options.h"
 
 namespace sa::testing {
+
+// Writes `text` (bytes as given) to `name` under the test temp dir; returns the path.
+inline std::string temp_file(const std::string& name, const std::string& text) {
+  const std::string path = ::testing::TempDir() + "/" + name;
+  std::ofstream(path, std::ios::binary) << text;
+  return path;
+}
+
+inline bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 // The CPU, and the first GPU when there is one (a skip line names `what` otherwise).
 inline std::vector<Device> cpu_and_gpu(const char* what) {
