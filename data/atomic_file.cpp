@@ -35,7 +35,7 @@ void commit_file(const std::string& tmp, const std::string& path) {
 void write_parts_atomically(const std::string& path, const std::vector<std::pair<const char*, size_t>>& parts) {
   const std::string tmp = path + ".tmp";
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  SA_CHECK(fd >= 0, "{}: cannot write ({})", tmp, std::strerror(errno));
+  SA_CHECK(fd >= 0, "{}: cannot write ({})", path, std::strerror(errno));
   auto give_up = [&](const char* what) {
     const std::string reason = std::strerror(errno);
     ::close(fd);

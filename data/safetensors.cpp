@@ -47,7 +47,21 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
   write_parts_atomically(path, parts);
 }
 
+static SafetensorsFile read_safetensors(const std::string& path);
+
 SafetensorsFile load_safetensors(const std::string& path) {
+  try {
+    return read_safetensors(path);
+  } catch (const CheckpointDamaged&) {
+    throw;
+  } catch (const std::bad_alloc&) {
+    throw;
+  } catch (const std::exception& e) {  // malformed header or metadata: the file is damaged too
+    throw CheckpointDamaged(e.what());
+  }
+}
+
+static SafetensorsFile read_safetensors(const std::string& path) {
   std::ifstream f(path, std::ios::binary | std::ios::ate);
   SA_CHECK(f, "{}: cannot open checkpoint", path);
   const uint64_t size = static_cast<uint64_t>(f.tellg());
@@ -87,7 +101,7 @@ SafetensorsFile load_safetensors(const std::string& path) {
 
 void take_tensor(const SafetensorsFile& f, const std::string& origin, const std::string& name, Tensor& t) {
   auto it = f.tensors.find(name);
-  SA_CHECK(it != f.tensors.end(), "{}: tensor '{}' missing", origin, name);
+  if (it == f.tensors.end()) throw CheckpointDamaged(fmt::format("{}: tensor '{}' missing", origin, name));
   SA_CHECK(it->second.shape() == t.shape(), "{}: tensor '{}' is {} but the config needs {} (did the config change?)",
            origin, name, to_string(it->second.shape()), to_string(t.shape()));
   t.copy_from(it->second.to(t.dtype()).to(t.device()));

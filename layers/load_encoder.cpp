@@ -28,7 +28,11 @@ std::unique_ptr<ElmoEncoder> load_elmo(const EncoderSource& s, Device dev) {
     fail("{}: invalid JSON: {}", options, e.what());
   }
   auto enc = std::make_unique<ElmoEncoder>(ElmoModel::load_bilm(ElmoOptions::from_json(j, options), weights, dev));
-  // Our runs record how they were trained next to bilm-tf's keys.
+  // Our runs record how they were trained next to bilm-tf's keys; a run directory must have them.
+  SA_CHECK(s.run_dir.empty() || j.contains("sensealign"),
+           "{}: written by an older SenseAlign (no \"sensealign\" section); rerun the run's bin/train command once "
+           "to rewrite it",
+           options);
   enc->lowercase = j.contains("sensealign") && j["sensealign"].value("lowercase", false);
   enc->origin = s.run_dir.empty() ? weights : s.run_dir;
   return enc;

@@ -2,7 +2,7 @@
 // forget bias +1 at run time, c clipped to cell_clip, m = clip((o * tanh c) W_P, proj_clip).
 // The input GEMM of all time steps is hoisted into one call; the cell math is one fused op.
 // This is the step-by-step composition, which handles padded rows (lengths); training runs whole
-// sequences as one node with ops::lstm_sequences (train/elmo_lm.cpp).
+// sequences as one node with ops::lstm_sequences (layers/bilm.cpp).
 #pragma once
 #include <vector>
 

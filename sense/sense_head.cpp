@@ -36,6 +36,13 @@ void SenseHead::restore(const SafetensorsFile& f, const std::string& origin, con
   proj.restore(q->second, matrix, pca_fitted);
 }
 
+void restore_trained_model(const SafetensorsFile& f, const std::string& origin, const std::vector<NamedTensor>& params,
+                           std::vector<SenseHead>& heads) {
+  for (const NamedTensor& nt : params) take_tensor(f, origin, nt.name, *nt.tensor);
+  const bool fitted = f.metadata.value("pca_fitted", false);
+  for (size_t d = 0; d < heads.size(); ++d) heads[d].restore(f, origin, sense_head_prefix(d), fitted);
+}
+
 Tensor selection_context(const Tensor& top) {
   NoGrad ng;
   const int64_t B = top.dim(0), T = top.dim(1), P = top.dim(2);

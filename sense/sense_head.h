@@ -35,6 +35,12 @@ struct SenseHead {
 // Where direction d's head lives in a checkpoint: "sense/<d>/".
 std::string sense_head_prefix(size_t d);
 
+// Reads a trained model from a checkpoint: `params` by name (the biLM's and the heads' W and b)
+// and each head's state under sense_head_prefix(d). The trainer's restore and load_sense_model
+// both read through it.
+void restore_trained_model(const SafetensorsFile& f, const std::string& origin, const std::vector<NamedTensor>& params,
+                           std::vector<SenseHead>& heads);
+
 // What one training step of a head selected, for after_step.
 struct SenseStep {
   Tensor ctx;                     // the selection vectors [B*T, P]

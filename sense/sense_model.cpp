@@ -26,14 +26,16 @@ SenseModel load_sense_model(const std::string& dir, Device dev) {
   // The biLM from the checkpoint too (weights.hdf5 is its copy), so encoder and heads are one step's.
   const std::string ckpt = run_files::newest_checkpoint(dir);
   SafetensorsFile f = load_safetensors(ckpt);
-  for (NamedTensor& nt : m.encoder->model.named()) take_tensor(f, ckpt, nt.name, *nt.tensor);
-  if (!ours.contains("sense")) return m;
-  m.options = SenseOptions::from_json(ours["sense"], options);
-  for (size_t d = 0; d < 2; ++d) {
-    SenseHead& h = m.heads.emplace_back(m.vocab.size(), m.options, static_cast<int>(m.dim()), 0, dev);
-    for (NamedTensor& nt : h.params(sense_head_prefix(d))) take_tensor(f, ckpt, nt.name, *nt.tensor);
-    h.restore(f, ckpt, sense_head_prefix(d), f.metadata.value("pca_fitted", false));
+  std::vector<NamedTensor> params = m.encoder->model.named();
+  if (ours.contains("sense")) {
+    m.options = SenseOptions::from_json(ours["sense"], options);
+    m.heads.reserve(2);  // params below point into the heads
+    for (size_t d = 0; d < 2; ++d) {
+      SenseHead& h = m.heads.emplace_back(m.vocab.size(), m.options, static_cast<int>(m.dim()), 0, dev);
+      for (NamedTensor& nt : h.params(sense_head_prefix(d))) params.push_back(nt);
+    }
   }
+  restore_trained_model(f, ckpt, params, m.heads);
   return m;
 }
 

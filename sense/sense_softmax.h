@@ -12,7 +12,7 @@ namespace sa {
 // `n` distinct enabled rows, uniformly (all of them when fewer are enabled).
 std::vector<int32_t> sample_enabled_rows(const SenseTable& table, int n, std::mt19937_64& rng);
 
-// Negatives `negative_samples = "log_uniform"`: about n rows, from distinct words drawn by bilm-tf's
+// Negatives `sense_negatives = "log_uniform"`: about n rows, from distinct words drawn by bilm-tf's
 // log-uniform sampler over the frequency-sorted vocabulary, each with all its enabled senses. The
 // log-Q shifts (-log expected count of the word) go with the candidates and, for `targets`, with
 // the true rows, as in TF's sampled softmax.

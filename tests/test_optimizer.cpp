@@ -8,6 +8,31 @@
 namespace sa {
 namespace {
 
+// Three Adam steps against the recurrences written out in double, with and without weight decay.
+TEST(Adam, StepsMatchTheFormula) {
+  for (double wd : {0.0, 0.01}) {
+    Tensor w = Tensor::of({1.0, -2.0, 0.5}, {3}, DType::F64).set_requires_grad();
+    Adam opt(0.1, 0.9, 0.999, 1e-8, wd);
+    double ref[3] = {1.0, -2.0, 0.5}, m[3] = {}, v[3] = {};
+    for (int t = 1; t <= 3; ++t) {
+      // loss = sum(w^3): g = 3 w^2
+      backward(ops::sum(ops::mul(ops::square(w), w)));
+      opt.step({w});
+      for (int i = 0; i < 3; ++i) {
+        const double g = 3 * ref[i] * ref[i];
+        m[i] = 0.9 * m[i] + 0.1 * g;
+        v[i] = 0.999 * v[i] + 0.001 * g * g;
+        const double mh = m[i] / (1 - std::pow(0.9, t)), vh = v[i] / (1 - std::pow(0.999, t));
+        ref[i] -= 0.1 * (mh / (std::sqrt(vh) + 1e-8) + wd * ref[i]);
+      }
+      const std::vector<double> got = w.values();
+      for (int i = 0; i < 3; ++i) EXPECT_NEAR(got[i], ref[i], 1e-14) << "step " << t << " element " << i;
+    }
+    EXPECT_EQ(opt.steps(), 3);
+    EXPECT_FALSE(w.grad().defined());
+  }
+}
+
 TEST(Adagrad, DenseStepMatchesTheFormula) {
   Tensor w = Tensor::of({1.0, -2.0}, {2}, DType::F64).set_requires_grad();
   backward(ops::sum(ops::mul(w, Tensor::of({3.0, 0.5}, {2}, DType::F64))));  // g = (3, 0.5)

@@ -10,9 +10,7 @@ std::string carried_name(int d, size_t layer, const char* part) {
 }
 
 void restore_model(const SafetensorsFile& f, const std::string& origin, ElmoLM& lm) {
-  for (NamedTensor& nt : lm.named()) take_tensor(f, origin, nt.name, *nt.tensor);
-  const bool fitted = f.metadata.value("pca_fitted", false);
-  for (size_t d = 0; d < lm.heads.size(); ++d) lm.heads[d].restore(f, origin, sense_head_prefix(d), fitted);
+  restore_trained_model(f, origin, lm.named(), lm.heads);
 }
 
 }  // namespace
@@ -46,8 +44,12 @@ void restore_checkpoint(const std::string& path, TrainingState& s) {
       take_tensor(f, path, carried_name(d, l, "c"), s.carried.dir[d][l].c);
       take_tensor(f, path, carried_name(d, l, "m"), s.carried.dir[d][l].m);
     }
-  s.step = f.metadata.at("step").get<int64_t>();
-  s.dropout.offset = f.metadata.at("dropout_offset").get<uint64_t>();
+  try {
+    s.step = f.metadata.at("step").get<int64_t>();
+    s.dropout.offset = f.metadata.at("dropout_offset").get<uint64_t>();
+  } catch (const nlohmann::json::exception& e) {
+    throw CheckpointDamaged(fmt::format("{}: metadata without step or dropout position ({})", path, e.what()));
+  }
 }
 
 int64_t restore_model(const std::string& path, ElmoLM& lm) {

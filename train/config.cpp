@@ -273,6 +273,9 @@ void validate(const TrainConfig& c, const std::string& origin, const KeyLines& l
     non_negative("prune_first", static_cast<double>(c.sense.prune_first));
     positive("contextual_warmup", static_cast<double>(c.sense.contextual_warmup));
     positive("sense_learning_rate", c.sense.sense_learning_rate);
+    check(c.sense.remove_less_freqent_contexts >= 0 && c.sense.remove_less_freqent_contexts <= 1,
+          "remove_less_freqent_contexts",
+          fmt::format("must be in [0, 1] (a share of the selection window), got {}", c.sense.remove_less_freqent_contexts));
     check(c.sense.cluster_proj_dim <= c.model.projection_dim, "cluster_proj_dim",
           fmt::format("({}) exceeds lstm.projection_dim ({})", c.sense.cluster_proj_dim, c.model.projection_dim));
   }

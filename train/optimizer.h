@@ -29,4 +29,20 @@ class Adagrad {
   std::unordered_map<TensorImpl*, Tensor> acc_;
 };
 
+// Adam (Kingma and Ba), with decoupled weight decay when weight_decay > 0 (AdamW): for the
+// downstream classifiers and BERT. Dense gradients only.
+class Adam {
+ public:
+  Adam(double lr, double beta1 = 0.9, double beta2 = 0.999, double eps = 1e-8, double weight_decay = 0)
+      : lr_(lr), b1_(beta1), b2_(beta2), eps_(eps), wd_(weight_decay) {}
+  // Applies and clears the gradients of `params`; a parameter without a gradient is left as it is.
+  void step(const std::vector<Tensor>& params);
+  int64_t steps() const { return t_; }
+
+ private:
+  double lr_, b1_, b2_, eps_, wd_;
+  int64_t t_ = 0;
+  std::unordered_map<TensorImpl*, std::pair<Tensor, Tensor>> moments_;  // m, v
+};
+
 }  // namespace sa

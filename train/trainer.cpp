@@ -121,6 +121,11 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet) 
   SA_CHECK(!fs::exists(dir) || fs::is_directory(dir), "{}: Not a directory (run_dir names a file)", dir);
   fs::create_directories(dir);
   RunLock lock(dir);
+  // Temporaries a killed run left (their final files are intact): nothing reads them.
+  for (const std::string& d : {dir, run_files::checkpoint_dir(dir)})
+    if (fs::is_directory(d))
+      for (auto& e : fs::directory_iterator(d))
+        if (e.path().extension() == ".tmp") fs::remove(e.path());
   // A resumed run is defined by its config.cfg: refuse changes before writing anything.
   TrainConfig cfg = c;
   if (fs::exists(run_files::config(dir))) {
@@ -169,7 +174,7 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet) 
       break;
     } catch (const VocabularyMismatch& e) {
       fail("{}: {} (was vocab.txt changed or cut?)", run_files::vocab(dir), e.what());
-    } catch (const std::exception& e) {  // truncated, malformed or missing a tensor
+    } catch (const CheckpointDamaged& e) {  // truncated, malformed or missing a tensor
       const std::string aside = ckpts.back() + ".damaged";
       fs::rename(ckpts.back(), aside);
       std::fprintf(stderr, "train: %s\ntrain: moved it aside to %s\n", e.what(), aside.c_str());
@@ -304,7 +309,8 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet) 
     // checkpoint
     if (step % c.checkpoint_every == 0 || step == total) save();
   }
-  if (step == total && !c.heldout_prefix.empty() && (c.heldout_every == 0 || total % c.heldout_every != 0)) {
+  // The final held-out line, once: a rerun of a finished run trains nothing and logs nothing.
+  if (step == total && first < total && !c.heldout_prefix.empty() && (c.heldout_every == 0 || total % c.heldout_every != 0)) {
     res.heldout_perplexity = heldout_perplexity(lm, c, vocab, dev);
     log_metrics({{"step", step}, {"heldout_perplexity", res.heldout_perplexity}});
     if (!quiet) std::printf("held-out perplexity %.1f\n", res.heldout_perplexity);
