@@ -2,10 +2,13 @@
 // rename or file write, as a crash or an OOM kill would.
 //   FAULT_KILL_AT_RENAME=k  SIGKILL just before the k-th rename (1-based)
 //   FAULT_KILL_AT_WRITE=k   the k-th write to a regular file writes half its bytes, then SIGKILL
+//   FAULT_ENOSPC_AT_WRITE=k the k-th and every later write to a regular file fails with ENOSPC,
+//                           as on a full disk
 //   FAULT_WRITE_MATCH=text  count only writes to files whose path contains `text`
 //   FAULT_COUNT=path        at exit, writes "renames N writes M" (a clean run's counts) to path
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +44,14 @@ static int cut_here(int fd) {
   return ++writes == env_long("FAULT_KILL_AT_WRITE");
 }
 
+// After cut_here counted it: whether this write is to fail as on a full disk.
+static int disk_full(int fd) {
+  const long k = env_long("FAULT_ENOSPC_AT_WRITE");
+  if (k <= 0 || writes < k || !regular_file(fd)) return 0;
+  errno = ENOSPC;
+  return 1;
+}
+
 int rename(const char* from, const char* to) {
   static int (*real)(const char*, const char*);
   if (!real) real = (int (*)(const char*, const char*))dlsym(RTLD_NEXT, "rename");
@@ -55,6 +66,7 @@ ssize_t write(int fd, const void* buf, size_t n) {
     real(fd, buf, n / 2);
     raise(SIGKILL);
   }
+  if (disk_full(fd)) return -1;
   return real(fd, buf, n);
 }
 
@@ -65,6 +77,7 @@ ssize_t pwrite(int fd, const void* buf, size_t n, off_t at) {
     real(fd, buf, n / 2, at);
     raise(SIGKILL);
   }
+  if (disk_full(fd)) return -1;
   return real(fd, buf, n, at);
 }
 
@@ -78,6 +91,7 @@ ssize_t writev(int fd, const struct iovec* iov, int cnt) {
     real(fd, &half, 1);
     raise(SIGKILL);
   }
+  if (disk_full(fd)) return -1;
   return real(fd, iov, cnt);
 }
 

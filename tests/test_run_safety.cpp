@@ -238,6 +238,49 @@ TEST(FaultInjection, KillAtAnyRenameOrWriteThenRerunGivesTheUninterruptedResult)
   }
 }
 
+bool no_temporaries(const std::string& dir);
+
+// A full disk anywhere, without mounting: every write from the k-th on fails with ENOSPC. The run
+// stops with the reason and leaves no temporary file; the rerun on a disk with room again gives
+// the uninterrupted result. embed and export leave no output.
+TEST(FaultInjection, FullDiskAtAnyWriteFailsCleanlyThenRerunGivesTheUninterruptedResult) {
+  ASSERT_TRUE(fs::exists("bin/fault_inject.so")) << "make builds bin/fault_inject.so";
+  const std::string dir = setup("enospc");
+  const std::string shim = "LD_PRELOAD=" + fs::absolute("bin/fault_inject.so").string() + " ";
+  ASSERT_EQ(run(shim + "FAULT_COUNT=" + dir + "/count " + train_cmd(dir, " --set run_dir=" + dir + "/clean")).rc, 0);
+  std::string word;
+  long renames = 0, writes = 0;
+  std::istringstream(read_text(dir + "/count")) >> word >> renames >> word >> writes;
+  ASSERT_GT(writes, 8);
+  const auto want_losses = losses(dir + "/clean");
+  const auto want_weights = weights(dir + "/clean");
+  for (long k : {1L, writes / 4, writes / 2, 3 * writes / 4, writes}) {
+    SCOPED_TRACE("FAULT_ENOSPC_AT_WRITE=" + std::to_string(k));
+    const std::string run_dir = dir + "/run";
+    fs::remove_all(run_dir);
+    Ran full = run(shim + "FAULT_ENOSPC_AT_WRITE=" + std::to_string(k) + " " + train_cmd(dir));
+    EXPECT_EQ(full.rc, 1) << full.out;
+    EXPECT_TRUE(has(full.out, "No space left on device")) << full.out;
+    if (fs::exists(run_dir)) {
+      EXPECT_TRUE(no_temporaries(run_dir));
+    }
+    Ran rerun = run(train_cmd(dir));
+    ASSERT_EQ(rerun.rc, 0) << rerun.out;
+    EXPECT_EQ(losses(run_dir), want_losses);
+    EXPECT_EQ(weights(run_dir), want_weights);
+  }
+  Ran r = run(shim + "FAULT_ENOSPC_AT_WRITE=1 ./bin/embed --model " + dir + "/clean --input " + dir +
+              "/corpus.txt --output " + dir + "/emb.hdf5");
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_TRUE(has(r.out, dir + "/emb.hdf5")) << r.out;
+  EXPECT_FALSE(fs::exists(dir + "/emb.hdf5"));
+  r = run(shim + "FAULT_ENOSPC_AT_WRITE=1 ./bin/export --model " + dir + "/clean --output " + dir + "/export");
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "No space left on device")) << r.out;
+  EXPECT_FALSE(fs::exists(dir + "/export/weights.hdf5"));
+  EXPECT_TRUE(no_temporaries(dir));
+}
+
 // A small tmpfs to fill; needs root and mount(2), else the test skips saying why.
 struct FullDisk {
   std::string dir;
