@@ -1,0 +1,89 @@
+// The C++ tokenizer equals the corpus scripts' Python regexes, token for token and sentence for
+// sentence, on constructed edge cases and on real raw text (MARC reviews in en, es, zh; XNLI).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "data/review_corpus.h"
+#include "data/tokenizer.h"
+#include "tests/test_util.h"
+
+namespace sa {
+namespace {
+
+using Tokens = std::vector<std::string>;
+
+TEST(Tokenizer, EdgeCases) {
+  EXPECT_EQ(tokenize("Don't e-mail me at 3.5 p.m., O’Brien!"),
+            (Tokens{"Don't", "e-mail", "me", "at", "3.5", "p.m", ".", ",", "O’Brien", "!"}));
+  EXPECT_EQ(tokenize("a--b 'quoted' end."), (Tokens{"a", "-", "-", "b", "'", "quoted", "'", "end", "."}));
+  EXPECT_EQ(tokenize("Größe über straße_1 ½ 東京です。"), (Tokens{"Größe", "über", "straße_1", "½", "東京です", "。"}));
+  EXPECT_EQ(tokenize("\xff" "ab"), (Tokens{"\xff", "ab"}));  // an invalid byte is a token of its own
+  EXPECT_EQ(tokenize_sentences("One two. Three?  Four!\nFive 。六"),
+            (std::vector<Tokens>{{"One", "two", "."}, {"Three", "?"}, {"Four", "!"}, {"Five", "。", "六"}}));
+}
+
+// Python's own tokens for each line of `path`, tokens joined by spaces, sentences by " | ".
+std::vector<std::string> python_tokens(const std::string& path) {
+  const std::string script = ::testing::TempDir() + "/tok.py";
+  std::ofstream(script) << "import re, sys\n"
+                           "T = re.compile(r\"\\w+(?:[-'\u2019.]\\w+)*|[^\\w\\s]\", re.UNICODE)\n"
+                           "S = re.compile(r\"(?<=[.!?\u3002\uff01\uff1f])\\s+\")\n"
+                           "for line in open(sys.argv[1], encoding='utf-8'):\n"
+                           "    line = line.rstrip('\\n')\n"
+                           "    print(' | '.join(' '.join(t) for t in (T.findall(s) for s in S.split(line)) if t))\n";
+  std::vector<std::string> out;
+  FILE* p = popen(("python3 " + script + " " + path).c_str(), "r");
+  std::string cur;
+  char buf[4096];
+  while (std::fgets(buf, sizeof buf, p)) {
+    cur += buf;
+    if (!cur.empty() && cur.back() == '\n') cur.pop_back(), out.push_back(cur), cur.clear();
+  }
+  pclose(p);
+  return out;
+}
+
+std::string ours(const std::string& line) {
+  std::string s;
+  for (const Tokens& t : tokenize_sentences(line)) {
+    if (!s.empty()) s += " | ";
+    for (size_t i = 0; i < t.size(); ++i) s += (i ? " " : "") + t[i];
+  }
+  return s;
+}
+
+TEST(Tokenizer, EqualsThePythonScriptsOnRealText) {
+  const std::string d = "../shared/data/";
+  if (!std::filesystem::exists(d + "sentiment/marc-test-zh.csv") || std::system("python3 -c 1 2>/dev/null") != 0)
+    GTEST_SKIP() << "needs ../shared/data and python3";
+  std::vector<std::string> lines;
+  for (const char* f : {"sentiment/marc-test-en.csv", "sentiment/marc-test-es.csv", "sentiment/marc-test-zh.csv"}) {
+    const ReviewSet r = read_marc_csv(d + f);
+    for (size_t i = 0; i < r.reviews.size(); i += 5) {
+      std::string t = r.reviews[i].text;
+      for (char& c : t)
+        if (c == '\n' || c == '\r') c = ' ';  // one review per line for the script
+      lines.push_back(t);
+    }
+  }
+  std::ifstream x(d + "xnli/dev-de.tsv");
+  for (std::string l; std::getline(x, l);) lines.push_back(l.substr(0, l.find('\t')));
+  const std::string path = testing::temp_file("tok-input.txt", "");
+  {
+    std::ofstream f(path);
+    for (const std::string& l : lines) f << l << "\n";
+  }
+  const std::vector<std::string> want = python_tokens(path);
+  ASSERT_EQ(want.size(), lines.size());
+  int differ = 0;
+  for (size_t i = 0; i < lines.size(); ++i)
+    if (ours(lines[i]) != want[i] && ++differ <= 3) ADD_FAILURE() << "line " << i << ": " << lines[i] << "\n ours: " << ours(lines[i]) << "\n python: " << want[i];
+  EXPECT_EQ(differ, 0) << "of " << lines.size() << " lines";
+}
+
+}  // namespace
+}  // namespace sa
