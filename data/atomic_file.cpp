@@ -50,8 +50,7 @@ void write_parts_atomically(const std::string& path, const std::vector<std::pair
       n -= static_cast<size_t>(w);
     }
   }
-  if (::fsync(fd) != 0) give_up("sync");
-  if (::close(fd) != 0) {
+  if (::close(fd) != 0) {  // commit_file syncs it
     const std::string reason = std::strerror(errno);
     std::remove(tmp.c_str());
     fail("{}: write failed ({})", path, reason);

@@ -9,7 +9,7 @@ ops::LstmPath ElmoOptions::lstm_path() const {
 }
 
 double ElmoOptions::effective_proj_clip() const {
-  return cudnn == "on" && projection_dim < lstm_dim ? 0.0 : proj_clip;
+  return cudnn == "on" && ops::cudnn_lstm_fits(lstm_dim, projection_dim) ? 0.0 : proj_clip;
 }
 
 int ElmoOptions::n_filters() const {

@@ -16,7 +16,10 @@ namespace sa::math {
 template <typename F>
 SA_HD double log_sum_exp(int n, F f) {
   double m = -INFINITY;
-  for (int i = 0; i < n; ++i) m = f(i) > m ? f(i) : m;
+  for (int i = 0; i < n; ++i) {
+    const double v = f(i);
+    m = v > m ? v : m;
+  }
   if (m == -INFINITY) return m;
   double s = 0;
   for (int i = 0; i < n; ++i) s += exp(f(i) - m);

@@ -42,9 +42,7 @@ Tensor crf_nll(const Tensor& em, const Tensor& tags, const Tensor& lengths, cons
   Tensor alpha = Tensor::empty({B, T, K}, DType::F64, em.device()), log_z = Tensor::empty({B}, DType::F64, em.device());
   be(em).crf_nll(em, tags, lengths, trans, start, end, loss, alpha, log_z);
   record(Op::crf_nll, {em, trans, start, end}, {loss}, [=](const std::vector<Tensor>& gs) {
-    Tensor gem = like(em), gtrans = Tensor::zeros(trans.shape(), trans.dtype(), trans.device());
-    Tensor gstart = Tensor::zeros(start.shape(), start.dtype(), start.device()), gend = like(gstart);
-    be(em).fill(gend, 0.0);
+    Tensor gem = like(em), gtrans = zeros_like(trans), gstart = zeros_like(start), gend = zeros_like(end);
     Tensor beta = Tensor::empty({B, T, K}, DType::F64, em.device());
     be(em).crf_nll_backward(em, tags, lengths, trans, end, alpha, log_z, gs[0], beta, gem, gtrans, gstart, gend);
     accumulate_grad(em, gem, true);

@@ -119,6 +119,8 @@ std::vector<std::vector<Tensor>> lstm_sequences(const std::vector<LstmSequenceAr
 // Whether lstm_sequences takes cuDNN for a layer of these sizes (fails when `path` asks for cuDNN
 // on CUDA in a binary built without it).
 bool lstm_uses_cudnn(Device dev, LstmPath path, double proj_clip, int64_t cell_dim, int64_t projection_dim);
+// Whether cuDNN's RNN can run a layer of these sizes at all: it projects only to fewer units.
+inline bool cudnn_lstm_fits(int64_t cell_dim, int64_t projection_dim) { return projection_dim < cell_dim; }
 // bilm-tf highway combine: g = sig(carry), y = g * relu(transform) + (1 - g) * x
 Tensor highway(const Tensor& carry, const Tensor& transform, const Tensor& x);
 

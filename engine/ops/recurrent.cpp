@@ -176,8 +176,7 @@ std::vector<std::vector<Tensor>> lstm_sequences_cudnn(const std::vector<LstmSequ
 bool lstm_uses_cudnn(Device dev, LstmPath path, double proj_clip, int64_t cell_dim, int64_t projection_dim) {
   if (!dev.is_cuda() || path == LstmPath::Steps) return false;
 #if SA_CUDNN
-  const bool fits = projection_dim < cell_dim;  // cuDNN projects only to fewer units
-  return fits && (path == LstmPath::Cudnn || proj_clip <= 0);
+  return cudnn_lstm_fits(cell_dim, projection_dim) && (path == LstmPath::Cudnn || proj_clip <= 0);
 #else
   SA_CHECK(path != LstmPath::Cudnn, "lstm: the cuDNN path was asked for, but this binary was built without cuDNN");
   return false;
