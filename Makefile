@@ -134,16 +134,22 @@ bench:
 REPORT ?= gpu-report
 GPU_CORPUS ?= ../shared/data/corpus/brown.txt
 GPU_STEPS ?= 20
+# Each step of the report is stopped after STEP_TIMEOUT seconds, so that one hang leaves the rest.
+STEP_TIMEOUT ?= 600
+STEP := timeout $(STEP_TIMEOUT)
+# PREBUILT=1 reports on bin/ as it is (a GPU machine without the build's Debian packages).
 gpu-report:
+ifneq ($(PREBUILT),1)
 	$(MAKE) -j$$(nproc) all
+endif
 	@mkdir -p $(REPORT)
-	-./bin/tests 2>&1 | tee $(REPORT)/tests.log | tail -3
-	-./bin/bench ops --device cuda 2>&1 | tee $(REPORT)/bench-ops.log
-	-./bin/bench train --config configs/bench-small.cfg --corpus $(GPU_CORPUS) --device cuda --steps 40 --peer "" \
+	-$(STEP) ./bin/tests 2>&1 | tee $(REPORT)/tests.log | tail -3
+	-$(STEP) ./bin/bench ops --device cuda 2>&1 | tee $(REPORT)/bench-ops.log
+	-$(STEP) ./bin/bench train --config configs/bench-small.cfg --corpus $(GPU_CORPUS) --device cuda --steps 40 --peer "" \
 	  2>&1 | tee $(REPORT)/train-bench-small.log
-	-./bin/bench train --config configs/saelmo-small.cfg --corpus $(GPU_CORPUS) --device cuda --steps 40 --peer "" \
+	-$(STEP) ./bin/bench train --config configs/saelmo-small.cfg --corpus $(GPU_CORPUS) --device cuda --steps 40 --peer "" \
 	  --set contextual_warmup=2 2>&1 | tee $(REPORT)/train-saelmo-small.log
-	-for path in on off; do ./bin/bench train --config configs/elmo.cfg --corpus $(GPU_CORPUS) --device cuda \
+	-for path in on off; do $(STEP) ./bin/bench train --config configs/elmo.cfg --corpus $(GPU_CORPUS) --device cuda \
 	  --steps $(GPU_STEPS) --peer "" --set lstm.cudnn=$$path 2>&1 | tee $(REPORT)/train-elmo-cudnn-$$path.log; done
 
 clean:

@@ -61,6 +61,9 @@ class Backend {
   virtual Device device() const = 0;
   virtual CachingAllocator& allocator() = 0;
   virtual void synchronize() {}
+  // f32 matrix products on TF32 tensor cores (10-bit mantissa inputs, f32 accumulation): several
+  // times the f32 rate, results within ~1e-3 relative. Off by default; the CPU ignores it.
+  virtual void set_tf32(bool on) {}
 
   // memory and conversion (any dtype)
   virtual void fill(Tensor& t, double value) = 0;

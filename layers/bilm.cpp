@@ -34,7 +34,7 @@ void BilmState::reset_rows(double p, uint64_t seed) {
 BilmOutputs bilm_forward(const ElmoModel& m, const std::array<Tensor, 2>& tokens, BilmState& state, double p,
                          Generator& gen, const std::vector<int>* lengths) {
   const ElmoOptions& o = m.opt;
-  const double proj_clip = o.effective_proj_clip();
+  const double cell_clip = o.effective_cell_clip(), proj_clip = o.effective_proj_clip();
   BilmOutputs r;
   std::array<Tensor, 2> x = tokens;
   for (int l = 0; l < o.n_layers; ++l) {
@@ -42,13 +42,13 @@ BilmOutputs bilm_forward(const ElmoModel& m, const std::array<Tensor, 2>& tokens
     for (int d = 0; d < 2; ++d) in[d] = ops::dropout(x[d], p, gen);
     if (lengths) {  // rows of different lengths: the step composition freezes each row at its end
       for (int d = 0; d < 2; ++d)
-        out[d] = lstm_forward(m.lstm[d][l], in[d], state.dir[d][l], o.cell_clip, proj_clip, lengths);
+        out[d] = lstm_forward(m.lstm[d][l], in[d], state.dir[d][l], cell_clip, proj_clip, lengths);
     } else {  // both directions' whole sequences as one op, side by side
       std::vector<ops::LstmSequenceArgs> args;
       for (int d = 0; d < 2; ++d) {
         const LstmWeights& w = m.lstm[d][l];
         const LstmState& s = state.dir[d][l];
-        args.push_back({ops::permute(in[d], {1, 0, 2}), w.W, w.B, w.W_P, s.c, s.m, o.cell_clip, proj_clip, o.lstm_path()});
+        args.push_back({ops::permute(in[d], {1, 0, 2}), w.W, w.B, w.W_P, s.c, s.m, cell_clip, proj_clip, o.lstm_path()});
       }
       std::vector<std::vector<Tensor>> seq = ops::lstm_sequences(args);
       for (int d = 0; d < 2; ++d) {

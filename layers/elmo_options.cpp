@@ -8,9 +8,9 @@ ops::LstmPath ElmoOptions::lstm_path() const {
   return cudnn == "on" ? ops::LstmPath::Cudnn : cudnn == "off" ? ops::LstmPath::Steps : ops::LstmPath::Auto;
 }
 
-double ElmoOptions::effective_proj_clip() const {
-  return cudnn == "on" && ops::cudnn_lstm_fits(lstm_dim, projection_dim) ? 0.0 : proj_clip;
-}
+bool ElmoOptions::drops_clips() const { return cudnn == "on" && ops::cudnn_lstm_fits(lstm_dim, projection_dim); }
+double ElmoOptions::effective_cell_clip() const { return drops_clips() ? 0.0 : cell_clip; }
+double ElmoOptions::effective_proj_clip() const { return drops_clips() ? 0.0 : proj_clip; }
 
 int ElmoOptions::n_filters() const {
   int n = 0;
@@ -60,7 +60,7 @@ nlohmann::json ElmoOptions::to_json() const {
             {"n_characters", n_characters},
             {"n_highway", n_highway}}},
           {"lstm",
-           {{"cell_clip", cell_clip},
+           {{"cell_clip", effective_cell_clip()},
             {"dim", lstm_dim},
             {"n_layers", n_layers},
             {"proj_clip", effective_proj_clip()},

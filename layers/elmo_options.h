@@ -25,22 +25,25 @@ struct ElmoOptions {
   double proj_clip = 3;
   bool use_skip_connections = true;
   // Ours, how the LSTMs run on CUDA (not in options.json): "auto" takes cuDNN's RNN where it is
-  // exact (proj_clip 0), "on" takes it whenever the sizes allow, "off" never (the step kernels,
-  // exact proj_clip). See ops::LstmPath.
+  // exact (no clips), "on" takes it whenever the sizes allow, "off" never (the step kernels,
+  // exact clips). See ops::LstmPath.
   std::string cudnn = "auto";
 
   int n_filters() const;
   ops::LstmPath lstm_path() const;
-  // The proj_clip the model applies. cuDNN has none, so "on" defines the model without it wherever
-  // cuDNN can run the sizes (projection smaller than the cell), on every device: a run is then the
-  // same model whichever device trains or embeds it. options.json records this value.
+  // The clips the model applies. cuDNN has no proj_clip and its cell clip is not TF's, so "on"
+  // defines the model without either wherever cuDNN can run the sizes (projection smaller than
+  // the cell), on every device: a run is then the same model whichever device trains or embeds
+  // it. options.json records these values.
+  bool drops_clips() const;
+  double effective_cell_clip() const;
   double effective_proj_clip() const;
   // bilm-tf creates the token projection only when the filter count differs from projection_dim.
   bool use_proj() const { return n_filters() != projection_dim; }
 
   // Reads the "char_cnn" and "lstm" sections; `origin` names the file in errors.
   static ElmoOptions from_json(const nlohmann::json& j, const std::string& origin);
-  // bilm-tf layout (merge into a larger options object for training keys), proj_clip effective.
+  // bilm-tf layout (merge into a larger options object for training keys), clips effective.
   nlohmann::json to_json() const;
 };
 

@@ -271,11 +271,12 @@ std::vector<OpCase> build() {
           return Out{o[0], o[1], o[2]};
         });
   }
-  // Each CUDA implementation on its own (the CPU steps for both): cuDNN's RNN and the step
-  // kernels, with the cell clip binding and no proj_clip (which cuDNN lacks); the projection is
+  // Each CUDA implementation on its own (the CPU steps for both): cuDNN's RNN without clips (it
+  // runs none) and the step kernels with the cell clip binding; no proj_clip; the projection is
   // smaller than the cell, as cuDNN needs.
   for (ops::LstmPath path : {ops::LstmPath::Cudnn, ops::LstmPath::Steps}) {
     const bool cudnn = path == ops::LstmPath::Cudnn;
+    const double cell_clip = cudnn ? 0.0 : 0.5;
     add(cudnn ? Op::lstm_sequence_cudnn : Op::lstm_sequence, cudnn ? "lstm_sequence_cudnn" : "lstm_sequence_steps",
         [](Rng& r) {
           const int64_t t = dim(r, 1, 5), b = dim(r, 1, 4), k = dim(r, 1, 4), d = dim(r, 2, 5), p = dim(r, 1, static_cast<int>(d - 1));
@@ -284,7 +285,7 @@ std::vector<OpCase> build() {
                                         in(uniform(r, {b, d})),     in(uniform(r, {b, p}))};
         },
         [=](const In& x) {
-          auto o = ops::lstm_sequences({{x[0], x[1], x[2], x[3], x[4], x[5], 0.5, 0.0, path}});
+          auto o = ops::lstm_sequences({{x[0], x[1], x[2], x[3], x[4], x[5], cell_clip, 0.0, path}});
           return Out{o[0][0], o[0][1], o[0][2]};
         });
   }

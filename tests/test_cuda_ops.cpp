@@ -35,6 +35,51 @@ TEST_P(CudaVsCpu, ForwardAndBackwardMatch) {
   }
 }
 
+// Rows long enough that CUDA splits each over many blocks (a whole-tensor sum, a long max): the
+// partial results must add up to the CPU's, and the argmax must stay the first of equal maxima.
+// f64, so the only difference is the summation order: |cuda - cpu| <= 1e-12 * sum |x|.
+TEST(CudaReductions, LongRowsSplitOverBlocksMatchTheCpu) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU present: CUDA reduction check skipped";
+  const int64_t rows = 3, n = 400'003;
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<double> u(-1, 1);
+  std::vector<double> v(static_cast<size_t>(rows * n));
+  for (double& e : v) e = u(rng);
+  // Row 1 holds its maximum twice, far apart (in different blocks): the first must win.
+  v[static_cast<size_t>(n + 1000)] = v[static_cast<size_t>(n + 350'000)] = 7.0;
+  double abs_sum = 0;
+  for (double e : v) abs_sum += std::abs(e);
+  auto run = [&](Device d) {
+    Tensor x = Tensor::of(v, {rows, n}, DType::F64).to(d).set_requires_grad();
+    Tensor total = ops::sum(x), per_row = ops::sum(x, 1), best = ops::max(x, 1);
+    backward(ops::sum(ops::scale(best, 2.0)));
+    return std::vector<std::vector<double>>{total.values(), per_row.values(), best.values(), x.grad().values()};
+  };
+  std::vector<std::vector<double>> cpu = run(Device::cpu()), gpu = run(Device::cuda(0));
+  for (size_t k = 0; k < cpu.size(); ++k) {
+    ASSERT_EQ(cpu[k].size(), gpu[k].size());
+    for (size_t i = 0; i < cpu[k].size(); ++i)
+      ASSERT_NEAR(cpu[k][i], gpu[k][i], 1e-12 * abs_sum) << "result " << k << " element " << i;
+  }
+  EXPECT_EQ(gpu[3][static_cast<size_t>(n + 1000)], 2.0);  // the first maximum of row 1 gets the gradient
+  EXPECT_EQ(gpu[3][static_cast<size_t>(n + 350'000)], 0.0);
+}
+
+// cuDNN's cell clip is not TF's, so the cuDNN path refuses a layer with a clip instead of computing
+// another function.
+TEST(CudaLstm, CudnnPathRefusesClips) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU present: cuDNN path check skipped";
+  if (!ops::lstm_uses_cudnn(Device::cuda(0), ops::LstmPath::Cudnn, 0.0, 0.0, 4, 2))
+    GTEST_SKIP() << "built without cuDNN";
+  EXPECT_TRUE(ops::lstm_uses_cudnn(Device::cuda(0), ops::LstmPath::Auto, 0.0, 0.0, 4, 2));
+  EXPECT_FALSE(ops::lstm_uses_cudnn(Device::cuda(0), ops::LstmPath::Auto, 3.0, 0.0, 4, 2));
+  EXPECT_FALSE(ops::lstm_uses_cudnn(Device::cuda(0), ops::LstmPath::Auto, 0.0, 3.0, 4, 2));
+  EXPECT_THROW(ops::lstm_uses_cudnn(Device::cuda(0), ops::LstmPath::Cudnn, 3.0, 0.0, 4, 2), Error);
+  EXPECT_THROW(ops::lstm_uses_cudnn(Device::cuda(0), ops::LstmPath::Cudnn, 0.0, 3.0, 4, 2), Error);
+  // Sizes cuDNN cannot run fall back to the step kernels, clips or not.
+  EXPECT_FALSE(ops::lstm_uses_cudnn(Device::cuda(0), ops::LstmPath::Cudnn, 3.0, 3.0, 4, 4));
+}
+
 INSTANTIATE_TEST_SUITE_P(AllOps, CudaVsCpu, ::testing::Range<size_t>(0, op_cases().size()),
                          [](const auto& info) { return op_cases()[info.param].name; });
 

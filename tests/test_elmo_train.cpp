@@ -122,8 +122,11 @@ TEST(ElmoTrain, StatelessEmbeddingIgnoresPadding) {
 }
 
 // One training step's loss and every gradient on CUDA against the CPU, f32.
-// Tolerance: |cuda - cpu| <= 1e-5 + 1e-3 * max|cpu gradient of that tensor| (f32, sums reordered).
-void expect_cuda_step_matches_cpu(const ElmoOptions& o) {
+// Tolerance: |cuda - cpu| <= 1e-5 + rel * max|cpu gradient of that tensor|, rel = 1e-3 (f32, sums
+// reordered) or 1e-2 with CUDA's products on TF32 (10-bit mantissas); the loss within rel / 100 or
+// rel (TF32).
+void expect_cuda_step_matches_cpu(const ElmoOptions& o, bool tf32 = false) {
+  const double rel = tf32 ? 1e-2 : 1e-3;
   Vocab v = Vocab::from_words({"<S>", "</S>", "<UNK>", "the", "cat", "sat", "on", "a", "mat", "."});
   std::vector<std::string> words = {"<S>", "the", "cat", "sat", "on", "a", "mat", ".", "</S>", "dog"};
   LmBatch bf = batch(words, v, 3, 4), bb = batch({words.rbegin(), words.rend()}, v, 3, 4);
@@ -149,15 +152,18 @@ void expect_cuda_step_matches_cpu(const ElmoOptions& o) {
     return value;
   };
   std::vector<std::vector<double>> gc, gg;
-  double lc = run(Device::cpu(), gc), lg = run(Device::cuda(0), gg);
-  EXPECT_NEAR(lc, lg, 1e-5 * std::abs(lc));
+  const double lc = run(Device::cpu(), gc);
+  backend(Device::cuda(0)).set_tf32(tf32);
+  const double lg = run(Device::cuda(0), gg);
+  backend(Device::cuda(0)).set_tf32(false);
+  EXPECT_NEAR(lc, lg, (tf32 ? 1e-2 : 1e-5) * std::abs(lc));
   ElmoLM names = ElmoLM::init(o, v.size(), 3, Device::cpu());
   std::vector<NamedTensor> nts = names.named();
   for (size_t i = 0; i < gc.size(); ++i) {
     double scale = 0;
     for (double x : gc[i]) scale = std::max(scale, std::abs(x));
     for (size_t e = 0; e < gc[i].size(); ++e)
-      EXPECT_NEAR(gc[i][e], gg[i][e], 1e-5 + 1e-3 * scale) << nts[i].name << " element " << e;
+      EXPECT_NEAR(gc[i][e], gg[i][e], 1e-5 + rel * scale) << nts[i].name << " element " << e;
   }
 }
 
@@ -167,15 +173,23 @@ TEST(ElmoTrain, CudaStepMatchesCpu) {
   expect_cuda_step_matches_cpu(tiny());
 }
 
-// Without proj_clip, and a projection smaller than the cell, they run through cuDNN's RNN.
+// With lstm.cudnn "on" (the model then has no clips) and a projection smaller than the cell, the
+// LSTMs run through cuDNN's RNN.
 TEST(ElmoTrain, CudaCudnnStepMatchesCpu) {
   if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU present: CUDA (cuDNN) vs CPU training step skipped";
   ElmoOptions o = tiny();
   o.lstm_dim = 6;
-  o.proj_clip = 0;
-  if (!ops::lstm_uses_cudnn(Device::cuda(0), o.lstm_path(), o.proj_clip, o.lstm_dim, o.projection_dim))
+  o.cudnn = "on";
+  if (!ops::lstm_uses_cudnn(Device::cuda(0), o.lstm_path(), o.effective_cell_clip(), o.effective_proj_clip(),
+                            o.lstm_dim, o.projection_dim))
     GTEST_SKIP() << "built without cuDNN: the cuDNN training step is not checked";
   expect_cuda_step_matches_cpu(o);
+}
+
+// precision = "tf32": the same step on TF32 tensor cores stays close to the f32 CPU step.
+TEST(ElmoTrain, CudaTf32StepIsCloseToCpu) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU present: TF32 training step skipped";
+  expect_cuda_step_matches_cpu(tiny(), true);
 }
 
 TEST(ElmoTrain, BilmWeightsRoundTrip) {

@@ -59,17 +59,20 @@ double max_abs(const std::vector<double>& v) {
   return m;
 }
 
-// lstm.cudnn = "on" trains a model without proj_clip (cuDNN has none); the embedder must compute
-// that model, not re-apply the clip of config.cfg. "auto" keeps the clip, in training and embedding.
+// lstm.cudnn = "on" trains a model without proj_clip and cell_clip (cuDNN has no proj_clip and its
+// cell clip is not TF's); the embedder must compute that model, not re-apply the clips of
+// config.cfg. "auto" keeps the clips, in training and embedding.
 TEST(ModelInterface, EmbedderHonoursTheRunsLstmSettings) {
   const std::vector<std::string> words = {"the", "cat", "sat", "on", "the", "bank", "."};
   const double clip = 0.01;  // binds: projected outputs are larger
   for (const std::string cudnn : {"on", "auto"}) {
     SCOPED_TRACE(cudnn);
     const std::string run =
-        train_tiny("cudnn-" + cudnn, "", "proj_clip = " + std::to_string(clip) + "\ncudnn = \"" + cudnn + "\"\n");
+        train_tiny("cudnn-" + cudnn, "", "proj_clip = " + std::to_string(clip) + "\ncell_clip = 2.5\ncudnn = \"" + cudnn + "\"\n");
     std::ifstream in(run_files::options(run));
-    const double recorded = nlohmann::json::parse(in)["lstm"]["proj_clip"].get<double>();
+    const nlohmann::json options = nlohmann::json::parse(in);
+    const double recorded = options["lstm"]["proj_clip"].get<double>();
+    EXPECT_EQ(options["lstm"]["cell_clip"].get<double>(), cudnn == "on" ? 0.0 : 2.5);
     std::unique_ptr<ContextualEncoder> enc = load_encoder({run, "", ""}, Device::cpu());
     const std::vector<double> got = first_lstm_layer(*enc, words);
     // The trained model, from its checkpoint: the training forward at zero state, no dropout.

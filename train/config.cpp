@@ -92,6 +92,7 @@ const std::vector<Key>& schema() {
         SA_KEY(bool, "true or false", "lowercase", lowercase),
         SA_KEY(std::string, "a string", "run_dir", run_dir),
         SA_KEY(std::string, "a string", "device", device),
+        SA_KEY(std::string, "a string", "precision", precision),
         SA_KEY(int64_t, "an integer", "seed", seed),
         SA_KEY(int64_t, "an integer", "n_steps", n_steps),
         SA_KEY(int64_t, "an integer", "log_every", log_every),
@@ -251,6 +252,8 @@ void validate(const TrainConfig& c, const std::string& origin, const KeyLines& l
         fmt::format("must be 261 (training) or 262 (bilm-tf's inference value), got {}", c.model.n_characters));
   check(c.sense.n_context == 0 || c.sense.n_context >= 2, "n_context",
         fmt::format("must be 0 (plain ELMo) or at least 2 (sense 0 is the warm-up sense), got {}", c.sense.n_context));
+  check(c.precision == "f32" || c.precision == "tf32", "precision",
+        fmt::format("must be \"f32\" or \"tf32\", got \"{}\"", c.precision));
   check(c.model.cudnn == "auto" || c.model.cudnn == "on" || c.model.cudnn == "off", "lstm.cudnn",
         fmt::format("must be \"auto\", \"on\" or \"off\", got \"{}\"", c.model.cudnn));
   check(c.dictionary_format == "muse" || c.dictionary_format == "cedict" || c.dictionary_format == "edict" ||
@@ -292,7 +295,7 @@ std::vector<std::string> TrainConfig::keys() {
 const std::vector<std::string>& TrainConfig::resumable_keys() {
   static const std::vector<std::string> k = {"n_steps",       "n_epochs",       "log_every",       "checkpoint_every",
                                              "keep_checkpoints", "heldout_every", "heldout_batches", "heldout_prefix",
-                                             "device",        "run_dir",        "lstm.cudnn"};
+                                             "device",        "run_dir",        "lstm.cudnn",     "precision"};
   return k;
 }
 
@@ -303,6 +306,9 @@ std::vector<std::string> TrainConfig::refused_changes(const TrainConfig& saved) 
   if (now.model.effective_proj_clip() != saved.model.effective_proj_clip())
     refused.push_back(fmt::format("the model's proj_clip: {} -> {} (lstm.proj_clip, lstm.cudnn)",
                                   saved.model.effective_proj_clip(), now.model.effective_proj_clip()));
+  if (now.model.effective_cell_clip() != saved.model.effective_cell_clip())
+    refused.push_back(fmt::format("the model's cell_clip: {} -> {} (lstm.cell_clip, lstm.cudnn)",
+                                  saved.model.effective_cell_clip(), now.model.effective_cell_clip()));
   const auto& ok = resumable_keys();
   for (const Key& k : schema()) {
     if (std::find(ok.begin(), ok.end(), k.name) != ok.end()) continue;

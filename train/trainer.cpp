@@ -14,6 +14,7 @@
 #include "engine/engine.h"
 #include "train/checkpoint.h"
 #include "train/run_lock.h"
+#include "train/step_phases.h"
 
 namespace sa {
 
@@ -106,17 +107,21 @@ void print_setup(const TrainConfig& c, const TrainConfig& cfg, const ElmoLM& lm,
               vocab, n_params / 1e6, n_params * 4.0 / 1048576, (long)cfg.n_train_tokens, (long)total, c.batch_size,
               c.unroll_steps, dev.str().c_str());
   if (dev.is_cuda()) {
+    if (c.precision == "tf32") std::printf("matrix products on %s: TF32 tensor cores\n", dev.str().c_str());
     const ElmoOptions& m = c.model;
     std::printf("LSTM on %s: %s\n", dev.str().c_str(),
-                ops::lstm_uses_cudnn(dev, m.lstm_path(), m.effective_proj_clip(), m.lstm_dim, m.projection_dim)
-                    ? (m.proj_clip > 0 ? "cuDNN RNN (lstm.cudnn = \"on\": the model has no proj_clip)" : "cuDNN RNN")
-                    : "step kernels with exact proj_clip (lstm.cudnn = \"on\" takes cuDNN without it)");
+                ops::lstm_uses_cudnn(dev, m.lstm_path(), m.effective_cell_clip(), m.effective_proj_clip(), m.lstm_dim,
+                                     m.projection_dim)
+                    ? (m.cell_clip > 0 || m.proj_clip > 0
+                           ? "cuDNN RNN (lstm.cudnn = \"on\": the model has no cell_clip or proj_clip)"
+                           : "cuDNN RNN")
+                    : "step kernels with exact clips (lstm.cudnn = \"on\" takes cuDNN without them)");
   }
 }
 
 }  // namespace
 
-TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet) {
+TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet, bool time_phases) {
   const std::string& dir = c.run_dir;
   SA_CHECK(!fs::exists(dir) || fs::is_directory(dir), "{}: Not a directory (run_dir names a file)", dir);
   fs::create_directories(dir);
@@ -142,6 +147,12 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet) 
   }
   fs::create_directories(run_files::checkpoint_dir(dir));
   Device dev = resolve_device(c.device);
+  // The precision holds for this run only: the backend is shared with whatever runs next.
+  struct Tf32Scope {
+    Device dev;
+    Tf32Scope(Device d, bool on) : dev(d) { backend(dev).set_tf32(on); }
+    ~Tf32Scope() { backend(dev).set_tf32(false); }
+  } tf32(dev, c.precision == "tf32");
   Vocab vocab = run_vocab(c);
   SA_CHECK(c.n_negative_samples_batch <= vocab.size(),
            "n_negative_samples_batch ({}) exceeds the vocabulary size ({})", c.n_negative_samples_batch, vocab.size());
@@ -236,16 +247,20 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet) 
     for (size_t i = 0; i + static_cast<size_t>(c.keep_checkpoints) < all.size(); ++i) fs::remove(all[i]);
   };
 
+  StepPhases phases(time_phases, dev);
   while (step < total && (max_new_steps <= 0 || step - first < max_new_steps)) {
     // batch
+    phases.start();
     fwd.next(bf);
     bwd.next(bb);
     ++step;
     s.carried.reset_rows(c.state_reset, c.seed * 998244353 + static_cast<uint64_t>(step));
     std::mt19937_64 sample_rng(c.seed * 1000003 + static_cast<uint64_t>(step));
+    phases.mark("batch");
     // forward
     auto [tf, tb] = encode_batches(lm, bf, bb);
     BilmOutputs out = bilm_forward(lm.bilm, {tf, tb}, s.carried, c.dropout, s.dropout);
+    phases.mark("forward");
     // loss
     const LmBatch* batches[2] = {&bf, &bb};
     Tensor dir_loss[2];
@@ -263,13 +278,18 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet) 
     Tensor loss = ops::scale(ops::add(dir_loss[0], dir_loss[1]), 0.5);
     double lv = loss.item();
     SA_CHECK(std::isfinite(lv), "step {}: the loss is {} (lower learning_rate or all_clip_norm_val?)", step, lv);
+    phases.mark("loss");
     // backward (bilm-tf differentiates total_loss * unroll_steps), clip, update
     backward(loss, Tensor::full(loss.shape(), c.unroll_steps, loss.dtype(), dev));
+    phases.mark("backward");
     std::vector<Tensor> params = lm.params();
     coalesce_sparse_grads(params);
+    phases.mark("coalesce sparse gradients");
     clip_global_norm(params, c.all_clip_norm_val);
+    phases.mark("clip");
     s.opt.step(params);
     s.carried.detach();
+    phases.mark("update");
     // sense schedule
     if (sense) {
       SenseEvents ev[2];
@@ -281,13 +301,17 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet) 
         log_metrics({{"step", step}, {"senses_removed", removed}});
         if (!quiet) std::printf("step %ld: pruning removed %d senses\n", (long)step, removed);
       }
+      phases.mark("sense schedule");
     }
     // progress
     smooth = step == first + 1 ? lv : 0.95 * smooth + 0.05 * lv;
     res.last_loss = lv;
     double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     res.tokens_per_s = static_cast<double>(step - first) * tokens_per_step / el;
-    if (step - first == warm) t_warm = std::chrono::steady_clock::now();
+    if (step - first == warm) {
+      t_warm = std::chrono::steady_clock::now();
+      phases.reset();
+    }
     if (step - first > warm)
       res.steady_tokens_per_s = static_cast<double>(step - first - warm) * tokens_per_step /
                                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t_warm).count();
@@ -316,6 +340,7 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet) 
     if (!quiet) std::printf("held-out perplexity %.1f\n", res.heldout_perplexity);
   }
   res.steps_done = step;
+  res.phase_seconds = phases.totals();
   return res;
 }
 

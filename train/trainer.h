@@ -14,10 +14,14 @@ struct TrainResult {
   double heldout_perplexity = 0;  // 0 when no held-out data
   double tokens_per_s = 0;         // over every step of this invocation
   double steady_tokens_per_s = 0;  // after the first 5 steps (allocation warm-up excluded)
+  // Seconds per step phase over the steps after the first 5, when asked for (time_phases).
+  std::vector<std::pair<std::string, double>> phase_seconds;
 };
 
 // Trains (or resumes) the run that `config` describes. `max_new_steps` > 0 stops early after that
 // many steps of this invocation (benchmarks); checkpoints and metrics are still written.
-TrainResult train_elmo(const TrainConfig& config, int64_t max_new_steps = 0, bool quiet = false);
+// `time_phases` waits for the device between the phases of each step to time them (benchmarks).
+TrainResult train_elmo(const TrainConfig& config, int64_t max_new_steps = 0, bool quiet = false,
+                       bool time_phases = false);
 
 }  // namespace sa

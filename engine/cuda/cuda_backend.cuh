@@ -11,6 +11,7 @@ class CudaBackend final : public Backend {
   Device device() const override { return Device::cuda(device_); }
   CachingAllocator& allocator() override { return alloc_; }
   void synchronize() override;
+  void set_tf32(bool on) override;
   cudaStream_t stream() const { return stream_; }
   cublasHandle_t blas() const { return blas_; }
 

@@ -34,6 +34,10 @@ CudaBackend::CudaBackend(int device) : device_(device), alloc_(device_raw_alloc,
 
 void CudaBackend::synchronize() { CUDA_CHECK(cudaStreamSynchronize(stream_)); }
 
+void CudaBackend::set_tf32(bool on) {
+  CUBLAS_CHECK(cublasSetMathMode(blas_, on ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+}
+
 namespace cuda {
 
 bool built() { return true; }

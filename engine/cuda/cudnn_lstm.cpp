@@ -199,7 +199,8 @@ Forward forward(const ops::LstmSequenceArgs& a) {
                                        CUDNN_UNIDIRECTIONAL, CUDNN_LINEAR_INPUT, dt, dt, math,
                                        static_cast<int32_t>(in), static_cast<int32_t>(D), static_cast<int32_t>(P), 1,
                                        c.dropout, CUDNN_RNN_PADDED_IO_DISABLED));
-  if (a.cell_clip > 0) CUDNN_CHECK(cudnnRNNSetClip_v9(s->rnn, CUDNN_RNN_CLIP_MINMAX, -a.cell_clip, a.cell_clip));
+  SA_CHECK(a.cell_clip <= 0 && a.proj_clip <= 0, "lstm (cuDNN): no clips (cell_clip {}, proj_clip {})", a.cell_clip,
+           a.proj_clip);
   describe_sequence(&s->xd, dt, T, B, in);
   describe_sequence(&s->yd, dt, T, B, P);
   describe_state(&s->hd, dt, B, P);

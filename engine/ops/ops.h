@@ -105,8 +105,10 @@ std::vector<Tensor> lstm_sequence(const Tensor& x, const Tensor& W, const Tensor
                                   const Tensor& c0, const Tensor& m0, double cell_clip, double proj_clip);
 // Which implementation runs an LSTM sequence on CUDA: Auto takes cuDNN's RNN where it is exact
 // (proj_clip 0, projection smaller than the cell, built with cuDNN) and the step kernels otherwise;
-// Cudnn takes cuDNN whenever it can run the shapes, without proj_clip (the fast path); Steps always
-// steps (exact proj_clip). The CPU always steps.
+// Cudnn takes cuDNN whenever it can run the shapes (the fast path: callers pass no clips); Steps
+// always steps (exact clips). The CPU always steps. cuDNN has no proj_clip, and its cell clip is not
+// TF's (on an H100, cuDNN 9.19, it matched neither c clipped and carried nor any simple variant),
+// so it runs only layers without either clip.
 enum class LstmPath { Auto, Cudnn, Steps };
 // Several independent sequences (the forward and backward LMs' layers) as one node; the CPU runs
 // them side by side, one thread each.
@@ -116,9 +118,11 @@ struct LstmSequenceArgs {
   LstmPath path = LstmPath::Auto;
 };
 std::vector<std::vector<Tensor>> lstm_sequences(const std::vector<LstmSequenceArgs>& args);
-// Whether lstm_sequences takes cuDNN for a layer of these sizes (fails when `path` asks for cuDNN
-// on CUDA in a binary built without it).
-bool lstm_uses_cudnn(Device dev, LstmPath path, double proj_clip, int64_t cell_dim, int64_t projection_dim);
+// Whether lstm_sequences takes cuDNN for a layer of these sizes and clips: Auto where both clips
+// are 0, Cudnn wherever the sizes fit (fails when it comes with a clip, or on CUDA in a binary
+// built without cuDNN).
+bool lstm_uses_cudnn(Device dev, LstmPath path, double cell_clip, double proj_clip, int64_t cell_dim,
+                     int64_t projection_dim);
 // Whether cuDNN's RNN can run a layer of these sizes at all: it projects only to fewer units.
 inline bool cudnn_lstm_fits(int64_t cell_dim, int64_t projection_dim) { return projection_dim < cell_dim; }
 // bilm-tf highway combine: g = sig(carry), y = g * relu(transform) + (1 - g) * x

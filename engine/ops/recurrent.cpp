@@ -137,7 +137,8 @@ void for_each_sequence(const std::vector<Seq>& seqs, F f) {
 
 // Whether a sequence runs through cuDNN (see LstmPath).
 bool runs_on_cudnn(const LstmSequenceArgs& a) {
-  return a.W_P.rank() == 2 && lstm_uses_cudnn(a.x.device(), a.path, a.proj_clip, a.W_P.dim(0), a.W_P.dim(1));
+  return a.W_P.rank() == 2 &&
+         lstm_uses_cudnn(a.x.device(), a.path, a.cell_clip, a.proj_clip, a.W_P.dim(0), a.W_P.dim(1));
 }
 
 #if SA_CUDNN
@@ -173,10 +174,15 @@ std::vector<std::vector<Tensor>> lstm_sequences_cudnn(const std::vector<LstmSequ
 
 }  // namespace
 
-bool lstm_uses_cudnn(Device dev, LstmPath path, double proj_clip, int64_t cell_dim, int64_t projection_dim) {
+bool lstm_uses_cudnn(Device dev, LstmPath path, double cell_clip, double proj_clip, int64_t cell_dim,
+                     int64_t projection_dim) {
   if (!dev.is_cuda() || path == LstmPath::Steps) return false;
 #if SA_CUDNN
-  return cudnn_lstm_fits(cell_dim, projection_dim) && (path == LstmPath::Cudnn || proj_clip <= 0);
+  const bool clipped = cell_clip > 0 || proj_clip > 0;
+  SA_CHECK(path != LstmPath::Cudnn || !clipped || !cudnn_lstm_fits(cell_dim, projection_dim),
+           "lstm: the cuDNN path runs no cell_clip or proj_clip (got {} and {}); pass 0 for both or take the step "
+           "kernels", cell_clip, proj_clip);
+  return cudnn_lstm_fits(cell_dim, projection_dim) && (path == LstmPath::Cudnn || !clipped);
 #else
   SA_CHECK(path != LstmPath::Cudnn, "lstm: the cuDNN path was asked for, but this binary was built without cuDNN");
   return false;

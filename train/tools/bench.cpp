@@ -97,12 +97,12 @@ void bench_lstm_sequence(Device d, bool quick, int iters, const std::string& dev
   const std::string shape = std::to_string(T) + "x" + std::to_string(B) + "x" + std::to_string(D) + "/" + std::to_string(P);
   std::printf("%-7s %-34s %-18s %9.3f ms %9.3f ms %7.2f\n", dev.c_str(), "lstm_sequence fwd+bwd vs steps",
               shape.c_str(), tf * 1e3, tc * 1e3, tc / tf);
-  if (!ops::lstm_uses_cudnn(d, ops::LstmPath::Cudnn, 0.0, D, P)) return;
-  // cuDNN's RNN against our step kernels on the same layer (no proj_clip, which cuDNN lacks).
+  if (!ops::lstm_uses_cudnn(d, ops::LstmPath::Cudnn, 0.0, 0.0, D, P)) return;
+  // cuDNN's RNN against our step kernels on the same layer (no clips, which cuDNN cannot run).
   Tensor xt = ops::permute(x, {1, 0, 2}).detach().set_requires_grad();
   auto layer = [&](ops::LstmPath path) {
     Tensor c0 = Tensor::zeros({B, D}, DType::F32, d), m0 = Tensor::zeros({B, P}, DType::F32, d);
-    backward(ops::sum(ops::lstm_sequences({{xt, W, b, WP, c0, m0, 3.0, 0.0, path}})[0][0]));
+    backward(ops::sum(ops::lstm_sequences({{xt, W, b, WP, c0, m0, 0.0, 0.0, path}})[0][0]));
   };
   double tn = time_it(d, iters, [&] { layer(ops::LstmPath::Cudnn); });
   double ts = time_it(d, iters, [&] { layer(ops::LstmPath::Steps); });
@@ -230,7 +230,7 @@ double peak_rss_mib(int who) {
 }
 
 int bench_train(const std::string& config, const std::string& corpus, int steps, const std::string& device,
-                const std::string& peer, const std::vector<std::string>& overrides) {
+                const std::string& peer, const std::vector<std::string>& overrides, bool time_phases) {
   std::string dir = (std::filesystem::temp_directory_path() / ("sensealign-bench-" + std::to_string(::getpid()))).string();
   // Every word in the vocabulary, as the PyTorch peer builds it: the same V on both sides.
   std::vector<std::string> sets = {"run_dir=" + dir, "n_steps=" + std::to_string(steps + 5), "heldout_prefix=",
@@ -240,11 +240,26 @@ int bench_train(const std::string& config, const std::string& corpus, int steps,
   TrainConfig c = TrainConfig::load(config, sets);
   std::printf("bench train: %s on %s, %d timed steps after 5 warm-up steps of %dx%d tokens\n", config.c_str(),
               c.train_prefix.c_str(), steps, c.batch_size, c.unroll_steps);
-  TrainResult r = train_elmo(c, 0, true);
+  TrainResult r = train_elmo(c, 0, true, time_phases);
   std::filesystem::remove_all(dir);
   AllocatorStats hs = host_allocator().stats();
-  std::printf("sensealign: %.0f tokens/s | peak RSS %.0f MiB | peak tensor memory %.0f MiB (host)\n",
+  std::printf("sensealign: %.0f tokens/s | peak RSS %.0f MiB | peak tensor memory %.0f MiB (host)",
               r.steady_tokens_per_s, peak_rss_mib(RUSAGE_SELF), hs.peak_in_use / 1048576.0);
+  const Device d = resolve_device(c.device);
+  if (d.is_cuda()) {
+    AllocatorStats ds = backend(d).allocator().stats();
+    std::printf(" | peak device memory %.0f MiB in use, %.0f MiB reserved at the end (%s)",
+                ds.peak_in_use / 1048576.0, ds.reserved / 1048576.0, d.str().c_str());
+  }
+  std::printf("\n");
+  if (time_phases) {
+    double all = 0;
+    for (const auto& [name, sec] : r.phase_seconds) all += sec;
+    std::printf("step phases over %d steps (each waits for the device; %.1f ms per step in all):\n", steps,
+                all / steps * 1e3);
+    for (const auto& [name, sec] : r.phase_seconds)
+      std::printf("  %-28s %8.2f ms  %5.1f%%\n", name.c_str(), sec / steps * 1e3, 100 * sec / all);
+  }
   if (peer.empty()) return 0;
   // The PyTorch peer, same corpus, same machine, same run.
   std::string probe = "/usr/bin/python3 -c 'import torch' >/dev/null 2>&1";
@@ -288,11 +303,13 @@ int main(int argc, char** argv) {
       ->check(CLI::Validator(positive_integer, "POSITIVE"));
   train_cmd->add_option("--device", tdevice, "auto, cpu, cuda or cuda:N");
   train_cmd->add_option("--peer", peer, "the PyTorch peer script; empty to skip");
+  bool time_phases = false;
+  train_cmd->add_flag("--phases", time_phases, "also time each phase of a step (waits for the device between them)");
   std::vector<std::string> overrides;
   train_cmd->add_option("--set", overrides, "key=value config overrides, as bin/train (e.g. lstm.cudnn=on)");
   CLI11_PARSE(app, argc, argv);
   try {
-    if (train_cmd->parsed()) return bench_train(config, corpus, steps, tdevice, peer, overrides);
+    if (train_cmd->parsed()) return bench_train(config, corpus, steps, tdevice, peer, overrides, time_phases);
     std::vector<Device> devs;
     if (device == "all") {
       devs.push_back(Device::cpu());

@@ -1,0 +1,50 @@
+// Wall time per phase of a training step (batch, forward, loss, backward, update, ...), for
+// `bench train --phases`. When on, every mark first waits for the device, so each phase is charged
+// for its own GPU work; that removes the overlap between host and device, so read the split from
+// it, and the rate from a run without it.
+#pragma once
+#include <chrono>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/engine.h"
+
+namespace sa {
+
+class StepPhases {
+ public:
+  StepPhases(bool on, Device dev) : on_(on), dev_(dev) {}
+  bool on() const { return on_; }
+  // Marks the start of a step's first phase.
+  void start() {
+    if (!on_) return;
+    backend(dev_).synchronize();
+    last_ = std::chrono::steady_clock::now();
+  }
+  // Ends the phase that ran since the last mark, charging it to `name`.
+  void mark(const char* name) {
+    if (!on_) return;
+    backend(dev_).synchronize();
+    const auto now = std::chrono::steady_clock::now();
+    const double s = std::chrono::duration<double>(now - last_).count();
+    last_ = now;
+    for (auto& [n, total] : totals_)
+      if (n == name) {
+        total += s;
+        return;
+      }
+    totals_.emplace_back(name, s);
+  }
+  // Forgets what was measured so far (the warm-up steps).
+  void reset() { totals_.clear(); }
+  const std::vector<std::pair<std::string, double>>& totals() const { return totals_; }
+
+ private:
+  bool on_;
+  Device dev_;
+  std::chrono::steady_clock::time_point last_;
+  std::vector<std::pair<std::string, double>> totals_;
+};
+
+}  // namespace sa
