@@ -137,6 +137,10 @@ class Backend {
   // rows of a 2-D table by i32 index
   virtual void gather_rows(const Tensor& table, const Tensor& idx, Tensor& out) = 0;
   virtual void scatter_add_rows(const Tensor& src, const Tensor& idx, Tensor& table) = 0;
+  // Sums the rows that share an id (a row-sparse gradient's entries): ids i32 [M], rows [M, d] ->
+  // the distinct ids in increasing order (i32 [U]) and their summed rows [U, d]. Each sum adds its
+  // rows in the order they come, so the result is deterministic and the same on every backend.
+  virtual std::pair<Tensor, Tensor> coalesce_rows(const Tensor& ids, const Tensor& rows) = 0;
 
   // 1-D convolution over positions then max over positions:
   // x [N,L,Cin], w [W,Cin,Cout], b [Cout] -> y [N,Cout] = max_t (sum conv + b), argmax i32 [N,Cout]
@@ -229,6 +233,7 @@ class Backend {
                                 const Tensor& cand_ids, Tensor& loss, Tensor& lse, Tensor& selected) override; \
   void gather_rows(const Tensor& table, const Tensor& idx, Tensor& out) override; \
   void scatter_add_rows(const Tensor& src, const Tensor& idx, Tensor& table) override; \
+  std::pair<Tensor, Tensor> coalesce_rows(const Tensor& ids, const Tensor& rows) override; \
   void conv1d_max(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, Tensor& argmax) override; \
   void conv1d_max_backward(const Tensor& x, const Tensor& w, const Tensor& argmax, const Tensor& gy, Tensor* gx, \
                            Tensor* gw, Tensor* gb) override; \

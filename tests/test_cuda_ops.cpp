@@ -80,6 +80,31 @@ TEST(CudaLstm, CudnnPathRefusesClips) {
   EXPECT_FALSE(ops::lstm_uses_cudnn(Device::cuda(0), ops::LstmPath::Cudnn, 3.0, 3.0, 4, 4));
 }
 
+// A sparse gradient's entries summed per id on the GPU (sorted there) equal the CPU's: the same ids
+// in the same order, and the same sums bit for bit (each adds its rows in their order).
+TEST(CudaRows, CoalesceEqualsTheCpu) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU present: CUDA coalesce check skipped";
+  std::mt19937_64 rng(9);
+  for (DType dt : {DType::F32, DType::F64}) {
+    SparseGrad cpu, gpu;
+    for (int64_t n : {3000, 1, 517}) {  // three uses of the table, ids repeating within and across them
+      std::vector<double> ids(static_cast<size_t>(n)), rows(static_cast<size_t>(n * 7));
+      for (double& v : ids) v = static_cast<double>(rng() % 50);
+      for (double& v : rows) v = std::uniform_real_distribution<double>(-1, 1)(rng);
+      for (Device d : {Device::cpu(), Device::cuda(0)}) {
+        SparseGrad& g = d.is_cuda() ? gpu : cpu;
+        g.indices.push_back(Tensor::of(ids, {n}, DType::I32).to(d));
+        g.rows.push_back(Tensor::of(rows, {n, 7}, dt).to(d));
+      }
+    }
+    auto [cid, crow] = cpu.coalesce();
+    auto [gid, grow] = gpu.coalesce();
+    EXPECT_EQ(cid.values(), gid.values());
+    EXPECT_EQ(crow.values(), grow.values());
+    EXPECT_EQ(cid.numel(), 50);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllOps, CudaVsCpu, ::testing::Range<size_t>(0, op_cases().size()),
                          [](const auto& info) { return op_cases()[info.param].name; });
 

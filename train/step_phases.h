@@ -37,14 +37,23 @@ class StepPhases {
     totals_.emplace_back(name, s);
   }
   // Forgets what was measured so far (the warm-up steps).
-  void reset() { totals_.clear(); }
+  void reset() {
+    totals_.clear();
+    backward_ops_.clear();
+  }
   const std::vector<std::pair<std::string, double>>& totals() const { return totals_; }
+  // The backward phase split by op (autograd's profile_backward): start before backward(), stop after.
+  void profile_backward_ops(bool start) {
+    if (on_) profile_backward(start ? &backward_ops_ : nullptr);
+  }
+  const OpSeconds& backward_ops() const { return backward_ops_; }
 
  private:
   bool on_;
   Device dev_;
   std::chrono::steady_clock::time_point last_;
   std::vector<std::pair<std::string, double>> totals_;
+  OpSeconds backward_ops_;
 };
 
 }  // namespace sa

@@ -280,7 +280,9 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet, 
     SA_CHECK(std::isfinite(lv), "step {}: the loss is {} (lower learning_rate or all_clip_norm_val?)", step, lv);
     phases.mark("loss");
     // backward (bilm-tf differentiates total_loss * unroll_steps), clip, update
+    phases.profile_backward_ops(true);
     backward(loss, Tensor::full(loss.shape(), c.unroll_steps, loss.dtype(), dev));
+    phases.profile_backward_ops(false);
     phases.mark("backward");
     std::vector<Tensor> params = lm.params();
     coalesce_sparse_grads(params);
@@ -341,6 +343,7 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet, 
   }
   res.steps_done = step;
   res.phase_seconds = phases.totals();
+  res.backward_op_seconds = phases.backward_ops();
   return res;
 }
 

@@ -16,6 +16,7 @@ struct TrainResult {
   double steady_tokens_per_s = 0;  // after the first 5 steps (allocation warm-up excluded)
   // Seconds per step phase over the steps after the first 5, when asked for (time_phases).
   std::vector<std::pair<std::string, double>> phase_seconds;
+  std::vector<std::pair<std::string, double>> backward_op_seconds;  // the backward phase by op
 };
 
 // Trains (or resumes) the run that `config` describes. `max_new_steps` > 0 stops early after that

@@ -1,5 +1,6 @@
 #include "engine/core/autograd.h"
 
+#include <chrono>
 #include <string_view>
 
 #include "engine/backend.h"
@@ -12,7 +13,20 @@ thread_local bool g_grad_enabled = true;
 thread_local std::vector<Node> g_tape;
 thread_local const char* g_current_op = nullptr;  // op whose backward is running
 bool g_check_numerics = false;
+OpSeconds* g_backward_profile = nullptr;
+
+// Adds seconds to the sink's entry for op.
+void add_seconds(OpSeconds& sink, const char* op, double s) {
+  for (auto& [name, total] : sink)
+    if (name == op) {
+      total += s;
+      return;
+    }
+  sink.emplace_back(op, s);
+}
 }  // namespace
+
+void profile_backward(OpSeconds* sink) { g_backward_profile = sink; }
 
 bool grad_enabled() { return g_grad_enabled; }
 NoGrad::NoGrad() : prev_(g_grad_enabled) { g_grad_enabled = false; }
@@ -90,6 +104,9 @@ void backward(const Tensor& root, const Tensor& seed) {
     }
     if (any) {
       g_current_op = n.op;
+      const Device dev = n.outputs.empty() ? Device::cpu() : n.outputs[0].device();
+      if (g_backward_profile) backend(dev).synchronize();
+      const auto t0 = std::chrono::steady_clock::now();
       try {
         n.backward(gouts);
       } catch (...) {
@@ -97,6 +114,11 @@ void backward(const Tensor& root, const Tensor& seed) {
         throw;
       }
       g_current_op = nullptr;
+      if (g_backward_profile) {
+        backend(dev).synchronize();
+        add_seconds(*g_backward_profile, n.op,
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      }
     }
     // Intermediate gradients are no longer needed once their producer has run.
     for (const Tensor& o : n.outputs) o.impl()->grad.reset();

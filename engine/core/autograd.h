@@ -3,6 +3,8 @@
 // tape; backward() replays the tape in reverse creation order, which is a topological order.
 #pragma once
 #include <functional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/core/tensor.h"
@@ -48,6 +50,10 @@ void accumulate_sparse_grad(const Tensor& t, const Tensor& indices, const Tensor
 
 // Runs the tape backward from `root` (seed: ones, or `seed` when given) and clears the tape.
 void backward(const Tensor& root, const Tensor& seed = Tensor());
+// Profiling: while a sink is set, backward() waits for the device around every node and adds its
+// seconds to the sink under the node's op name (bench train --phases). nullptr turns it off.
+using OpSeconds = std::vector<std::pair<std::string, double>>;
+void profile_backward(OpSeconds* sink);
 void clear_tape();
 size_t tape_size();
 

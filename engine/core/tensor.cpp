@@ -209,29 +209,19 @@ std::pair<Tensor, Tensor> SparseGrad::coalesce() const {
   if (indices.empty()) return {};
   Device dev = rows[0].device();
   DType dt = rows[0].dtype();
-  int64_t width = rows[0].dim(1);
-  // Unique ids on the host (index lists are small: tokens and samples of one step).
-  std::map<int32_t, int32_t> slot;
-  for (auto& ix : indices) {
-    for (double v : ix.values()) slot.emplace(static_cast<int32_t>(v), 0);
-  }
-  std::vector<int32_t> uniq;
-  uniq.reserve(slot.size());
-  for (auto& [id, s] : slot) {
-    s = static_cast<int32_t>(uniq.size());
-    uniq.push_back(id);
-  }
-  Tensor ids = Tensor::from(uniq, {static_cast<int64_t>(uniq.size())}, dev);
-  Tensor summed = Tensor::zeros({static_cast<int64_t>(uniq.size()), width}, dt, dev);
-  Backend& be = backend(dev);
+  int64_t width = rows[0].dim(1), M = 0;
+  for (const Tensor& ix : indices) M += ix.numel();
+  // All entries as one list, summed by the backend (on a GPU: sorted there, no host round trip).
+  Tensor ids = Tensor::empty({M}, DType::I32, dev), all = Tensor::empty({M, width}, dt, dev);
+  int64_t at = 0;
   for (size_t k = 0; k < indices.size(); ++k) {
-    std::vector<int32_t> local;
-    local.reserve(static_cast<size_t>(indices[k].numel()));
-    for (double v : indices[k].values()) local.push_back(slot[static_cast<int32_t>(v)]);
-    Tensor lix = Tensor::from(local, {static_cast<int64_t>(local.size())}, dev);
-    be.scatter_add_rows(rows[k], lix, summed);
+    const int64_t n = indices[k].numel();
+    Tensor ids_part = ids.rows(at, at + n), rows_part = all.rows(at, at + n);
+    ids_part.copy_from(indices[k].view({n}));
+    rows_part.copy_from(rows[k].view({n, width}));
+    at += n;
   }
-  return {ids, summed};
+  return backend(dev).coalesce_rows(ids, all);
 }
 
 Tensor SparseGrad::to_dense(int64_t n_rows, int64_t width) const {

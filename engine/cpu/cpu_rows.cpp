@@ -24,6 +24,21 @@ void CpuBackend::gather_rows(const Tensor& table, const Tensor& idx, Tensor& out
   for (int64_t i = 0; i < n; ++i) std::memcpy(dst + i * row, src + ix[i] * row, row);
 }
 
+std::pair<Tensor, Tensor> CpuBackend::coalesce_rows(const Tensor& ids, const Tensor& rows) {
+  const int64_t M = ids.numel(), d = rows.dim(1);
+  const int32_t* ix = ids.data<int32_t>();
+  std::vector<int32_t> uniq(ix, ix + M);
+  std::sort(uniq.begin(), uniq.end());
+  uniq.erase(std::unique(uniq.begin(), uniq.end()), uniq.end());
+  std::vector<int32_t> slot(static_cast<size_t>(M));
+  for (int64_t i = 0; i < M; ++i)
+    slot[static_cast<size_t>(i)] = static_cast<int32_t>(std::lower_bound(uniq.begin(), uniq.end(), ix[i]) - uniq.begin());
+  const int64_t U = static_cast<int64_t>(uniq.size());
+  Tensor summed = Tensor::zeros({U, d}, rows.dtype(), device());
+  scatter_add_rows(rows, Tensor::from(slot, {M}, device()), summed);  // in row order per column
+  return {Tensor::from(uniq, {U}, device()), summed};
+}
+
 void CpuBackend::scatter_add_rows(const Tensor& src, const Tensor& idx, Tensor& table) {
   const int64_t v = table.dim(0), d = table.numel() / std::max<int64_t>(v, 1), n = idx.numel();
   const int32_t* ix = idx.data<int32_t>();

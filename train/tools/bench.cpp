@@ -5,6 +5,7 @@
 #include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <cstdio>
@@ -259,6 +260,11 @@ int bench_train(const std::string& config, const std::string& corpus, int steps,
                 all / steps * 1e3);
     for (const auto& [name, sec] : r.phase_seconds)
       std::printf("  %-28s %8.2f ms  %5.1f%%\n", name.c_str(), sec / steps * 1e3, 100 * sec / all);
+    std::vector<std::pair<std::string, double>> ops = r.backward_op_seconds;
+    std::sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    std::printf("backward by op (each node waits for the device):\n");
+    for (size_t i = 0; i < ops.size() && i < 15; ++i)
+      std::printf("  %-28s %8.2f ms\n", ops[i].first.c_str(), ops[i].second / steps * 1e3);
   }
   if (peer.empty()) return 0;
   // The PyTorch peer, same corpus, same machine, same run.
