@@ -80,6 +80,57 @@ TEST(CudaLstm, CudnnPathRefusesClips) {
   EXPECT_FALSE(ops::lstm_uses_cudnn(Device::cuda(0), ops::LstmPath::Cudnn, 3.0, 3.0, 4, 4));
 }
 
+// Broadcast gradients with few outputs and long preimages (a bias over many rows, a middle axis):
+// CUDA splits each preimage over blocks; the sums must equal the CPU's up to order (f64).
+TEST(CudaReductions, BroadcastGradientsSplitOverBlocksMatchTheCpu) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU present: CUDA reduction check skipped";
+  struct Case {
+    Shape x, b;
+  };
+  for (const Case& c : {Case{{3000, 37}, {37}}, Case{{40, 2000, 5}, {40, 1, 5}}, Case{{7, 9000}, {1, 9000}}}) {
+    std::mt19937_64 rng(17);
+    std::uniform_real_distribution<double> u(-1, 1);
+    std::vector<double> xv(static_cast<size_t>(numel(c.x))), bv(static_cast<size_t>(numel(c.b)));
+    for (double& e : xv) e = u(rng);
+    for (double& e : bv) e = u(rng);
+    auto run = [&](Device d) {
+      Tensor x = Tensor::of(xv, c.x, DType::F64).to(d).set_requires_grad();
+      Tensor b = Tensor::of(bv, c.b, DType::F64).to(d).set_requires_grad();
+      Tensor y = ops::add(x, b);
+      backward(ops::sum(ops::mul(y, y)));
+      return b.grad().values();
+    };
+    const std::vector<double> cpu = run(Device::cpu()), gpu = run(Device::cuda(0));
+    ASSERT_EQ(cpu.size(), gpu.size());
+    for (size_t i = 0; i < cpu.size(); ++i) ASSERT_NEAR(cpu[i], gpu[i], 1e-9) << to_string(c.x) << " element " << i;
+  }
+}
+
+// The char CNN at bilm-tf's sizes (50 characters, 16 dims, width 7, hundreds of filters sharing
+// each position): the CUDA backward buckets filters by position; it must equal the CPU (f64).
+TEST(CudaConv, CharCnnBackwardAtBilmSizesMatchesTheCpu) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU present: CUDA conv check skipped";
+  const int64_t N = 40, L = 50, Cin = 16, W = 7, Cout = 300;
+  std::mt19937_64 rng(23);
+  std::uniform_real_distribution<double> u(-1, 1);
+  auto draw = [&](int64_t n) {
+    std::vector<double> v(static_cast<size_t>(n));
+    for (double& e : v) e = u(rng);
+    return v;
+  };
+  const std::vector<double> xv = draw(N * L * Cin), wv = draw(W * Cin * Cout), bv = draw(Cout), gv = draw(N * Cout);
+  auto run = [&](Device d) {
+    Tensor x = Tensor::of(xv, {N, L, Cin}, DType::F64).to(d).set_requires_grad();
+    Tensor w = Tensor::of(wv, {W, Cin, Cout}, DType::F64).to(d).set_requires_grad();
+    Tensor b = Tensor::of(bv, {Cout}, DType::F64).to(d).set_requires_grad();
+    backward(ops::sum(ops::mul(ops::conv1d_max(x, w, b), Tensor::of(gv, {N, Cout}, DType::F64).to(d))));
+    return std::vector<std::vector<double>>{x.grad().values(), w.grad().values(), b.grad().values()};
+  };
+  const auto cpu = run(Device::cpu()), gpu = run(Device::cuda(0));
+  for (size_t k = 0; k < cpu.size(); ++k)
+    for (size_t i = 0; i < cpu[k].size(); ++i) ASSERT_NEAR(cpu[k][i], gpu[k][i], 1e-9) << "gradient " << k << " element " << i;
+}
+
 // A sparse gradient's entries summed per id on the GPU (sorted there) equal the CPU's: the same ids
 // in the same order, and the same sums bit for bit (each adds its rows in their order).
 TEST(CudaRows, CoalesceEqualsTheCpu) {

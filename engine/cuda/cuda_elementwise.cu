@@ -1,4 +1,6 @@
 // CUDA: fills, strided copies, casts and elementwise math.
+#include <algorithm>
+
 #include "engine/core/bf16.h"
 #include "engine/core/scalar_math.h"
 #include "engine/cuda/cuda_backend.cuh"
@@ -179,23 +181,51 @@ struct SumToPlan {
   int64_t red_total = 1;
 };
 
+// Output j's sum over reduced positions [r0, r1) of its preimage, in order.
+template <typename T>
+__device__ T sum_preimage(const T* g, const SumToPlan& p, int64_t j, int64_t r0, int64_t r1) {
+  int64_t rem = j, base = 0;
+  for (int k = p.n_kept - 1; k >= 0; --k) {
+    base += (rem % p.kept_shape[k]) * p.kept_gstride[k];
+    rem /= p.kept_shape[k];
+  }
+  T s = 0;
+  for (int64_t r = r0; r < r1; ++r) {
+    int64_t rr = r, off = base;
+    for (int k = p.n_red - 1; k >= 0; --k) {
+      off += (rr % p.red_shape[k]) * p.red_gstride[k];
+      rr /= p.red_shape[k];
+    }
+    s += g[off];
+  }
+  return s;
+}
+
 template <typename T>
 __global__ void sum_to_kernel(const T* g, T* out, SumToPlan p, int64_t m, bool acc) {
   CUDA_LOOP(j, m) {
-    int64_t rem = j, base = 0;
-    for (int k = p.n_kept - 1; k >= 0; --k) {
-      base += (rem % p.kept_shape[k]) * p.kept_gstride[k];
-      rem /= p.kept_shape[k];
-    }
+    const T s = sum_preimage(g, p, j, 0, p.red_total);
+    out[j] = acc ? out[j] + s : s;
+  }
+}
+
+// Few outputs with long preimages (a bias gradient: 4096 sums of 5120 rows) leave most of the GPU
+// idle with one thread per output: the preimages are split into `parts` ranges (blockIdx.y), whose
+// partial sums a second pass adds in order, so the result stays deterministic.
+template <typename T>
+__global__ void sum_to_parts_kernel(const T* g, T* partial, SumToPlan p, int64_t m, int64_t parts) {
+  const int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x, part = blockIdx.y;
+  if (j >= m) return;
+  const int64_t len = (p.red_total + parts - 1) / parts, r0 = part * len;
+  const int64_t r1 = r0 + len < p.red_total ? r0 + len : p.red_total;
+  partial[part * m + j] = sum_preimage(g, p, j, r0, r1);
+}
+
+template <typename T>
+__global__ void sum_parts_kernel(const T* partial, T* out, int64_t m, int64_t parts, bool acc) {
+  CUDA_LOOP(j, m) {
     T s = 0;
-    for (int64_t r = 0; r < p.red_total; ++r) {
-      int64_t rr = r, off = base;
-      for (int k = p.n_red - 1; k >= 0; --k) {
-        off += (rr % p.red_shape[k]) * p.red_gstride[k];
-        rr /= p.red_shape[k];
-      }
-      s += g[off];
-    }
+    for (int64_t k = 0; k < parts; ++k) s += partial[k * m + j];
     out[j] = acc ? out[j] + s : s;
   }
 }
@@ -220,9 +250,19 @@ void CudaBackend::sum_to(const Tensor& g, Tensor& out, const BroadcastPlan& bp, 
   }
   int64_t m = out.numel();
   if (m == 0) return;
+  // Enough threads to fill the GPU (~64k): split each preimage when the outputs alone are fewer,
+  // keeping at least 64 terms per part.
+  const int64_t parts = std::min<int64_t>({(65536 + m - 1) / m, p.red_total / 64, 1024});
   dispatch(g.dtype(), "sum_to", [&](auto tag) {
     using T = decltype(tag);
-    sum_to_kernel<<<blocks_for(m), kThreads, 0, stream_>>>(g.data<T>(), out.data<T>(), p, m, accumulate);
+    if (parts > 1) {
+      Tensor partial = Tensor::empty({parts * m}, g.dtype(), device());
+      const dim3 grid(static_cast<unsigned>((m + kThreads - 1) / kThreads), static_cast<unsigned>(parts));
+      sum_to_parts_kernel<<<grid, kThreads, 0, stream_>>>(g.data<T>(), partial.data<T>(), p, m, parts);
+      sum_parts_kernel<<<blocks_for(m), kThreads, 0, stream_>>>(partial.data<T>(), out.data<T>(), m, parts, accumulate);
+    } else {
+      sum_to_kernel<<<blocks_for(m), kThreads, 0, stream_>>>(g.data<T>(), out.data<T>(), p, m, accumulate);
+    }
   });
   CUDA_LAUNCHED("sum_to");
 }

@@ -1,4 +1,6 @@
 // CUDA: row gathers/scatters and the char-CNN convolution with max over positions.
+#include <algorithm>
+
 #include "engine/cuda/cuda_backend.cuh"
 
 namespace sa {
@@ -105,39 +107,75 @@ void CudaBackend::conv1d_max(const Tensor& x, const Tensor& w, const Tensor& b, 
   }
 }
 
-// gw[k, c] += sum_n gy[n, c] * window(n, c)[k]: one thread per (k, c), deterministic.
+// The weight and bias gradients sum over the N samples: a thread per output looping over all N
+// waited on N dependent loads (5120 in a paper-size batch). Each thread sums one of `parts` ranges
+// of samples (blockIdx.y) into partial[part]; conv_sum_parts adds the parts in order.
+// partial[part][k * Cout + c] = sum over its samples of gy[n, c] * window(n, c)[k]; row K of
+// partial holds the bias sums. A warp's threads take consecutive k of one filter, so they read
+// one window, which is contiguous in x.
 template <typename T>
-__global__ void conv_gw_kernel(const T* x, const int32_t* am, const T* gy, T* gw, int64_t N, int64_t L, int64_t Cin,
-                               int64_t K, int64_t Cout) {
-  CUDA_LOOP(e, K * Cout) {
-    int64_t k = e / Cout, c = e % Cout;
+__global__ void conv_gw_parts_kernel(const T* x, const int32_t* am, const T* gy, T* partial, int64_t N, int64_t L,
+                                     int64_t Cin, int64_t K, int64_t Cout, int64_t parts) {
+  const int64_t len = (N + parts - 1) / parts, n0 = blockIdx.y * len, n1 = n0 + len < N ? n0 + len : N;
+  T* out = partial + blockIdx.y * (K + 1) * Cout;
+  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < (K + 1) * Cout;
+       e += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t c = e / (K + 1), k = e % (K + 1);
     T s = 0;
-    for (int64_t n = 0; n < N; ++n) s += gy[n * Cout + c] * x[(n * L + am[n * Cout + c]) * Cin + k];
-    gw[e] += s;
-  }
-}
-
-// gx[n, l, ci] += sum over filters whose max window covers position l: one thread per element.
-template <typename T>
-__global__ void conv_gx_kernel(const T* w, const int32_t* am, const T* gy, T* gx, int64_t N, int64_t L, int64_t Cin,
-                               int64_t W, int64_t Cout) {
-  CUDA_LOOP(e, N * L * Cin) {
-    int64_t ci = e % Cin, l = (e / Cin) % L, n = e / (Cin * L);
-    T s = 0;
-    for (int64_t c = 0; c < Cout; ++c) {
-      int64_t kw = l - am[n * Cout + c];
-      if (kw >= 0 && kw < W) s += gy[n * Cout + c] * w[(kw * Cin + ci) * Cout + c];
+    if (k == K) {
+      for (int64_t n = n0; n < n1; ++n) s += gy[n * Cout + c];
+    } else {
+      for (int64_t n = n0; n < n1; ++n) s += gy[n * Cout + c] * x[(n * L + am[n * Cout + c]) * Cin + k];
     }
-    gx[e] += s;
+    out[k * Cout + c] = s;
   }
 }
 
 template <typename T>
-__global__ void conv_gb_kernel(const T* gy, T* gb, int64_t N, int64_t Cout) {
-  CUDA_LOOP(c, Cout) {
+__global__ void conv_sum_parts_kernel(const T* partial, T* gw, T* gb, int64_t K, int64_t Cout, int64_t parts) {
+  CUDA_LOOP(e, (K + 1) * Cout) {
     T s = 0;
-    for (int64_t n = 0; n < N; ++n) s += gy[n * Cout + c];
-    gb[c] += s;
+    for (int64_t p = 0; p < parts; ++p) s += partial[p * (K + 1) * Cout + e];
+    if (e < K * Cout) {
+      if (gw) gw[e] += s;
+    } else if (gb) {
+      gb[e - K * Cout] += s;
+    }
+  }
+}
+
+// gx[n, l, ci] += sum over the filters whose max window covers position l. One block per sample:
+// its filters are bucketed by the position of their maximum (a stable counting sort, so sums keep
+// one order), and each (l, ci) visits only the buckets of the W positions whose window covers l,
+// about W / P of the filters instead of all of them.
+template <typename T>
+__global__ void conv_gx_kernel(const T* w, const int32_t* am, const T* gy, T* gx, int64_t L, int64_t Cin, int64_t W,
+                               int64_t P, int64_t Cout) {
+  extern __shared__ unsigned char smem[];
+  T* g = reinterpret_cast<T*>(smem);                             // gy of this sample [Cout]
+  int32_t* order = reinterpret_cast<int32_t*>(g + Cout);         // filters sorted by position [Cout]
+  int32_t* start = order + Cout;                                 // bucket starts [P + 1]
+  const int64_t n = blockIdx.x;
+  const int32_t* a = am + n * Cout;
+  for (int64_t c = threadIdx.x; c < Cout; c += blockDim.x) g[c] = gy[n * Cout + c];
+  if (threadIdx.x == 0) {
+    for (int64_t p = 0; p <= P; ++p) start[p] = 0;
+    for (int64_t c = 0; c < Cout; ++c) ++start[a[c] + 1];
+    for (int64_t p = 0; p < P; ++p) start[p + 1] += start[p];
+    for (int64_t c = 0; c < Cout; ++c) order[start[a[c]]++] = static_cast<int32_t>(c);
+    for (int64_t p = P; p > 0; --p) start[p] = start[p - 1];  // back to the starts
+    start[0] = 0;
+  }
+  __syncthreads();
+  for (int64_t e = threadIdx.x; e < L * Cin; e += blockDim.x) {
+    const int64_t l = e / Cin, ci = e % Cin;
+    const int64_t p0 = l - W + 1 > 0 ? l - W + 1 : 0, p1 = l < P - 1 ? l : P - 1;
+    T s = 0;
+    for (int64_t p = p0; p <= p1; ++p) {
+      const T* wr = w + ((l - p) * Cin + ci) * Cout;
+      for (int32_t i = start[p]; i < start[p + 1]; ++i) s += g[order[i]] * wr[order[i]];
+    }
+    gx[n * L * Cin + e] += s;
   }
 }
 
@@ -147,13 +185,24 @@ void CudaBackend::conv1d_max_backward(const Tensor& x, const Tensor& w, const Te
   dispatch(x.dtype(), "conv1d_max_backward", [&](auto tag) {
     using T = decltype(tag);
     const int32_t* am = argmax.data<int32_t>();
-    if (gb) conv_gb_kernel<<<blocks_for(Cout), kThreads, 0, stream_>>>(gy.data<T>(), gb->data<T>(), N, Cout);
-    if (gw)
-      conv_gw_kernel<<<blocks_for(K * Cout), kThreads, 0, stream_>>>(x.data<T>(), am, gy.data<T>(), gw->data<T>(), N, L,
-                                                                     Cin, K, Cout);
-    if (gx)
-      conv_gx_kernel<<<blocks_for(N * L * Cin), kThreads, 0, stream_>>>(w.data<T>(), am, gy.data<T>(), gx->data<T>(), N,
-                                                                        L, Cin, W, Cout);
+    if ((gw || gb) && N > 0) {
+      const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(64, N / 64));
+      Tensor partial = Tensor::empty({parts * (K + 1) * Cout}, x.dtype(), device());
+      const dim3 grid(blocks_for((K + 1) * Cout), static_cast<unsigned>(parts));
+      conv_gw_parts_kernel<<<grid, kThreads, 0, stream_>>>(x.data<T>(), am, gy.data<T>(), partial.data<T>(), N, L, Cin,
+                                                           K, Cout, parts);
+      conv_sum_parts_kernel<<<blocks_for((K + 1) * Cout), kThreads, 0, stream_>>>(
+          partial.data<T>(), gw ? gw->data<T>() : nullptr, gb ? gb->data<T>() : nullptr, K, Cout, parts);
+    }
+    if (gx && N > 0) {
+      const int64_t P = L - W + 1;
+      const size_t shared = static_cast<size_t>(Cout) * (sizeof(T) + sizeof(int32_t)) + sizeof(int32_t) * (P + 1);
+      if (shared > 48 * 1024)  // thousands of filters of one width: ask for more than the default
+        CUDA_CHECK(cudaFuncSetAttribute(conv_gx_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        static_cast<int>(shared)));
+      conv_gx_kernel<<<N, kThreads, shared, stream_>>>(w.data<T>(), am, gy.data<T>(), gx->data<T>(), L, Cin, W, P,
+                                                       Cout);
+    }
   });
   CUDA_LAUNCHED("conv1d_max_backward");
 }
