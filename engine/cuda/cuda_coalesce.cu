@@ -1,9 +1,15 @@
 // CUDA: a row-sparse gradient's entries summed per id on the device. The ids are sorted with
-// their positions (CUB's stable radix sort), run heads numbered by a scan, and each distinct id's
-// rows summed in their original order, so the sums equal the CPU's, and the only host round trip
-// is the count of distinct ids. It replaced a host map that cost ~25 ms of a paper-size step.
+// their positions (CUB's stable radix sort) and run heads numbered by a scan. Each distinct id's
+// rows are summed in their original order, in pieces of at most kPiece rows whose partial sums
+// are then added in order: a run of one id can be very long (the padding character fills most of
+// a batch's char slots), and one thread per output walking it serially took milliseconds. Runs of
+// up to kPiece rows therefore equal the CPU's sums bit for bit; longer ones differ by rounding.
+// The host sees the count of distinct ids and their run starts (to cut the pieces).
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
+
+#include <algorithm>
+#include <vector>
 
 #include "engine/cuda/cuda_backend.cuh"
 
@@ -31,14 +37,27 @@ __global__ void run_starts_kernel(const int32_t* sorted, const int32_t* run, int
   }
 }
 
-// out[u, c] = sum of rows[perm[i], c] over the run of u, in order.
+constexpr int64_t kPiece = 256;
+
+// partial[q, c] = sum of rows[perm[i], c] over piece q's sorted positions [bounds[q], bounds[q+1]).
 template <typename T>
-__global__ void run_sums_kernel(const T* rows, const int32_t* perm, const int32_t* starts, T* out, int64_t U,
-                                int64_t M, int64_t d) {
-  CUDA_LOOP(e, U * d) {
-    const int64_t u = e / d, c = e % d, end = u + 1 < U ? starts[u + 1] : M;
+__global__ void piece_sums_kernel(const T* rows, const int32_t* perm, const int32_t* bounds, T* partial, int64_t Q,
+                                  int64_t d) {
+  CUDA_LOOP(e, Q * d) {
+    const int64_t q = e / d, c = e % d;
     T acc = 0;
-    for (int64_t i = starts[u]; i < end; ++i) acc += rows[static_cast<int64_t>(perm[i]) * d + c];
+    for (int64_t i = bounds[2 * q]; i < bounds[2 * q + 1]; ++i) acc += rows[static_cast<int64_t>(perm[i]) * d + c];
+    partial[e] = acc;
+  }
+}
+
+// out[u, c] = sum of the partials of u's pieces [first[u], first[u+1]), in order.
+template <typename T>
+__global__ void run_sums_kernel(const T* partial, const int32_t* first, T* out, int64_t U, int64_t d) {
+  CUDA_LOOP(e, U * d) {
+    const int64_t u = e / d, c = e % d;
+    T acc = 0;
+    for (int64_t q = first[u]; q < first[u + 1]; ++q) acc += partial[q * d + c];
     out[e] = acc;
   }
 }
@@ -73,11 +92,31 @@ std::pair<Tensor, Tensor> CudaBackend::coalesce_rows(const Tensor& ids, const Te
   run_starts_kernel<<<blocks_for(M), kThreads, 0, stream_>>>(sorted.data<int32_t>(), run.data<int32_t>(),
                                                              uids.data<int32_t>(), starts.data<int32_t>(), M);
   CUDA_LAUNCHED("coalesce run starts");
+  // Cut each run into pieces of at most kPiece sorted positions.
+  std::vector<int32_t> host_starts(static_cast<size_t>(U));
+  CUDA_CHECK(cudaMemcpyAsync(host_starts.data(), starts.data<int32_t>(), sizeof(int32_t) * U, cudaMemcpyDeviceToHost,
+                             stream_));
+  CUDA_CHECK(cudaStreamSynchronize(stream_));
+  std::vector<int32_t> bounds, first(static_cast<size_t>(U) + 1);
+  for (int64_t u = 0; u < U; ++u) {
+    first[static_cast<size_t>(u)] = static_cast<int32_t>(bounds.size() / 2);
+    const int64_t end = u + 1 < U ? host_starts[static_cast<size_t>(u) + 1] : M;
+    for (int64_t b = host_starts[static_cast<size_t>(u)]; b < end; b += kPiece) {
+      bounds.push_back(static_cast<int32_t>(b));
+      bounds.push_back(static_cast<int32_t>(std::min(end, b + kPiece)));
+    }
+  }
+  const int64_t Q = static_cast<int64_t>(bounds.size() / 2);
+  first[static_cast<size_t>(U)] = static_cast<int32_t>(Q);
+  const Tensor qbounds = Tensor::from(bounds, {2 * Q}, dev), qfirst = Tensor::from(first, {U + 1}, dev);
+  Tensor partial = Tensor::empty({Q, d}, rows.dtype(), dev);
   Tensor summed = Tensor::empty({U, d}, rows.dtype(), dev);
   dispatch(rows.dtype(), "coalesce_rows", [&](auto tag) {
     using T = decltype(tag);
-    run_sums_kernel<<<blocks_for(U * d), kThreads, 0, stream_>>>(rows.data<T>(), perm.data<int32_t>(),
-                                                                 starts.data<int32_t>(), summed.data<T>(), U, M, d);
+    piece_sums_kernel<<<blocks_for(Q * d), kThreads, 0, stream_>>>(rows.data<T>(), perm.data<int32_t>(),
+                                                                   qbounds.data<int32_t>(), partial.data<T>(), Q, d);
+    run_sums_kernel<<<blocks_for(U * d), kThreads, 0, stream_>>>(partial.data<T>(), qfirst.data<int32_t>(),
+                                                                 summed.data<T>(), U, d);
   });
   CUDA_LAUNCHED("coalesce run sums");
   return {uids, summed};
