@@ -32,21 +32,8 @@ std::string fresh_dir(const std::string& name) {
   return dir;
 }
 
-struct ToolRun {
-  std::string out;  // stdout and stderr
-  int rc = -1;
-};
-
-ToolRun run(const std::string& cmd) {
-  ToolRun r;
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return r;
-  char buf[512];
-  while (std::fgets(buf, sizeof buf, p)) r.out += buf;
-  const int status = pclose(p);
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
-}
+using testing::ToolRun;
+ToolRun run(const std::string& cmd) { return testing::run_tool(cmd); }
 
 void contains(const std::string& msg, std::initializer_list<std::string> parts) {
   for (const std::string& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' missing in: " << msg;

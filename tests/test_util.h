@@ -1,6 +1,7 @@
 // Helpers shared by the test suites.
 #pragma once
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <cstdio>
 #include <fstream>
@@ -22,6 +23,22 @@ inline std::string temp_file(const std::string& name, const std::string& text) {
 }
 
 inline bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// A command's exit status and its stdout and stderr together.
+struct ToolRun {
+  std::string out;
+  int rc = -1;
+};
+inline ToolRun run_tool(const std::string& cmd) {
+  ToolRun r;
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) return r;
+  char buf[512];
+  while (std::fgets(buf, sizeof buf, p)) r.out += buf;
+  const int status = pclose(p);
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
 
 // The CPU, and the first GPU when there is one (a skip line names `what` otherwise).
 inline std::vector<Device> cpu_and_gpu(const char* what) {

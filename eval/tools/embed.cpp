@@ -14,7 +14,7 @@
 #include "data/corpus.h"
 #include "data/hdf5_file.h"
 #include "data/vocab.h"
-#include "eval/alignment.h"
+#include "eval/aligned_encoder.h"
 #include "layers/load_encoder.h"
 
 using namespace sa;
@@ -48,15 +48,6 @@ std::vector<std::vector<std::string>> read_sentences(const std::string& path, st
   return out;
 }
 
-// Each layer l of e [L+1, n, D] times its map.
-Tensor apply_alignment(const Tensor& e, const std::vector<Tensor>& maps) {
-  NoGrad ng;
-  std::vector<Tensor> out;
-  for (int64_t l = 0; l < e.dim(0); ++l)
-    out.push_back(ops::reshape(ops::matmul(ops::reshape(ops::slice(e, 0, l, l + 1), {e.dim(1), e.dim(2)}), maps[l]),
-                               {1, e.dim(1), e.dim(2)}));
-  return ops::concat(out, 0);
-}
 
 }  // namespace
 
@@ -85,15 +76,7 @@ int main(int argc, char** argv) {
     std::vector<std::string> lines;
     auto sents = read_sentences(input, lines, enc->lowercase);
     std::vector<Tensor> maps;  // per layer
-    if (!align.empty())
-      for (int l = 0; l < enc->n_layers(); ++l) {
-        std::string path = align;
-        if (size_t at = path.find("{layer}"); at != std::string::npos) path.replace(at, 7, std::to_string(l));
-        Matrix W = read_map(path);
-        SA_CHECK(W.rows == enc->dim() && W.cols == W.rows, "{}: the map is [{}, {}], the model's vectors have {} dimensions",
-                 path, W.rows, W.cols, enc->dim());
-        maps.push_back(Tensor::from(W.v, {W.rows, W.cols}).to(DType::F32).to(enc->device()));
-      }
+    if (!align.empty()) maps = read_layer_maps(align, enc->n_layers(), enc->dim(), enc->device());
     std::unique_ptr<EncoderState> state = stateful ? enc->new_state(batch) : nullptr;
     // Written to a temporary file and put in place only when complete and closed without error.
     write_hdf5_atomically(output, [&](H5File& out) {

@@ -1,0 +1,69 @@
+#include "eval/xling_features.h"
+
+#include <cstdio>
+#include <filesystem>
+
+#include "data/hdf5_file.h"
+
+namespace sa {
+
+std::string LayerSpec::name() const {
+  switch (kind) {
+    case Kind::Concat: return "concat";
+    case Kind::Average: return "average";
+    case Kind::Top: return "top";
+    case Kind::One: return std::to_string(layer);
+  }
+  return "?";
+}
+
+LayerSpec parse_layer_spec(const std::string& s, int n_layers) {
+  LayerSpec l;
+  if (s == "concat") return l;
+  if (s == "average") return l.kind = LayerSpec::Kind::Average, l;
+  if (s == "top") return l.kind = LayerSpec::Kind::Top, l;
+  l.kind = LayerSpec::Kind::One;
+  size_t used = 0;
+  try {
+    l.layer = std::stoi(s, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  SA_CHECK(used == s.size() && !s.empty() && l.layer >= 0 && l.layer < n_layers,
+           "--layers: \"{}\" is not concat, average, top or a layer index 0..{}", s, n_layers - 1);
+  return l;
+}
+
+Tensor select_layers(const Tensor& e, const LayerSpec& spec) {
+  NoGrad ng;
+  const int64_t L = e.dim(0), n = e.dim(1), D = e.dim(2);
+  switch (spec.kind) {
+    case LayerSpec::Kind::Concat: return ops::reshape(ops::permute(e, {1, 0, 2}), {n, L * D});
+    case LayerSpec::Kind::Average: return ops::mean(e, 0);
+    case LayerSpec::Kind::Top: return ops::reshape(ops::slice(e, 0, L - 1, L), {n, D});
+    case LayerSpec::Kind::One: return ops::reshape(ops::slice(e, 0, spec.layer, spec.layer + 1), {n, D});
+  }
+  return Tensor();
+}
+
+int64_t feature_dim(const LayerSpec& spec, int n_layers, int64_t dim) {
+  return spec.kind == LayerSpec::Kind::Concat ? n_layers * dim : dim;
+}
+
+Tensor cached_tensor(const std::string& dir, uint64_t key, const std::string& what, Device dev,
+                     const std::function<Tensor()>& compute) {
+  if (dir.empty()) return compute().to(dev);
+  char name[32];
+  std::snprintf(name, sizeof name, "%016llx.hdf5", static_cast<unsigned long long>(key));
+  const std::string path = (std::filesystem::path(dir) / name).string();
+  if (std::filesystem::exists(path)) {
+    std::fprintf(stderr, "%s: cached in %s\n", what.c_str(), path.c_str());
+    return H5File::open(path).read("features").to(dev);
+  }
+  Tensor t = compute();
+  std::filesystem::create_directories(dir);
+  write_hdf5_atomically(path, [&](H5File& f) { f.write("features", t.to(Device::cpu())); });
+  return t.to(dev);
+}
+
+}  // namespace sa

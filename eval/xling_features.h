@@ -1,0 +1,30 @@
+// What xling_eval's classifiers read from a frozen encoder: which layers (--layers), and features
+// computed once per model and data file and cached on disk, so several runs and tasks never embed a
+// file twice.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "engine/engine.h"
+
+namespace sa {
+
+// "concat" (Flair's default for ELMo: every layer side by side), "average", "top", or a layer
+// index ("0" is the token layer).
+struct LayerSpec {
+  enum class Kind { Concat, Average, Top, One } kind = Kind::Concat;
+  int layer = 0;
+  std::string name() const;
+};
+LayerSpec parse_layer_spec(const std::string& s, int n_layers);
+// e [n_layers, n_tokens, dim] -> [n_tokens, dim'] (dim' = n_layers * dim for concat).
+Tensor select_layers(const Tensor& e, const LayerSpec& spec);
+int64_t feature_dim(const LayerSpec& spec, int n_layers, int64_t dim);
+
+// The tensor cached under `key` in `dir` (one HDF5 file per key), computed and written atomically
+// when absent; `dir` empty: always computed. `what` names it in messages.
+Tensor cached_tensor(const std::string& dir, uint64_t key, const std::string& what, Device dev,
+                     const std::function<Tensor()>& compute);
+
+}  // namespace sa

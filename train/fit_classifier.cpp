@@ -1,0 +1,65 @@
+#include "train/fit_classifier.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <numeric>
+#include <random>
+
+#include "train/optimizer.h"
+
+namespace sa {
+
+FitResult fit_classifier(const std::vector<Tensor>& params, int64_t n_examples,
+                         const std::function<Tensor(const std::vector<int64_t>&, Generator&)>& batch_loss,
+                         const std::function<double()>& dev_score, const FitOptions& o) {
+  SA_CHECK(n_examples > 0, "fit_classifier: no training examples");
+  Adam opt(o.lr);
+  std::vector<Tensor> best;
+  {
+    NoGrad ng;
+    for (const Tensor& p : params) best.push_back(p.clone());
+  }
+  std::mt19937_64 rng(o.seed);
+  Generator gen(o.seed * 7919 + 3);
+  std::vector<int64_t> order(static_cast<size_t>(n_examples));
+  std::iota(order.begin(), order.end(), 0);
+  FitResult r;
+  r.best_dev = -1;
+  for (int epoch = 1; epoch <= o.max_epochs && epoch - r.best_epoch <= o.patience; ++epoch) {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::shuffle(order.begin(), order.end(), rng);
+    double total = 0;
+    for (int64_t b = 0; b < n_examples; b += o.batch_size) {
+      std::vector<int64_t> rows(order.begin() + b, order.begin() + std::min<int64_t>(n_examples, b + o.batch_size));
+      Tensor loss = batch_loss(rows, gen);
+      total += loss.item() * static_cast<double>(rows.size());
+      backward(loss);
+      clip_global_norm(params, o.clip);
+      opt.step(params);
+    }
+    double dev;
+    {
+      NoGrad ng;
+      dev = dev_score();
+    }
+    r.epochs = epoch;
+    if (dev > r.best_dev) {
+      r.best_dev = dev, r.best_epoch = epoch;
+      NoGrad ng;
+      for (size_t i = 0; i < params.size(); ++i) best[i].copy_from(params[i]);
+    }
+    if (!o.label.empty())
+      std::fprintf(stderr, "%s: epoch %d | loss %.4f | dev %.4f%s | %.1f s\n", o.label.c_str(), epoch,
+                   total / static_cast<double>(n_examples), dev, r.best_epoch == epoch ? " (best)" : "",
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  NoGrad ng;
+  for (size_t i = 0; i < params.size(); ++i) {
+    Tensor p = params[i];
+    p.copy_from(best[i]);
+  }
+  return r;
+}
+
+}  // namespace sa

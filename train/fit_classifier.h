@@ -1,0 +1,36 @@
+// Fits a small downstream classifier on frozen features (xling_eval): minibatches in a seeded
+// order, Adam, the gradient norm clipped, early stopping on a dev score, and the best-dev
+// parameters restored at the end.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+
+namespace sa {
+
+struct FitOptions {
+  int batch_size = 32;
+  int max_epochs = 50;
+  int patience = 5;      // epochs without a better dev score before stopping
+  double lr = 1e-3;      // Adam
+  double clip = 5.0;     // global gradient norm
+  uint64_t seed = 1;     // batch order
+  std::string label;     // when set, a line per epoch on stderr (dev score, time)
+};
+
+struct FitResult {
+  int epochs = 0, best_epoch = 0;
+  double best_dev = 0;
+};
+
+// `batch_loss(rows, gen)`: the mean loss of examples `rows` in training mode (dropout from gen);
+// `dev_score()`: the dev metric in evaluation mode, higher is better. On return `params` hold the
+// values of the best-dev epoch.
+FitResult fit_classifier(const std::vector<Tensor>& params, int64_t n_examples,
+                         const std::function<Tensor(const std::vector<int64_t>&, Generator&)>& batch_loss,
+                         const std::function<double()>& dev_score, const FitOptions& options);
+
+}  // namespace sa
