@@ -9,7 +9,9 @@
 #include <nlohmann/json.hpp>
 #include <cmath>
 #include <random>
+#include <sstream>
 
+#include "eval/ner_task.h"
 #include "eval/sentiment_task.h"
 #include "eval/xling_features.h"
 #include "layers/dense_classifier.h"
@@ -177,6 +179,146 @@ TEST(XlingEval, SentBadArgumentsSayWhatIsExpected) {
   r = testing::run_tool(base + " --test en=/nonexistent.csv");
   EXPECT_NE(r.rc, 0);
   EXPECT_TRUE(testing::contains(r.out, "/nonexistent.csv")) << r.out;
+}
+
+}  // namespace
+}  // namespace sa
+
+namespace sa {
+namespace {
+
+// A padded batch gives each sentence the emissions it gets alone: the backward LSTM reverses each
+// row within its length, and padding never leaks into real positions.
+TEST(NerTagger, PaddingDoesNotChangeASentencesEmissions) {
+  NerTaggerOptions o;
+  o.hidden = 5;
+  const NerTagger t = NerTagger::init(4, 3, o, 11, Device::cpu());
+  std::mt19937_64 rng(2);
+  std::normal_distribution<double> u(0, 1);
+  std::vector<double> a(7 * 4), b(3 * 4);
+  for (double& v : a) v = u(rng);
+  for (double& v : b) v = u(rng);
+  Generator gen(0);
+  NoGrad ng;
+  const Tensor ea = t.emissions(Tensor::of(a, {1, 7, 4}), {7}, false, gen);
+  const Tensor eb = t.emissions(Tensor::of(b, {1, 3, 4}), {3}, false, gen);
+  std::vector<double> both(a);
+  both.insert(both.end(), b.begin(), b.end());
+  both.resize(2 * 7 * 4, 99.0);  // sentence b padded with junk
+  const std::vector<double> e = t.emissions(Tensor::of(both, {2, 7, 4}), {7, 3}, false, gen).values();
+  const std::vector<double> va = ea.values(), vb = eb.values();
+  for (size_t i = 0; i < va.size(); ++i) EXPECT_NEAR(e[i], va[i], 1e-5) << "sentence a, value " << i;
+  for (size_t i = 0; i < vb.size(); ++i) EXPECT_NEAR(e[7 * 3 + i], vb[i], 1e-5) << "sentence b, value " << i;
+}
+
+// Features that carry each token's entity type (plus noise): the BiLSTM-CRF, trained with the
+// annealed SGD schedule, must find the spans (dev F1 above 90).
+TEST(NerTagger, LearnsSpansFromInformativeFeatures) {
+  std::mt19937_64 rng(5);
+  std::normal_distribution<double> noise(0, 0.3);
+  const std::vector<std::string> types = {"PER", "LOC"};
+  auto corpus = [&](int n, std::vector<double>& feats) {
+    std::vector<NerSentence> out;
+    for (int i = 0; i < n; ++i) {
+      NerSentence s;
+      const int len = 3 + static_cast<int>(rng() % 6);
+      for (int k = 0; k < len;) {
+        const int type = static_cast<int>(rng() % 3) - 1;  // -1: O
+        const int span = type < 0 ? 1 : 1 + static_cast<int>(rng() % 2);
+        for (int j = 0; j < span && k < len; ++j, ++k) {
+          s.tokens.push_back("w");
+          s.tags.push_back(type < 0 ? "O" : (j == 0 ? "B-" : "I-") + types[static_cast<size_t>(type)]);
+          for (int d = 0; d < 4; ++d)  // type indicator, and whether the token starts a span
+            feats.push_back(noise(rng) + (d == type + 1 ? 2.0 : 0.0) + (d == 3 && j == 0 && type >= 0 ? 2.0 : 0.0));
+        }
+      }
+      out.push_back(s);
+    }
+    return out;
+  };
+  std::vector<double> tf, df;
+  const std::vector<NerSentence> train = corpus(150, tf), dev = corpus(50, df);
+  const Tensor tx = Tensor::of(tf, {static_cast<int64_t>(tf.size() / 4), 4}),
+               dx = Tensor::of(df, {static_cast<int64_t>(df.size() / 4), 4});
+  const TagSet tags = TagSet::of(train);
+  std::vector<std::vector<int32_t>> ids;
+  for (const NerSentence& s : train) ids.push_back(tags.bioes_ids(s.tags));
+  NerTaggerOptions o;
+  o.hidden = 16, o.locked_dropout = 0.1, o.word_dropout = 0;
+  NerTagger t = NerTagger::init(4, static_cast<int64_t>(tags.tags.size()), o, 3, Device::cpu());
+  FitOptions fo;
+  fo.schedule = FitOptions::Schedule::SgdAnneal;
+  fo.lr = 0.1, fo.max_epochs = 25, fo.patience = 3, fo.seed = 1;
+  const std::vector<int64_t> off = sentence_offsets(train);
+  FitResult r = fit_classifier(
+      t.params(), static_cast<int64_t>(train.size()),
+      [&](const std::vector<int64_t>& rows, Generator& gen) {
+        const NerBatch b = ner_batch(tx, off, std::vector<size_t>(rows.begin(), rows.end()), &ids, Device::cpu());
+        return t.loss(b.x, b.lengths, b.tags, gen);
+      },
+      [&] { return conlleval(tag_sentences(t, tags, dx, dev, false, Device::cpu())).all.f1(); }, fo);
+  EXPECT_GT(r.best_dev, 90.0);
+  EXPECT_EQ(tags.tags, (std::vector<std::string>{"B-LOC", "B-PER", "E-LOC", "E-PER", "O", "S-LOC", "S-PER"}));
+  EXPECT_THROW(tags.bioes_ids({"B-ORG"}), Error);
+}
+
+}  // namespace
+}  // namespace sa
+
+namespace sa {
+namespace {
+
+// The ner task end to end on the bilm-tf fixture: CoNLL files (IOB1, a -DOCSTART-, a Latin-1
+// German file) and a PAN-X file without MISC; two runs, the report's numbers agree with the
+// prediction files scored again, and MISC is counted as O where the gold tags have none.
+TEST(XlingEval, NerEndToEndOnTheBilmTfFixture) {
+  if (!std::filesystem::exists(kFixture + "/lm_weights.hdf5")) GTEST_SKIP() << "no ../shared/data fixture here";
+  const std::string dir = ::testing::TempDir() + "/xling_ner";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  auto english = [](int n) {
+    std::string en = "-DOCSTART- -X- O O\n\n";
+    for (int i = 0; i < n; ++i)
+      en += "John NNP I-NP I-PER\nlives VBZ I-VP O\nin IN I-PP O\nParis NNP I-NP I-LOC\n. . O O\n\n"
+            "The DT I-NP O\nEuro NNP I-NP I-MISC\nfell VBD I-VP O\n. . O O\n\n";
+    return en;
+  };
+  const std::string train = testing::temp_file("xling_ner/eng.train", english(30));
+  const std::string dev = testing::temp_file("xling_ner/eng.testa", english(3));
+  const std::string de = testing::temp_file("xling_ner/deu.testa", "J\xfcrgen X X I-PER\nwohnt X X O\nin X X O\nK\xf6ln X X I-LOC\nDeutsch X X I-MISC\n\n");
+  const std::string es = testing::temp_file("xling_ner/dev-es.tsv", "es:Juan\tB-PER\nes:vive\tO\nes:en\tO\nes:Madrid\tB-LOC\n\n");
+  const std::string cmd = "./bin/xling_eval ner --device cpu --options " + kFixture + "/options.json --weights " +
+                          kFixture + "/lm_weights.hdf5 --train " + train + " --dev " + dev + " --test de=" + de +
+                          " --test es=" + es + " --runs 2 --max-epochs 3 --hidden 8 --cache " + dir +
+                          "/cache --predictions " + dir + "/pred --out " + dir + "/ner.json";
+  const testing::ToolRun r = testing::run_tool(cmd);
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_TRUE(testing::contains(r.out, "read as ISO-8859-1")) << r.out;
+  EXPECT_TRUE(testing::contains(r.out, "predicted MISC counted as O")) << r.out;
+  const nlohmann::json rep = nlohmann::json::parse(std::ifstream(dir + "/ner.json"));
+  ASSERT_EQ(rep["runs"].size(), 2u);
+  EXPECT_TRUE(rep["test"]["es"]["misc_as_o"].get<bool>());
+  EXPECT_FALSE(rep["test"]["de"]["misc_as_o"].get<bool>());
+  for (int run = 1; run <= 2; ++run) {
+    // The prediction file, scored again, gives the run's number.
+    std::ifstream f(dir + "/pred/de.run" + std::to_string(run) + ".txt");
+    std::vector<TaggedSentence> sents(1);
+    for (std::string line; std::getline(f, line);) {
+      if (line.empty()) {
+        sents.emplace_back();
+        continue;
+      }
+      std::istringstream ss(line);
+      TaggedToken t;
+      ASSERT_TRUE(ss >> t.token >> t.gold >> t.guess) << line;
+      sents.back().push_back(t);
+    }
+    if (sents.back().empty()) sents.pop_back();
+    ASSERT_EQ(sents.size(), 1u);
+    EXPECT_EQ(sents[0][0].token, "J\xc3\xbcrgen");  // Latin-1 read and written as UTF-8
+    EXPECT_EQ(sents[0][0].gold, "I-PER");
+    EXPECT_NEAR(conlleval(sents).all.f1(), rep["runs"][run - 1]["test"]["de"].get<double>(), 1e-9);
+  }
 }
 
 }  // namespace

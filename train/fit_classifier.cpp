@@ -15,6 +15,9 @@ FitResult fit_classifier(const std::vector<Tensor>& params, int64_t n_examples,
                          const std::function<double()>& dev_score, const FitOptions& o) {
   SA_CHECK(n_examples > 0, "fit_classifier: no training examples");
   Adam opt(o.lr);
+  double lr = o.lr;
+  int since_gain = 0;  // epochs since the best dev score, or since the last halving (SGD)
+  const bool sgd = o.schedule == FitOptions::Schedule::SgdAnneal;
   std::vector<Tensor> best;
   {
     NoGrad ng;
@@ -26,7 +29,7 @@ FitResult fit_classifier(const std::vector<Tensor>& params, int64_t n_examples,
   std::iota(order.begin(), order.end(), 0);
   FitResult r;
   r.best_dev = -1;
-  for (int epoch = 1; epoch <= o.max_epochs && epoch - r.best_epoch <= o.patience; ++epoch) {
+  for (int epoch = 1; epoch <= o.max_epochs; ++epoch) {
     const auto t0 = std::chrono::steady_clock::now();
     std::shuffle(order.begin(), order.end(), rng);
     double total = 0;
@@ -36,7 +39,17 @@ FitResult fit_classifier(const std::vector<Tensor>& params, int64_t n_examples,
       total += loss.item() * static_cast<double>(rows.size());
       backward(loss);
       clip_global_norm(params, o.clip);
-      opt.step(params);
+      if (sgd) {
+        NoGrad ng;
+        for (const Tensor& p : params)
+          if (Tensor g = p.grad(); g.defined()) {
+            Tensor w = p;
+            backend(p.device()).axpy(-lr, g, w);
+            p.zero_grad();
+          }
+      } else {
+        opt.step(params);
+      }
     }
     double dev;
     {
@@ -45,14 +58,21 @@ FitResult fit_classifier(const std::vector<Tensor>& params, int64_t n_examples,
     }
     r.epochs = epoch;
     if (dev > r.best_dev) {
-      r.best_dev = dev, r.best_epoch = epoch;
+      r.best_dev = dev, r.best_epoch = epoch, since_gain = 0;
       NoGrad ng;
       for (size_t i = 0; i < params.size(); ++i) best[i].copy_from(params[i]);
+    } else {
+      ++since_gain;
     }
     if (!o.label.empty())
-      std::fprintf(stderr, "%s: epoch %d | loss %.4f | dev %.4f%s | %.1f s\n", o.label.c_str(), epoch,
+      std::fprintf(stderr, "%s: epoch %d | lr %.4g | loss %.4f | dev %.4f%s | %.1f s\n", o.label.c_str(), epoch, lr,
                    total / static_cast<double>(n_examples), dev, r.best_epoch == epoch ? " (best)" : "",
                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    if (since_gain >= o.patience) {
+      if (!sgd) break;
+      lr *= 0.5, since_gain = 0;
+      if (lr < o.min_lr) break;
+    }
   }
   NoGrad ng;
   for (size_t i = 0; i < params.size(); ++i) {

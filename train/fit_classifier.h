@@ -1,6 +1,8 @@
 // Fits a small downstream classifier on frozen features (xling_eval): minibatches in a seeded
-// order, Adam, the gradient norm clipped, early stopping on a dev score, and the best-dev
-// parameters restored at the end.
+// order, the gradient norm clipped, a dev score per epoch, and the best-dev parameters restored at
+// the end. Two schedules: Adam with early stopping (sentiment, XNLI), or plain SGD whose learning
+// rate is halved after `patience` epochs without a gain, stopping below `min_lr` (Flair's
+// SequenceTagger training, for NER).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -12,10 +14,12 @@
 namespace sa {
 
 struct FitOptions {
+  enum class Schedule { AdamEarlyStop, SgdAnneal } schedule = Schedule::AdamEarlyStop;
   int batch_size = 32;
   int max_epochs = 50;
-  int patience = 5;      // epochs without a better dev score before stopping
-  double lr = 1e-3;      // Adam
+  int patience = 5;      // epochs without a better dev score before stopping (Adam) or halving (SGD)
+  double lr = 1e-3;      // Adam's, or SGD's starting learning rate
+  double min_lr = 1e-4;  // SGD stops when the rate falls below it
   double clip = 5.0;     // global gradient norm
   uint64_t seed = 1;     // batch order
   std::string label;     // when set, a line per epoch on stderr (dev score, time)

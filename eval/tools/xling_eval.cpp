@@ -1,8 +1,9 @@
 // bin/xling_eval: zero-shot cross-lingual transfer with a frozen encoder. Classifiers train on
 // English, are chosen on English dev data and are tested on other languages with no training data
-// of theirs. This version has the sentiment task:
+// of theirs. Tasks: sent (review sentiment) and ner (BiLSTM-CRF).
 //   bin/xling_eval sent --model RUN_DIR --train marc-train-en.csv --test en=marc-test-en.csv
 //       --test es=marc-test-es.csv [--align W.layer{layer}.txt] [--runs 5] [--out report.json]
+//   bin/xling_eval ner --model RUN_DIR --train eng.train --dev eng.testa --test de=deu.testa
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
@@ -15,22 +16,31 @@
 #include "data/atomic_file.h"
 #include "data/file_hash.h"
 #include "eval/aligned_encoder.h"
+#include "eval/ner_task.h"
 #include "eval/sentiment_task.h"
 #include "layers/dense_classifier.h"
 #include "layers/load_encoder.h"
+#include "layers/ner_tagger.h"
 #include "train/fit_classifier.h"
 
 using namespace sa;
 
 namespace {
 
-struct SentArgs {
+// The options of every task (each sets its own defaults) and those of one task.
+struct TaskArgs {
   EncoderSource model;
   std::string align, device = "auto", train, dev, layers = "concat", cache = "xling-cache", out;
   std::vector<std::string> tests;
-  double dev_fraction = 0.1, dropout = 0.5, lr = 1e-3;
-  int runs = 5, max_tokens = 256, hidden = 256, batch_size = 32, max_epochs = 50, patience = 5;
+  double dropout = 0.5, lr = 1e-3;
+  int runs = 5, hidden = 256, batch_size = 32, max_epochs = 50, patience = 5;
   uint64_t seed = 1;
+  // sent
+  double dev_fraction = 0.1;
+  int max_tokens = 256;
+  // ner
+  std::string predictions;
+  double min_lr = 1e-4, word_dropout = 0.05;
 };
 
 ReviewSet read_reviews(const std::string& path) {
@@ -46,8 +56,9 @@ std::pair<double, double> mean_std(const std::vector<double>& v) {
 }
 
 // What the cached features depend on: the model's files, the maps, the data file, the settings.
-uint64_t feature_key(const SentArgs& a, int n_layers, const std::string& data_file, bool lowercase) {
-  uint64_t h = hash_string(kFnvOffset, "xling sent review means v1");
+uint64_t feature_key(const TaskArgs& a, int n_layers, const std::string& data_file, bool lowercase,
+                     const std::string& what) {
+  uint64_t h = hash_string(kFnvOffset, what);
   const std::string options = a.model.run_dir.empty() ? a.model.options : a.model.run_dir + "/options.json";
   const std::string weights = a.model.run_dir.empty() ? a.model.weights : a.model.run_dir + "/weights.hdf5";
   for (const std::string& f : {options, weights}) {
@@ -65,20 +76,32 @@ uint64_t feature_key(const SentArgs& a, int n_layers, const std::string& data_fi
   return hash_string(h, a.layers + "|" + std::to_string(a.max_tokens) + "|" + (lowercase ? "lc" : "cased"));
 }
 
-int run_sent(const SentArgs& a) {
-  const Device dev = resolve_device(a.device);
+// The frozen encoder, with the +Proj maps when --align is given.
+std::unique_ptr<ContextualEncoder> open_encoder(const TaskArgs& a, Device dev) {
   std::unique_ptr<ContextualEncoder> enc = load_encoder(a.model, dev);
   if (!a.align.empty()) {
     std::vector<Tensor> maps = read_layer_maps(a.align, enc->n_layers(), enc->dim(), dev);
     enc = std::make_unique<AlignedEncoder>(std::move(enc), std::move(maps));
   }
-  const LayerSpec spec = parse_layer_spec(a.layers, enc->n_layers());
-  std::vector<std::pair<std::string, std::string>> tests;  // language, file
-  for (const std::string& t : a.tests) {
+  return enc;
+}
+
+// --test LANG=FILE values as (language, file).
+std::vector<std::pair<std::string, std::string>> test_files(const std::vector<std::string>& specs) {
+  std::vector<std::pair<std::string, std::string>> tests;
+  for (const std::string& t : specs) {
     const size_t eq = t.find('=');
     SA_CHECK(eq != std::string::npos && eq > 0 && eq + 1 < t.size(), "--test {}: expected LANG=FILE", t);
     tests.emplace_back(t.substr(0, eq), t.substr(eq + 1));
   }
+  return tests;
+}
+
+int run_sent(const TaskArgs& a) {
+  const Device dev = resolve_device(a.device);
+  std::unique_ptr<ContextualEncoder> enc = open_encoder(a, dev);
+  const LayerSpec spec = parse_layer_spec(a.layers, enc->n_layers());
+  const std::vector<std::pair<std::string, std::string>> tests = test_files(a.tests);
   // Data: the English training file, its dev part, and each test file.
   auto load = [&](const std::string& file) {
     SentimentData d = prepare_sentiment(read_reviews(file), a.max_tokens, enc->lowercase);
@@ -88,7 +111,8 @@ int run_sent(const SentArgs& a) {
     return d;
   };
   auto features = [&](const std::string& file, const SentimentData& d) {
-    return cached_tensor(a.cache, feature_key(a, enc->n_layers(), file, enc->lowercase), file, dev,
+    return cached_tensor(a.cache, feature_key(a, enc->n_layers(), file, enc->lowercase, "xling sent review means v1"),
+                         file, dev,
                          [&] { return review_means(*enc, d, spec, "embed " + file); });
   };
   SentimentData train = load(a.train);
@@ -181,43 +205,162 @@ int run_sent(const SentArgs& a) {
   return 0;
 }
 
+
+int run_ner(const TaskArgs& a) {
+  const Device dev = resolve_device(a.device);
+  std::unique_ptr<ContextualEncoder> enc = open_encoder(a, dev);
+  const LayerSpec spec = parse_layer_spec(a.layers, enc->n_layers());
+  const std::vector<std::pair<std::string, std::string>> tests = test_files(a.tests);
+  auto load = [&](const std::string& file) {
+    NerCorpus c = read_ner_file(file);
+    SA_CHECK(!c.sentences.empty(), "{}: no sentences", file);
+    size_t tokens = 0;
+    for (const NerSentence& s : c.sentences) tokens += s.tokens.size();
+    std::fprintf(stderr, "%s: %zu sentences, %zu tokens%s\n", file.c_str(), c.sentences.size(), tokens,
+                 c.latin1 ? " (read as ISO-8859-1)" : "");
+    return c.sentences;
+  };
+  auto features = [&](const std::string& file, const std::vector<NerSentence>& s) {
+    return cached_tensor(a.cache, feature_key(a, enc->n_layers(), file, enc->lowercase, "xling ner tokens v1"), file,
+                         Device::cpu(), [&] { return ner_token_features(*enc, s, spec, "embed " + file); });
+  };
+  const std::vector<NerSentence> train = load(a.train), dev_s = load(a.dev);
+  const Tensor train_x = features(a.train, train), dev_x = features(a.dev, dev_s);
+  const TagSet tagset = TagSet::of(train);
+  std::vector<std::vector<int32_t>> train_tags;
+  for (const NerSentence& s : train) train_tags.push_back(tagset.bioes_ids(s.tags));
+  const std::vector<int64_t> train_off = sentence_offsets(train);
+  std::vector<std::vector<NerSentence>> test_s;
+  std::vector<Tensor> test_x;
+  for (const auto& [lang, file] : tests) {
+    test_s.push_back(load(file));
+    test_x.push_back(features(file, test_s.back()));
+  }
+  if (!a.predictions.empty()) std::filesystem::create_directories(a.predictions);
+
+  NerTaggerOptions to;
+  to.hidden = a.hidden, to.word_dropout = a.word_dropout, to.locked_dropout = a.dropout;
+  std::vector<double> dev_f1;
+  std::map<std::string, std::vector<double>> f1;
+  nlohmann::json runs = nlohmann::json::array();
+  for (int run = 0; run < a.runs; ++run) {
+    const uint64_t seed = a.seed + static_cast<uint64_t>(run);
+    NerTagger tagger = NerTagger::init(train_x.dim(1), static_cast<int64_t>(tagset.tags.size()), to, seed, dev);
+    FitOptions fo;
+    fo.schedule = FitOptions::Schedule::SgdAnneal;
+    fo.batch_size = a.batch_size, fo.max_epochs = a.max_epochs, fo.patience = a.patience, fo.lr = a.lr;
+    fo.min_lr = a.min_lr, fo.seed = seed;
+    fo.label = "ner run " + std::to_string(run + 1) + "/" + std::to_string(a.runs);
+    FitResult fr = fit_classifier(
+        tagger.params(), static_cast<int64_t>(train.size()),
+        [&](const std::vector<int64_t>& rows, Generator& gen) {
+          const NerBatch b = ner_batch(train_x, train_off, std::vector<size_t>(rows.begin(), rows.end()), &train_tags, dev);
+          return tagger.loss(b.x, b.lengths, b.tags, gen);
+        },
+        [&] { return conlleval(tag_sentences(tagger, tagset, dev_x, dev_s, false, dev)).all.f1(); }, fo);
+    nlohmann::json r = {{"seed", seed}, {"epochs", fr.epochs}, {"best_epoch", fr.best_epoch}, {"dev_en", fr.best_dev}};
+    dev_f1.push_back(fr.best_dev);
+    for (size_t t = 0; t < tests.size(); ++t) {
+      const bool misc_to_o = !has_misc(test_s[t]);
+      const std::vector<TaggedSentence> tagged = tag_sentences(tagger, tagset, test_x[t], test_s[t], misc_to_o, dev);
+      const double v = conlleval(tagged).all.f1();
+      f1[tests[t].first].push_back(v);
+      r["test"][tests[t].first] = v;
+      if (!a.predictions.empty())
+        write_file_atomically((std::filesystem::path(a.predictions) /
+                               (tests[t].first + ".run" + std::to_string(run + 1) + ".txt")).string(),
+                              conlleval_input(tagged));
+    }
+    runs.push_back(r);
+  }
+  nlohmann::json report = {{"task", "ner"},
+                           {"model", enc->origin},
+                           {"align", a.align},
+                           {"layers", spec.name()},
+                           {"tags", tagset.tags},
+                           {"settings",
+                            {{"hidden", a.hidden}, {"word_dropout", a.word_dropout}, {"locked_dropout", a.dropout},
+                             {"lr", a.lr}, {"min_lr", a.min_lr}, {"batch_size", a.batch_size},
+                             {"max_epochs", a.max_epochs}, {"patience", a.patience}}},
+                           {"runs", runs}};
+  std::printf("ner: span F1 (conlleval) over %d runs, mean ± sample std (%s, layers %s)\n", a.runs,
+              enc->origin.c_str(), spec.name().c_str());
+  auto [dm, ds] = mean_std(dev_f1);
+  std::printf("  %-10s %6.2f ± %.2f\n", "en (dev)", dm, ds);
+  report["dev_en"] = {{"mean", dm}, {"std", ds}};
+  for (size_t t = 0; t < tests.size(); ++t) {
+    const auto& [lang, file] = tests[t];
+    auto [m, sd] = mean_std(f1[lang]);
+    const bool misc_to_o = !has_misc(test_s[t]);
+    std::printf("  %-10s %6.2f ± %.2f   %s%s\n", lang.c_str(), m, sd, file.c_str(),
+                misc_to_o ? " (no MISC in its gold tags: predicted MISC counted as O)" : "");
+    report["test"][lang] = {{"mean", m}, {"std", sd}, {"file", file}, {"misc_as_o", misc_to_o}};
+  }
+  if (!a.out.empty()) write_file_atomically(a.out, report.dump(2) + "\n");
+  return 0;
+}
+
+// The options every task takes: the model, the data, the runs, the cache and the report.
+void add_common(CLI::App* c, TaskArgs& a, const char* what) {
+  c->option_defaults()->always_capture_default();
+  c->add_option("--model", a.model.run_dir, "a run directory (options.json + weights.hdf5)");
+  c->add_option("--options", a.model.options, "bilm-tf options.json");
+  c->add_option("--weights", a.model.weights, "bilm-tf weights.hdf5");
+  c->add_option("--align", a.align, "a map from `bin/align fit` for every layer (+Proj); \"{layer}\": one per layer");
+  c->add_option("--train", a.train, std::string("English training ") + what)->required();
+  c->add_option("--test", a.tests, std::string("LANG=FILE, repeatable: ") + what + " to test on")->required();
+  c->add_option("--layers", a.layers, "concat, average, top or a layer index (0: the token layer)");
+  c->add_option("--runs", a.runs, "classifiers trained with seeds seed, seed+1, ...")
+      ->check(CLI::Validator(positive_integer, "POSITIVE"));
+  c->add_option("--seed", a.seed, "first seed");
+  c->add_option("--batch-size", a.batch_size, std::string(what) + " per batch")
+      ->check(CLI::Validator(positive_integer, "POSITIVE"));
+  c->add_option("--max-epochs", a.max_epochs, "epochs at most");
+  c->add_option("--cache", a.cache, "directory of cached vectors (keyed by model, maps, file, settings); empty: none");
+  c->add_option("--out", a.out, "JSON report: settings, each run's numbers, mean and std per language");
+  c->add_option("--device", a.device, "auto, cpu, cuda or cuda:N");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"Zero-shot cross-lingual transfer with a frozen encoder: train on English, test on other languages"};
   app.require_subcommand(1);
-  SentArgs s;
+  TaskArgs s;
   CLI::App* sent = app.add_subcommand(
       "sent", "review sentiment (MARC CSV or Webis-CLS-10 .review): the mean of a review's vectors -> dense "
               "(hidden, ReLU, dropout) -> dense to 2 classes; Adam, best English-dev epoch; 3-star reviews left out");
-  sent->option_defaults()->always_capture_default();
-  sent->add_option("--model", s.model.run_dir, "a run directory (options.json + weights.hdf5)");
-  sent->add_option("--options", s.model.options, "bilm-tf options.json");
-  sent->add_option("--weights", s.model.weights, "bilm-tf weights.hdf5");
-  sent->add_option("--align", s.align, "a map from `bin/align fit` for every layer (+Proj); \"{layer}\": one per layer");
-  sent->add_option("--train", s.train, "English training reviews")->required();
+  add_common(sent, s, "reviews");
   sent->add_option("--dev", s.dev, "English dev reviews (default: --dev-fraction of --train)");
   sent->add_option("--dev-fraction", s.dev_fraction, "part of --train held out as dev when --dev is not given");
-  sent->add_option("--test", s.tests, "LANG=FILE, repeatable: reviews to test on")->required();
-  sent->add_option("--layers", s.layers, "concat, average, top or a layer index (0: the token layer)");
-  sent->add_option("--runs", s.runs, "classifiers trained with seeds seed, seed+1, ...")
-      ->check(CLI::Validator(positive_integer, "POSITIVE"));
-  sent->add_option("--seed", s.seed, "first seed");
   sent->add_option("--max-tokens", s.max_tokens, "tokens kept per review (its first sentences)")
       ->check(CLI::Validator(positive_integer, "POSITIVE"));
   sent->add_option("--hidden", s.hidden, "units of the hidden dense layer");
   sent->add_option("--dropout", s.dropout, "dropout after the hidden layer");
   sent->add_option("--lr", s.lr, "Adam learning rate");
-  sent->add_option("--batch-size", s.batch_size, "reviews per batch")->check(CLI::Validator(positive_integer, "POSITIVE"));
-  sent->add_option("--max-epochs", s.max_epochs, "epochs at most");
   sent->add_option("--patience", s.patience, "epochs without a better dev accuracy before stopping");
-  sent->add_option("--cache", s.cache, "directory of cached review vectors (keyed by model, maps, file, settings); "
-                                       "empty: no cache");
-  sent->add_option("--out", s.out, "JSON report: settings, each run's numbers, mean and std per language");
-  sent->add_option("--device", s.device, "auto, cpu, cuda or cuda:N");
+
+  TaskArgs n;  // Flair's SequenceTagger defaults
+  n.lr = 0.1, n.max_epochs = 150, n.patience = 3;
+  CLI::App* ner = app.add_subcommand(
+      "ner", "named entities (CoNLL-2002/2003 column files, PAN-X .tsv): word dropout and locked dropout -> linear "
+             "re-projection -> BiLSTM -> locked dropout -> linear -> CRF; trained in BIOES with SGD (rate halved after "
+             "--patience epochs without a dev F1 gain, stop below --min-lr), best English-dev epoch; span F1 as "
+             "conlleval.pl; predicted MISC counts as O on test sets without MISC");
+  add_common(ner, n, "sentences");
+  ner->add_option("--dev", n.dev, "English dev sentences (CoNLL-2003 eng.testa)")->required();
+  ner->add_option("--hidden", n.hidden, "BiLSTM units per direction");
+  ner->add_option("--word-dropout", n.word_dropout, "chance that a token's whole vector is zeroed");
+  ner->add_option("--dropout", n.dropout, "locked dropout (one mask per sentence) before and after the BiLSTM");
+  ner->add_option("--lr", n.lr, "SGD's starting learning rate");
+  ner->add_option("--min-lr", n.min_lr, "training stops when the halved rate falls below it");
+  ner->add_option("--patience", n.patience, "epochs without a better dev F1 before the rate is halved");
+  ner->add_option("--predictions", n.predictions, "directory for LANG.runK.txt files (token gold guess) that "
+                                                  "conlleval.pl reads");
   CLI11_PARSE(app, argc, argv);
   try {
     if (sent->parsed()) return run_sent(s);
+    if (ner->parsed()) return run_ner(n);
   } catch (const std::exception& e) {
     return tool_failure("xling_eval", e);
   }

@@ -1,0 +1,115 @@
+#include "eval/ner_task.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+#include "data/corpus.h"
+
+namespace sa {
+
+NerCorpus read_ner_file(const std::string& path) {
+  return std::filesystem::path(path).extension() == ".tsv" ? read_panx(path) : read_conll_ner(path);
+}
+
+std::vector<int64_t> sentence_offsets(const std::vector<NerSentence>& sentences) {
+  std::vector<int64_t> off = {0};
+  for (const NerSentence& s : sentences) off.push_back(off.back() + static_cast<int64_t>(s.tokens.size()));
+  return off;
+}
+
+Tensor ner_token_features(const ContextualEncoder& encoder, const std::vector<NerSentence>& sentences,
+                          const LayerSpec& spec, const std::string& label) {
+  Sentences tokens;
+  for (const NerSentence& s : sentences) {
+    tokens.push_back(s.tokens);
+    if (encoder.lowercase)
+      for (std::string& w : tokens.back()) lowercase_ascii(w);
+  }
+  const std::vector<int64_t> off = sentence_offsets(sentences);
+  const int64_t D = feature_dim(spec, encoder.n_layers(), encoder.dim());
+  std::vector<float> out(static_cast<size_t>(off.back() * D));
+  embed_all(encoder, tokens, 32, label, [&](size_t i, const Tensor& e) {
+    const std::vector<double> v = select_layers(e, spec).values();
+    std::copy(v.begin(), v.end(), out.begin() + off[i] * D);
+  });
+  return Tensor::from(out, {off.back(), D});
+}
+
+TagSet TagSet::of(const std::vector<NerSentence>& train) {
+  std::set<std::string> seen;
+  for (const NerSentence& s : train)
+    for (const std::string& t : iob_to_bioes(s.tags)) seen.insert(t);
+  TagSet ts;
+  ts.tags.assign(seen.begin(), seen.end());
+  for (size_t i = 0; i < ts.tags.size(); ++i) ts.ids[ts.tags[i]] = static_cast<int>(i);
+  return ts;
+}
+
+std::vector<int32_t> TagSet::bioes_ids(const std::vector<std::string>& iob_tags) const {
+  std::vector<int32_t> ids;
+  for (const std::string& t : iob_to_bioes(iob_tags)) {
+    auto it = this->ids.find(t);
+    SA_CHECK(it != this->ids.end(), "NER: tag {} does not occur in the training data", t);
+    ids.push_back(it->second);
+  }
+  return ids;
+}
+
+NerBatch ner_batch(const Tensor& features, const std::vector<int64_t>& offsets, const std::vector<size_t>& rows,
+                   const std::vector<std::vector<int32_t>>* tag_ids, Device dev) {
+  const int64_t D = features.dim(1), B = static_cast<int64_t>(rows.size());
+  NerBatch b;
+  int64_t T = 1;
+  for (size_t r : rows) {
+    b.lengths.push_back(static_cast<int>(offsets[r + 1] - offsets[r]));
+    T = std::max<int64_t>(T, b.lengths.back());
+  }
+  std::vector<float> x(static_cast<size_t>(B * T * D), 0.f);
+  std::vector<int32_t> tags(static_cast<size_t>(B * T), 0);
+  const float* f = features.data<float>();
+  for (int64_t i = 0; i < B; ++i) {
+    const size_t r = rows[static_cast<size_t>(i)];
+    std::copy(f + offsets[r] * D, f + offsets[r + 1] * D, x.begin() + i * T * D);
+    if (tag_ids) std::copy((*tag_ids)[r].begin(), (*tag_ids)[r].end(), tags.begin() + i * T);
+  }
+  b.x = Tensor::from(x, {B, T, D}, dev);
+  if (tag_ids) b.tags = Tensor::from(tags, {B, T}, dev);
+  return b;
+}
+
+bool has_misc(const std::vector<NerSentence>& sentences) {
+  for (const NerSentence& s : sentences)
+    for (const std::string& t : s.tags)
+      if (t.size() > 2 && t.compare(2, std::string::npos, "MISC") == 0) return true;
+  return false;
+}
+
+std::vector<TaggedSentence> tag_sentences(const NerTagger& tagger, const TagSet& tagset, const Tensor& features,
+                                          const std::vector<NerSentence>& sentences, bool misc_to_o, Device dev) {
+  const std::vector<int64_t> off = sentence_offsets(sentences);
+  std::vector<TaggedSentence> out;
+  for (size_t b0 = 0; b0 < sentences.size(); b0 += 64) {
+    std::vector<size_t> rows;
+    for (size_t r = b0; r < std::min(sentences.size(), b0 + 64); ++r) rows.push_back(r);
+    NerBatch batch = ner_batch(features, off, rows, nullptr, dev);
+    const std::vector<double> path = tagger.decode(batch.x, batch.lengths).values();
+    const int64_t T = batch.x.dim(1);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const NerSentence& s = sentences[rows[i]];
+      std::vector<std::string> bioes;
+      for (size_t t = 0; t < s.tokens.size(); ++t)
+        bioes.push_back(tagset.tags[static_cast<size_t>(path[i * static_cast<size_t>(T) + t])]);
+      std::vector<std::string> guess = bioes_to_iob2(bioes);
+      if (misc_to_o)
+        for (std::string& g : guess)
+          if (g.size() > 2 && g.compare(2, std::string::npos, "MISC") == 0) g = "O";
+      TaggedSentence ts;
+      for (size_t t = 0; t < s.tokens.size(); ++t) ts.push_back({s.tokens[t], s.tags[t], guess[t]});
+      out.push_back(std::move(ts));
+    }
+  }
+  return out;
+}
+
+}  // namespace sa
