@@ -7,33 +7,39 @@ using namespace cudak;
 
 constexpr int kRowThreads = 256;
 
+// The sum (or max) of x[b, e) over the block, every thread getting it. For a max, *first gets the
+// first position holding it, as the CPU loop picks (b when the range holds nothing above -inf).
+template <typename T, bool kMax>
+__device__ T block_reduce_range(const T* x, int64_t b, int64_t e, int64_t* first) {
+  T best = kMax ? T(-INFINITY) : T(0);
+  int64_t arg = b;
+  for (int64_t k = b + threadIdx.x; k < e; k += blockDim.x) {
+    if (kMax) {
+      if (x[k] > best) best = x[k], arg = k;
+    } else {
+      best += x[k];
+    }
+  }
+  const T total = block_reduce<T, kMax>(best);
+  if (kMax) {
+    __shared__ unsigned long long f;
+    if (threadIdx.x == 0) f = ~0ull;
+    __syncthreads();
+    if (best == total) atomicMin(&f, static_cast<unsigned long long>(arg));
+    __syncthreads();
+    *first = f == ~0ull ? b : static_cast<int64_t>(f);
+  }
+  return total;
+}
+
 // inner == 1: one block per output, a tree reduction over n.
 template <typename T, bool kMax>
 __global__ void reduce_rows_kernel(const T* x, int64_t n, T* out, int32_t* argmax) {
-  const T* row = x + blockIdx.x * n;
-  T best = kMax ? T(-INFINITY) : T(0);
-  int64_t arg = 0;
-  for (int64_t k = threadIdx.x; k < n; k += blockDim.x) {
-    if (kMax) {
-      if (row[k] > best) best = row[k], arg = k;
-    } else {
-      best += row[k];
-    }
-  }
-  T total = block_reduce<T, kMax>(best);
-  if (kMax) {
-    // The first position holding the maximum, as the CPU loop picks.
-    __shared__ unsigned long long first;
-    if (threadIdx.x == 0) first = ~0ull;
-    __syncthreads();
-    if (best == total && n > 0) atomicMin(&first, static_cast<unsigned long long>(arg));
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      out[blockIdx.x] = total;
-      if (argmax) argmax[blockIdx.x] = static_cast<int32_t>(first == ~0ull ? 0 : first);
-    }
-  } else if (threadIdx.x == 0) {
+  int64_t first = 0;
+  const T total = block_reduce_range<T, kMax>(x + blockIdx.x * n, 0, n, &first);
+  if (threadIdx.x == 0) {
     out[blockIdx.x] = total;
+    if (kMax && argmax) argmax[blockIdx.x] = static_cast<int32_t>(first);
   }
 }
 
@@ -44,53 +50,21 @@ template <typename T, bool kMax>
 __global__ void reduce_parts_kernel(const T* x, int64_t n, int64_t parts, T* pv, int32_t* pa) {
   const int64_t row = blockIdx.y, part = blockIdx.x, len = (n + parts - 1) / parts;
   const int64_t b = part * len, e = b + len < n ? b + len : n;
-  const T* xr = x + row * n;
-  T best = kMax ? T(-INFINITY) : T(0);
-  int64_t arg = b;
-  for (int64_t k = b + threadIdx.x; k < e; k += blockDim.x) {
-    if (kMax) {
-      if (xr[k] > best) best = xr[k], arg = k;
-    } else {
-      best += xr[k];
-    }
-  }
-  const T total = block_reduce<T, kMax>(best);
-  __shared__ unsigned long long first;
-  if (kMax) {
-    if (threadIdx.x == 0) first = ~0ull;
-    __syncthreads();
-    if (best == total) atomicMin(&first, static_cast<unsigned long long>(arg));
-    __syncthreads();
-  }
+  int64_t first = b;
+  const T total = block_reduce_range<T, kMax>(x + row * n, b < n ? b : n, e, &first);
   if (threadIdx.x == 0) {
     pv[row * parts + part] = total;
-    pa[row * parts + part] = kMax && first != ~0ull ? static_cast<int32_t>(first) : static_cast<int32_t>(b);
+    pa[row * parts + part] = static_cast<int32_t>(first);
   }
 }
 
 template <typename T, bool kMax>
 __global__ void reduce_partials_kernel(const T* pv, const int32_t* pa, int64_t parts, T* out, int32_t* argmax) {
-  const T* v = pv + blockIdx.x * parts;
-  T best = kMax ? T(-INFINITY) : T(0);
-  int64_t arg = 0;
-  for (int64_t k = threadIdx.x; k < parts; k += blockDim.x) {
-    if (kMax) {
-      if (v[k] > best) best = v[k], arg = k;
-    } else {
-      best += v[k];
-    }
-  }
-  const T total = block_reduce<T, kMax>(best);
-  __shared__ unsigned long long first;
-  if (kMax) {
-    if (threadIdx.x == 0) first = ~0ull;
-    __syncthreads();
-    if (best == total) atomicMin(&first, static_cast<unsigned long long>(arg));
-    __syncthreads();
-  }
+  int64_t first = 0;
+  const T total = block_reduce_range<T, kMax>(pv + blockIdx.x * parts, 0, parts, &first);
   if (threadIdx.x == 0) {
     out[blockIdx.x] = total;
-    if (kMax && argmax) argmax[blockIdx.x] = pa[blockIdx.x * parts + (first == ~0ull ? 0 : first)];
+    if (kMax && argmax) argmax[blockIdx.x] = pa[blockIdx.x * parts + first];
   }
 }
 
