@@ -4,7 +4,6 @@
 #include <filesystem>
 #include <set>
 
-#include "data/corpus.h"
 
 namespace sa {
 
@@ -12,28 +11,10 @@ NerCorpus read_ner_file(const std::string& path) {
   return std::filesystem::path(path).extension() == ".tsv" ? read_panx(path) : read_conll_ner(path);
 }
 
-std::vector<int64_t> sentence_offsets(const std::vector<NerSentence>& sentences) {
-  std::vector<int64_t> off = {0};
-  for (const NerSentence& s : sentences) off.push_back(off.back() + static_cast<int64_t>(s.tokens.size()));
-  return off;
-}
-
-Tensor ner_token_features(const ContextualEncoder& encoder, const std::vector<NerSentence>& sentences,
-                          const LayerSpec& spec, const std::string& label) {
-  Sentences tokens;
-  for (const NerSentence& s : sentences) {
-    tokens.push_back(s.tokens);
-    if (encoder.lowercase)
-      for (std::string& w : tokens.back()) lowercase_ascii(w);
-  }
-  const std::vector<int64_t> off = sentence_offsets(sentences);
-  const int64_t D = feature_dim(spec, encoder.n_layers(), encoder.dim());
-  std::vector<float> out(static_cast<size_t>(off.back() * D));
-  embed_all(encoder, tokens, 32, label, [&](size_t i, const Tensor& e) {
-    const std::vector<double> v = select_layers(e, spec).values();
-    std::copy(v.begin(), v.end(), out.begin() + off[i] * D);
-  });
-  return Tensor::from(out, {off.back(), D});
+Sentences sentence_tokens(const std::vector<NerSentence>& sentences) {
+  Sentences out;
+  for (const NerSentence& s : sentences) out.push_back(s.tokens);
+  return out;
 }
 
 TagSet TagSet::of(const std::vector<NerSentence>& train) {
@@ -56,28 +37,6 @@ std::vector<int32_t> TagSet::bioes_ids(const std::vector<std::string>& iob_tags)
   return ids;
 }
 
-NerBatch ner_batch(const Tensor& features, const std::vector<int64_t>& offsets, const std::vector<size_t>& rows,
-                   const std::vector<std::vector<int32_t>>* tag_ids, Device dev) {
-  const int64_t D = features.dim(1), B = static_cast<int64_t>(rows.size());
-  NerBatch b;
-  int64_t T = 1;
-  for (size_t r : rows) {
-    b.lengths.push_back(static_cast<int>(offsets[r + 1] - offsets[r]));
-    T = std::max<int64_t>(T, b.lengths.back());
-  }
-  std::vector<float> x(static_cast<size_t>(B * T * D), 0.f);
-  std::vector<int32_t> tags(static_cast<size_t>(B * T), 0);
-  const float* f = features.data<float>();
-  for (int64_t i = 0; i < B; ++i) {
-    const size_t r = rows[static_cast<size_t>(i)];
-    std::copy(f + offsets[r] * D, f + offsets[r + 1] * D, x.begin() + i * T * D);
-    if (tag_ids) std::copy((*tag_ids)[r].begin(), (*tag_ids)[r].end(), tags.begin() + i * T);
-  }
-  b.x = Tensor::from(x, {B, T, D}, dev);
-  if (tag_ids) b.tags = Tensor::from(tags, {B, T}, dev);
-  return b;
-}
-
 bool has_misc(const std::vector<NerSentence>& sentences) {
   for (const NerSentence& s : sentences)
     for (const std::string& t : s.tags)
@@ -87,12 +46,12 @@ bool has_misc(const std::vector<NerSentence>& sentences) {
 
 std::vector<TaggedSentence> tag_sentences(const NerTagger& tagger, const TagSet& tagset, const Tensor& features,
                                           const std::vector<NerSentence>& sentences, bool misc_to_o, Device dev) {
-  const std::vector<int64_t> off = sentence_offsets(sentences);
+  const std::vector<int64_t> off = sentence_offsets(sentence_tokens(sentences));
   std::vector<TaggedSentence> out;
   for (size_t b0 = 0; b0 < sentences.size(); b0 += 64) {
     std::vector<size_t> rows;
     for (size_t r = b0; r < std::min(sentences.size(), b0 + 64); ++r) rows.push_back(r);
-    NerBatch batch = ner_batch(features, off, rows, nullptr, dev);
+    PaddedBatch batch = padded_batch(features, off, rows, nullptr, dev);
     const std::vector<double> path = tagger.decode(batch.x, batch.lengths).values();
     const int64_t T = batch.x.dim(1);
     for (size_t i = 0; i < rows.size(); ++i) {

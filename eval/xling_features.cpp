@@ -1,8 +1,10 @@
 #include "eval/xling_features.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
+#include "data/corpus.h"
 #include "data/hdf5_file.h"
 
 namespace sa {
@@ -48,6 +50,50 @@ Tensor select_layers(const Tensor& e, const LayerSpec& spec) {
 
 int64_t feature_dim(const LayerSpec& spec, int n_layers, int64_t dim) {
   return spec.kind == LayerSpec::Kind::Concat ? n_layers * dim : dim;
+}
+
+std::vector<int64_t> sentence_offsets(const Sentences& sentences) {
+  std::vector<int64_t> off = {0};
+  for (const auto& s : sentences) off.push_back(off.back() + static_cast<int64_t>(s.size()));
+  return off;
+}
+
+Tensor token_features(const ContextualEncoder& encoder, const Sentences& sentences, const LayerSpec& spec,
+                      const std::string& label) {
+  Sentences tokens = sentences;
+  if (encoder.lowercase)
+    for (auto& s : tokens)
+      for (std::string& w : s) lowercase_ascii(w);
+  const std::vector<int64_t> off = sentence_offsets(tokens);
+  const int64_t D = feature_dim(spec, encoder.n_layers(), encoder.dim());
+  std::vector<float> out(static_cast<size_t>(off.back() * D));
+  embed_all(encoder, tokens, 32, label, [&](size_t i, const Tensor& e) {
+    const std::vector<double> v = select_layers(e, spec).values();
+    std::copy(v.begin(), v.end(), out.begin() + off[i] * D);
+  });
+  return Tensor::from(out, {off.back(), D});
+}
+
+PaddedBatch padded_batch(const Tensor& features, const std::vector<int64_t>& offsets, const std::vector<size_t>& rows,
+                         const std::vector<std::vector<int32_t>>* tag_ids, Device dev) {
+  const int64_t D = features.dim(1), B = static_cast<int64_t>(rows.size());
+  PaddedBatch b;
+  int64_t T = 1;
+  for (size_t r : rows) {
+    b.lengths.push_back(static_cast<int>(offsets[r + 1] - offsets[r]));
+    T = std::max<int64_t>(T, b.lengths.back());
+  }
+  std::vector<float> x(static_cast<size_t>(B * T * D), 0.f);
+  std::vector<int32_t> tags(static_cast<size_t>(B * T), 0);
+  const float* f = features.data<float>();
+  for (int64_t i = 0; i < B; ++i) {
+    const size_t r = rows[static_cast<size_t>(i)];
+    std::copy(f + offsets[r] * D, f + offsets[r + 1] * D, x.begin() + i * T * D);
+    if (tag_ids) std::copy((*tag_ids)[r].begin(), (*tag_ids)[r].end(), tags.begin() + i * T);
+  }
+  b.x = Tensor::from(x, {B, T, D}, dev);
+  if (tag_ids) b.tags = Tensor::from(tags, {B, T}, dev);
+  return b;
 }
 
 Tensor cached_tensor(const std::string& dir, uint64_t key, const std::string& what, Device dev,

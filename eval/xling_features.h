@@ -7,6 +7,7 @@
 #include <string>
 
 #include "engine/engine.h"
+#include "layers/encoder.h"
 
 namespace sa {
 
@@ -21,6 +22,22 @@ LayerSpec parse_layer_spec(const std::string& s, int n_layers);
 // e [n_layers, n_tokens, dim] -> [n_tokens, dim'] (dim' = n_layers * dim for concat).
 Tensor select_layers(const Tensor& e, const LayerSpec& spec);
 int64_t feature_dim(const LayerSpec& spec, int n_layers, int64_t dim);
+
+// Each sentence's token vectors (select_layers of its stateless embedding) as rows of one
+// [tokens of all sentences, dim'] f32 matrix on the CPU: rows offsets[i]..offsets[i+1] belong
+// to sentence i. Tokens are lowercased when the encoder was trained so.
+std::vector<int64_t> sentence_offsets(const Sentences& sentences);
+Tensor token_features(const ContextualEncoder& encoder, const Sentences& sentences, const LayerSpec& spec,
+                      const std::string& label);
+
+// A padded batch of sentences `rows`: x [B, T, dim'] and, with `tag_ids` (one i32 per token),
+// tags [B, T] (0 past the lengths), on `dev`.
+struct PaddedBatch {
+  Tensor x, tags;
+  std::vector<int> lengths;
+};
+PaddedBatch padded_batch(const Tensor& features, const std::vector<int64_t>& offsets, const std::vector<size_t>& rows,
+                         const std::vector<std::vector<int32_t>>* tag_ids, Device dev);
 
 // The tensor cached under `key` in `dir` (one HDF5 file per key), computed and written atomically
 // when absent; `dir` empty: always computed. `what` names it in messages.

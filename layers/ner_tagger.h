@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "layers/lstm.h"
+#include "layers/bilstm.h"
 
 namespace sa {
 
@@ -19,7 +19,7 @@ struct NerTaggerOptions {
 struct NerTagger {
   NerTaggerOptions options;
   Tensor W_re, b_re;             // [F, F], [F]
-  LstmWeights fwd, bwd;          // hidden H each; W_P a fixed identity (Flair's LSTM has no projection)
+  BiLstm lstm;                   // hidden H per direction, no projection (as Flair's)
   Tensor W_out, b_out;           // [2H, K], [K]
   Tensor trans, start, end;      // CRF: [K, K] (row: previous tag), [K], [K]
 

@@ -249,11 +249,11 @@ TEST(NerTagger, LearnsSpansFromInformativeFeatures) {
   FitOptions fo;
   fo.schedule = FitOptions::Schedule::SgdAnneal;
   fo.lr = 0.1, fo.max_epochs = 25, fo.patience = 3, fo.seed = 1;
-  const std::vector<int64_t> off = sentence_offsets(train);
+  const std::vector<int64_t> off = sentence_offsets(sentence_tokens(train));
   FitResult r = fit_classifier(
       t.params(), static_cast<int64_t>(train.size()),
       [&](const std::vector<int64_t>& rows, Generator& gen) {
-        const NerBatch b = ner_batch(tx, off, std::vector<size_t>(rows.begin(), rows.end()), &ids, Device::cpu());
+        const PaddedBatch b = padded_batch(tx, off, std::vector<size_t>(rows.begin(), rows.end()), &ids, Device::cpu());
         return t.loss(b.x, b.lengths, b.tags, gen);
       },
       [&] { return conlleval(tag_sentences(t, tags, dx, dev, false, Device::cpu())).all.f1(); }, fo);

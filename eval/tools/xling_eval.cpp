@@ -222,14 +222,14 @@ int run_ner(const TaskArgs& a) {
   };
   auto features = [&](const std::string& file, const std::vector<NerSentence>& s) {
     return cached_tensor(a.cache, feature_key(a, enc->n_layers(), file, enc->lowercase, "xling ner tokens v1"), file,
-                         Device::cpu(), [&] { return ner_token_features(*enc, s, spec, "embed " + file); });
+                         Device::cpu(), [&] { return token_features(*enc, sentence_tokens(s), spec, "embed " + file); });
   };
   const std::vector<NerSentence> train = load(a.train), dev_s = load(a.dev);
   const Tensor train_x = features(a.train, train), dev_x = features(a.dev, dev_s);
   const TagSet tagset = TagSet::of(train);
   std::vector<std::vector<int32_t>> train_tags;
   for (const NerSentence& s : train) train_tags.push_back(tagset.bioes_ids(s.tags));
-  const std::vector<int64_t> train_off = sentence_offsets(train);
+  const std::vector<int64_t> train_off = sentence_offsets(sentence_tokens(train));
   std::vector<std::vector<NerSentence>> test_s;
   std::vector<Tensor> test_x;
   for (const auto& [lang, file] : tests) {
@@ -254,7 +254,7 @@ int run_ner(const TaskArgs& a) {
     FitResult fr = fit_classifier(
         tagger.params(), static_cast<int64_t>(train.size()),
         [&](const std::vector<int64_t>& rows, Generator& gen) {
-          const NerBatch b = ner_batch(train_x, train_off, std::vector<size_t>(rows.begin(), rows.end()), &train_tags, dev);
+          const PaddedBatch b = padded_batch(train_x, train_off, std::vector<size_t>(rows.begin(), rows.end()), &train_tags, dev);
           return tagger.loss(b.x, b.lengths, b.tags, gen);
         },
         [&] { return conlleval(tag_sentences(tagger, tagset, dev_x, dev_s, false, dev)).all.f1(); }, fo);

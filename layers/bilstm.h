@@ -1,0 +1,29 @@
+// One bidirectional LSTM layer without projection over padded sentences, for the downstream
+// models of xling_eval (the NER tagger, the NLI pair model). The backward LSTM reads each row
+// reversed within its length, so padding never reaches a real position.
+#pragma once
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "layers/lstm.h"
+
+namespace sa {
+
+struct BiLstm {
+  LstmWeights fwd, bwd;  // hidden H each; W_P a fixed identity (no projection)
+  int64_t hidden = 0;
+
+  // Glorot-uniform W, zero B, drawn from rng.
+  static BiLstm init(int64_t in, int64_t hidden, std::mt19937_64& rng, Device dev);
+  // x [B, T, in] -> [B, T, 2H] (forward outputs, then backward ones); zeros past each length.
+  Tensor forward(const Tensor& x, const std::vector<int>& lengths) const;
+  std::vector<Tensor> params() const { return {fwd.W, fwd.B, bwd.W, bwd.B}; }
+};
+
+// A [rows, cols] tensor with Glorot-uniform values from rng, requiring a gradient.
+Tensor glorot_uniform(int64_t rows, int64_t cols, std::mt19937_64& rng, Device dev);
+// Lengths as i32 [B] on dev.
+Tensor lengths_tensor(const std::vector<int>& lengths, Device dev);
+
+}  // namespace sa
