@@ -8,13 +8,16 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <cmath>
+#include <numeric>
 #include <random>
 #include <sstream>
 
 #include "eval/ner_task.h"
+#include "eval/nli_task.h"
 #include "eval/sentiment_task.h"
 #include "eval/xling_features.h"
 #include "layers/dense_classifier.h"
+#include "layers/nli_classifier.h"
 #include "tests/test_util.h"
 #include "train/fit_classifier.h"
 
@@ -319,6 +322,107 @@ TEST(XlingEval, NerEndToEndOnTheBilmTfFixture) {
     EXPECT_EQ(sents[0][0].gold, "I-PER");
     EXPECT_NEAR(conlleval(sents).all.f1(), rep["runs"][run - 1]["test"]["de"].get<double>(), 1e-9);
   }
+}
+
+}  // namespace
+}  // namespace sa
+
+namespace sa {
+namespace {
+
+// The pair model learns a relation between its two inputs: the hypothesis' tokens are the
+// premise's (entailment), their negation (contradiction) or unrelated (neutral).
+TEST(NliClassifier, LearnsARelationBetweenPremiseAndHypothesis) {
+  std::mt19937_64 rng(8);
+  std::normal_distribution<double> g(0, 1);
+  auto make = [&](int n, std::vector<double>& p, std::vector<double>& h, std::vector<int32_t>& y, Sentences& ps,
+                  Sentences& hs) {
+    for (int i = 0; i < n; ++i) {
+      const int label = i % 3, len = 2 + static_cast<int>(rng() % 3);
+      ps.emplace_back(static_cast<size_t>(len), "w");
+      hs.emplace_back(static_cast<size_t>(len), "w");
+      for (int t = 0; t < len; ++t)
+        for (int d = 0; d < 4; ++d) {
+          const double v = g(rng);
+          p.push_back(v);
+          h.push_back(label == 0 ? v : label == 2 ? -v : g(rng));
+        }
+      y.push_back(label);
+    }
+  };
+  std::vector<double> tp, th, dp, dh;
+  std::vector<int32_t> ty, dy;
+  Sentences tps, ths, dps, dhs;
+  make(240, tp, th, ty, tps, ths);
+  make(90, dp, dh, dy, dps, dhs);
+  const Tensor TP = Tensor::of(tp, {static_cast<int64_t>(tp.size() / 4), 4}),
+               TH = Tensor::of(th, {static_cast<int64_t>(th.size() / 4), 4}),
+               DP = Tensor::of(dp, {static_cast<int64_t>(dp.size() / 4), 4}),
+               DH = Tensor::of(dh, {static_cast<int64_t>(dh.size() / 4), 4});
+  const auto tpo = sentence_offsets(tps), tho = sentence_offsets(ths), dpo = sentence_offsets(dps),
+             dho = sentence_offsets(dhs);
+  NliClassifier c = NliClassifier::init(4, 8, 16, 0.1, 2, Device::cpu());
+  auto logits = [&](const Tensor& P, const std::vector<int64_t>& po, const Tensor& H, const std::vector<int64_t>& ho,
+                    const std::vector<size_t>& rows, bool train, Generator& gen) {
+    const PaddedBatch p = padded_batch(P, po, rows, nullptr, Device::cpu()), h = padded_batch(H, ho, rows, nullptr, Device::cpu());
+    return c.logits(p.x, p.lengths, h.x, h.lengths, train, gen);
+  };
+  std::vector<size_t> all_dev(90);
+  std::iota(all_dev.begin(), all_dev.end(), 0);
+  Generator unused(0);
+  FitOptions fo;
+  fo.lr = 0.01, fo.max_epochs = 40, fo.patience = 8, fo.seed = 4;
+  FitResult r = fit_classifier(
+      c.params(), 240,
+      [&](const std::vector<int64_t>& rows, Generator& gen) {
+        std::vector<int32_t> y;
+        for (int64_t i : rows) y.push_back(ty[static_cast<size_t>(i)]);
+        return ops::mean(ops::cross_entropy(logits(TP, tpo, TH, tho, std::vector<size_t>(rows.begin(), rows.end()), true, gen),
+                                            Tensor::from(y, {static_cast<int64_t>(y.size())})));
+      },
+      [&] { return accuracy(logits(DP, dpo, DH, dho, all_dev, false, unused), dy); }, fo);
+  EXPECT_GT(r.best_dev, 0.8);
+}
+
+TEST(NliData, TokenizedPairsAndLeftOutOnes) {
+  NliSet set;
+  set.pairs = {{"A man plays.", "Someone is playing.", NliLabel::Entailment}, {"...", " ", NliLabel::Neutral},
+               {"Dogs don't fly.", "Dogs fly.", NliLabel::Contradiction}};
+  set.unlabeled = 4;
+  const NliData d = prepare_nli(set);
+  EXPECT_EQ(d.labels, (std::vector<int32_t>{0, 2}));
+  EXPECT_EQ(d.premises[1], (std::vector<std::string>{"Dogs", "don't", "fly", "."}));
+  EXPECT_EQ(d.empty, 1);
+  EXPECT_EQ(d.unlabeled, 4);
+}
+
+// The xnli task end to end on the bilm-tf fixture: SICK-format training pairs, XNLI-format dev and
+// test pairs; the report holds both runs.
+TEST(XlingEval, XnliEndToEndOnTheBilmTfFixture) {
+  if (!std::filesystem::exists(kFixture + "/lm_weights.hdf5")) GTEST_SKIP() << "no ../shared/data fixture here";
+  std::string sick = "pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment_judgment\n", xnli;
+  const char* labels[] = {"ENTAILMENT", "NEUTRAL", "CONTRADICTION"};
+  for (int i = 0; i < 30; ++i) {
+    sick += std::to_string(i) + "\tA man is playing a guitar.\tA " + (i % 3 == 2 ? "woman is sleeping." : "man plays.") +
+            "\t3.0\t" + labels[i % 3] + "\n";
+    xnli += std::string("A man is playing a guitar.\tA man plays.\t") + (i % 2 ? "entailment" : "neutral") + "\n";
+  }
+  const std::string dir = ::testing::TempDir() + "/xling_xnli";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string train = testing::temp_file("xling_xnli/SICK.txt", sick);
+  const std::string dev = testing::temp_file("xling_xnli/dev-en.tsv", xnli);
+  const testing::ToolRun r = testing::run_tool(
+      "./bin/xling_eval xnli --device cpu --options " + kFixture + "/options.json --weights " + kFixture +
+      "/lm_weights.hdf5 --train " + train + " --dev " + dev + " --test de=" + dev +
+      " --max-epochs 2 --hidden 8 --dense 8 --cache '' --out " + dir + "/x.json");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const nlohmann::json rep = nlohmann::json::parse(std::ifstream(dir + "/x.json"));
+  EXPECT_EQ(rep["runs"].size(), 2u);  // the task's default
+  EXPECT_EQ(rep["settings"]["train_pairs"].get<int>(), 30);
+  EXPECT_EQ(rep["test"]["de"]["pairs"].get<int>(), 30);
+  EXPECT_NEAR(rep["test"]["de"]["mean"].get<double>(),
+              (rep["runs"][0]["test"]["de"].get<double>() + rep["runs"][1]["test"]["de"].get<double>()) / 2, 1e-12);
 }
 
 }  // namespace

@@ -1,9 +1,10 @@
 // bin/xling_eval: zero-shot cross-lingual transfer with a frozen encoder. Classifiers train on
 // English, are chosen on English dev data and are tested on other languages with no training data
-// of theirs. Tasks: sent (review sentiment) and ner (BiLSTM-CRF).
+// of theirs. Tasks: sent (review sentiment), ner (BiLSTM-CRF) and xnli (BiLSTM pair model).
 //   bin/xling_eval sent --model RUN_DIR --train marc-train-en.csv --test en=marc-test-en.csv
 //       --test es=marc-test-es.csv [--align W.layer{layer}.txt] [--runs 5] [--out report.json]
 //   bin/xling_eval ner --model RUN_DIR --train eng.train --dev eng.testa --test de=deu.testa
+//   bin/xling_eval xnli --model RUN_DIR --train SICK.txt --dev dev-en.tsv --test de=dev-de.tsv
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
@@ -17,10 +18,12 @@
 #include "data/file_hash.h"
 #include "eval/aligned_encoder.h"
 #include "eval/ner_task.h"
+#include "eval/nli_task.h"
 #include "eval/sentiment_task.h"
 #include "layers/dense_classifier.h"
 #include "layers/load_encoder.h"
 #include "layers/ner_tagger.h"
+#include "layers/nli_classifier.h"
 #include "train/fit_classifier.h"
 
 using namespace sa;
@@ -38,6 +41,8 @@ struct TaskArgs {
   // sent
   double dev_fraction = 0.1;
   int max_tokens = 256;
+  // xnli
+  int dense = 300;
   // ner
   std::string predictions;
   double min_lr = 1e-4, word_dropout = 0.05;
@@ -300,6 +305,106 @@ int run_ner(const TaskArgs& a) {
   return 0;
 }
 
+int run_xnli(const TaskArgs& a) {
+  const Device dev = resolve_device(a.device);
+  std::unique_ptr<ContextualEncoder> enc = open_encoder(a, dev);
+  const LayerSpec spec = parse_layer_spec(a.layers, enc->n_layers());
+  const std::vector<std::pair<std::string, std::string>> tests = test_files(a.tests);
+  // A file's pairs and the token features of their premises and hypotheses.
+  struct Pairs {
+    NliData data;
+    Tensor p, h;
+    std::vector<int64_t> p_off, h_off;
+  };
+  auto load = [&](const std::string& file) {
+    Pairs s;
+    s.data = prepare_nli(read_nli_file(file));
+    SA_CHECK(!s.data.labels.empty(), "{}: no labeled pair", file);
+    std::fprintf(stderr, "%s: %zu pairs (%d without a gold label and %d with an empty side left out)\n", file.c_str(),
+                 s.data.labels.size(), s.data.unlabeled, s.data.empty);
+    auto feats = [&](const Sentences& side, const char* what) {
+      return cached_tensor(a.cache, feature_key(a, enc->n_layers(), file, enc->lowercase, std::string("xling nli ") + what),
+                           file + " (" + what + ")", Device::cpu(),
+                           [&] { return token_features(*enc, side, spec, std::string("embed ") + what + " " + file); });
+    };
+    s.p = feats(s.data.premises, "premises");
+    s.h = feats(s.data.hypotheses, "hypotheses");
+    s.p_off = sentence_offsets(s.data.premises);
+    s.h_off = sentence_offsets(s.data.hypotheses);
+    return s;
+  };
+  const Pairs train = load(a.train), dev_p = load(a.dev);
+  std::vector<Pairs> test_p;
+  for (const auto& [lang, file] : tests) test_p.push_back(load(file));
+  auto logits = [&](const NliClassifier& c, const Pairs& s, const std::vector<size_t>& rows, bool training,
+                    Generator& gen) {
+    const PaddedBatch p = padded_batch(s.p, s.p_off, rows, nullptr, dev), h = padded_batch(s.h, s.h_off, rows, nullptr, dev);
+    return c.logits(p.x, p.lengths, h.x, h.lengths, training, gen);
+  };
+  auto accuracy_on = [&](const NliClassifier& c, const Pairs& s) {
+    Generator unused(0);
+    size_t right = 0;
+    for (size_t b0 = 0; b0 < s.data.labels.size(); b0 += 128) {
+      std::vector<size_t> rows;
+      std::vector<int32_t> gold;
+      for (size_t r = b0; r < std::min(s.data.labels.size(), b0 + 128); ++r) rows.push_back(r), gold.push_back(s.data.labels[r]);
+      right += static_cast<size_t>(std::lround(accuracy(logits(c, s, rows, false, unused), gold) * static_cast<double>(rows.size())));
+    }
+    return static_cast<double>(right) / static_cast<double>(s.data.labels.size());
+  };
+
+  std::vector<double> dev_acc;
+  std::map<std::string, std::vector<double>> acc;
+  nlohmann::json runs = nlohmann::json::array();
+  for (int run = 0; run < a.runs; ++run) {
+    const uint64_t seed = a.seed + static_cast<uint64_t>(run);
+    NliClassifier clf = NliClassifier::init(train.p.dim(1), a.hidden, a.dense, a.dropout, seed, dev);
+    FitOptions fo;
+    fo.batch_size = a.batch_size, fo.max_epochs = a.max_epochs, fo.patience = a.patience, fo.lr = a.lr, fo.seed = seed;
+    fo.label = "xnli run " + std::to_string(run + 1) + "/" + std::to_string(a.runs);
+    FitResult fr = fit_classifier(
+        clf.params(), static_cast<int64_t>(train.data.labels.size()),
+        [&](const std::vector<int64_t>& rows, Generator& gen) {
+          std::vector<int32_t> y;
+          for (int64_t r : rows) y.push_back(train.data.labels[static_cast<size_t>(r)]);
+          const Tensor l = logits(clf, train, std::vector<size_t>(rows.begin(), rows.end()), true, gen);
+          return ops::mean(ops::cross_entropy(l, Tensor::from(y, {static_cast<int64_t>(y.size())}, dev)));
+        },
+        [&] { return accuracy_on(clf, dev_p); }, fo);
+    nlohmann::json r = {{"seed", seed}, {"epochs", fr.epochs}, {"best_epoch", fr.best_epoch}, {"dev_en", fr.best_dev}};
+    dev_acc.push_back(fr.best_dev);
+    NoGrad ng;
+    for (size_t t = 0; t < tests.size(); ++t) {
+      const double v = accuracy_on(clf, test_p[t]);
+      acc[tests[t].first].push_back(v);
+      r["test"][tests[t].first] = v;
+    }
+    runs.push_back(r);
+  }
+  nlohmann::json report = {{"task", "xnli"},
+                           {"model", enc->origin},
+                           {"align", a.align},
+                           {"layers", spec.name()},
+                           {"settings",
+                            {{"hidden", a.hidden}, {"dense", a.dense}, {"dropout", a.dropout}, {"lr", a.lr},
+                             {"batch_size", a.batch_size}, {"max_epochs", a.max_epochs}, {"patience", a.patience},
+                             {"train_pairs", train.data.labels.size()}, {"dev_pairs", dev_p.data.labels.size()}}},
+                           {"runs", runs}};
+  std::printf("xnli: accuracy over %d runs, mean ± sample std (%s, layers %s)\n", a.runs, enc->origin.c_str(),
+              spec.name().c_str());
+  auto [dm, ds] = mean_std(dev_acc);
+  std::printf("  %-10s %.4f ± %.4f\n", "en (dev)", dm, ds);
+  report["dev_en"] = {{"mean", dm}, {"std", ds}};
+  for (size_t t = 0; t < tests.size(); ++t) {
+    const auto& [lang, file] = tests[t];
+    auto [m, sd] = mean_std(acc[lang]);
+    std::printf("  %-10s %.4f ± %.4f   %s (%zu pairs)\n", lang.c_str(), m, sd, file.c_str(), test_p[t].data.labels.size());
+    report["test"][lang] = {{"mean", m}, {"std", sd}, {"file", file}, {"pairs", test_p[t].data.labels.size()}};
+  }
+  if (!a.out.empty()) write_file_atomically(a.out, report.dump(2) + "\n");
+  return 0;
+}
+
 // The options every task takes: the model, the data, the runs, the cache and the report.
 void add_common(CLI::App* c, TaskArgs& a, const char* what) {
   c->option_defaults()->always_capture_default();
@@ -357,10 +462,24 @@ int main(int argc, char** argv) {
   ner->add_option("--patience", n.patience, "epochs without a better dev F1 before the rate is halved");
   ner->add_option("--predictions", n.predictions, "directory for LANG.runK.txt files (token gold guess) that "
                                                   "conlleval.pl reads");
+  TaskArgs x;  // the NYU MultiNLI baseline's settings
+  x.runs = 2, x.lr = 4e-4, x.hidden = 300, x.max_epochs = 20, x.patience = 3;
+  CLI::App* xnli = app.add_subcommand(
+      "xnli", "sentence pairs (SICK, XNLI and MultiNLI .tsv, MultiNLI .jsonl): premise and hypothesis each through "
+              "its own BiLSTM, mean-pooled -> [u; v; u - v; u * v] -> dense (ReLU) -> dropout -> 3 labels; Adam, best "
+              "English-dev epoch");
+  add_common(xnli, x, "pairs");
+  xnli->add_option("--dev", x.dev, "English dev pairs (XNLI dev-en.tsv)")->required();
+  xnli->add_option("--hidden", x.hidden, "BiLSTM units per direction (premise and hypothesis each)");
+  xnli->add_option("--dense", x.dense, "units of the ReLU layer");
+  xnli->add_option("--dropout", x.dropout, "dropout after the ReLU layer");
+  xnli->add_option("--lr", x.lr, "Adam learning rate");
+  xnli->add_option("--patience", x.patience, "epochs without a better dev accuracy before stopping");
   CLI11_PARSE(app, argc, argv);
   try {
     if (sent->parsed()) return run_sent(s);
     if (ner->parsed()) return run_ner(n);
+    if (xnli->parsed()) return run_xnli(x);
   } catch (const std::exception& e) {
     return tool_failure("xling_eval", e);
   }
