@@ -170,4 +170,33 @@ void H5File::write_string(const std::string& name, const std::string& value) {
   SA_CHECK(st >= 0, "{}: writing dataset '{}' failed", path_, name);
 }
 
+std::string H5File::read_string(const std::string& name) const {
+  SA_CHECK(has(name), "{}: dataset '{}' not found", path_, name);
+  hid_t ds = H5Dopen2(id_, name.c_str(), H5P_DEFAULT);
+  SA_CHECK(ds >= 0, "{}: cannot open dataset '{}'", path_, name);
+  hid_t stored = H5Dget_type(ds);
+  const bool is_string = H5Tget_class(stored) == H5T_STRING && H5Tis_variable_str(stored) > 0;
+  const H5T_cset_t cset = is_string ? H5Tget_cset(stored) : H5T_CSET_ASCII;
+  H5Tclose(stored);
+  hid_t space = H5Dget_space(ds);
+  const hssize_t n = H5Sget_simple_extent_npoints(space);
+  if (!is_string || n < 1) {
+    H5Sclose(space);
+    H5Dclose(ds);
+    fail("{}: dataset '{}' is not a variable-length string", path_, name);
+  }
+  hid_t type = H5Tcopy(H5T_C_S1);
+  H5Tset_size(type, H5T_VARIABLE);
+  H5Tset_cset(type, cset);  // HDF5 does not convert between character sets
+  std::vector<char*> values(static_cast<size_t>(n), nullptr);
+  const herr_t st = H5Dread(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data());
+  std::string out = st >= 0 && values[0] ? values[0] : "";
+  if (st >= 0) H5Dvlen_reclaim(type, space, H5P_DEFAULT, values.data());
+  H5Tclose(type);
+  H5Sclose(space);
+  H5Dclose(ds);
+  SA_CHECK(st >= 0, "{}: reading dataset '{}' failed", path_, name);
+  return out;
+}
+
 }  // namespace sa

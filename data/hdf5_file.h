@@ -25,6 +25,8 @@ class H5File {
   void write(const std::string& name, const Tensor& t);
   // A (1,) variable-length UTF-8 string dataset (AllenNLP's sentence_to_index).
   void write_string(const std::string& name, const std::string& value);
+  // Such a string dataset's first value; fails naming the file for another type or shape.
+  std::string read_string(const std::string& name) const;
   const std::string& path() const { return path_; }
   // Flushes and closes, failing naming the file when HDF5 could not write all of it (a full disk
   // shows here, as the library buffers writes). The destructor closes unchecked.

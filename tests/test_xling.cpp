@@ -14,9 +14,11 @@
 
 #include "eval/ner_task.h"
 #include "eval/nli_task.h"
+#include "eval/precomputed_encoder.h"
 #include "eval/sentiment_task.h"
 #include "eval/xling_features.h"
 #include "layers/dense_classifier.h"
+#include "layers/load_encoder.h"
 #include "layers/nli_classifier.h"
 #include "tests/test_util.h"
 #include "train/fit_classifier.h"
@@ -423,6 +425,48 @@ TEST(XlingEval, XnliEndToEndOnTheBilmTfFixture) {
   EXPECT_EQ(rep["test"]["de"]["pairs"].get<int>(), 30);
   EXPECT_NEAR(rep["test"]["de"]["mean"].get<double>(),
               (rep["runs"][0]["test"]["de"].get<double>() + rep["runs"][1]["test"]["de"].get<double>()) / 2, 1e-12);
+}
+
+}  // namespace
+}  // namespace sa
+
+namespace sa {
+namespace {
+
+// Vectors written by bin/embed, read back through --embeddings' encoder, equal the model's own;
+// a sentence that is not in the files is an error that quotes it.
+TEST(PrecomputedEncoder, ReadsWhatBinEmbedWrote) {
+  if (!std::filesystem::exists(kFixture + "/lm_weights.hdf5")) GTEST_SKIP() << "no ../shared/data fixture here";
+  const Sentences sentences = {{"The", "cat", "sat", "."}, {"Paris", "is", "big"}, {"Hello"}};
+  const std::string input = testing::temp_file("precomputed.txt", "The cat sat .\nParis is big\nHello\n");
+  const std::string out = ::testing::TempDir() + "/precomputed.hdf5";
+  const testing::ToolRun r = testing::run_tool("./bin/embed --device cpu --options " + kFixture + "/options.json --weights " +
+                                               kFixture + "/lm_weights.hdf5 --input " + input + " --output " + out);
+  ASSERT_EQ(r.rc, 0) << r.out;
+  PrecomputedEncoder pre({out});
+  std::unique_ptr<ContextualEncoder> model = load_encoder({"", kFixture + "/options.json", kFixture + "/lm_weights.hdf5"},
+                                                          Device::cpu());
+  EXPECT_EQ(pre.n_layers(), model->n_layers());
+  EXPECT_EQ(pre.dim(), model->dim());
+  const std::vector<Tensor> a = pre.embed(sentences), b = model->embed(sentences);
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_EQ(a[i].shape(), b[i].shape());
+    const std::vector<double> va = a[i].values(), vb = b[i].values();
+    for (size_t k = 0; k < va.size(); ++k) ASSERT_NEAR(va[k], vb[k], 1e-5) << "sentence " << i;
+  }
+  const std::string err = testing::error_of([&] { pre.embed({{"not", "there"}}); });
+  EXPECT_TRUE(testing::contains(err, "no vectors for the sentence \"not there\"")) << err;
+  // xling_eval ner scores such files without a model; a model and --embeddings together are refused.
+  const std::string conll = testing::temp_file("precomputed.conll", "The O\ncat B-PER\nsat O\n. O\n\nParis B-LOC\nis O\nbig O\n\n");
+  const std::string base = "./bin/xling_eval ner --device cpu --cache '' --runs 1 --max-epochs 2 --hidden 4 --train " +
+                           conll + " --dev " + conll + " --test xx=" + conll + " --embeddings " + out;
+  const testing::ToolRun ok = testing::run_tool(base);
+  EXPECT_EQ(ok.rc, 0) << ok.out;
+  EXPECT_TRUE(testing::contains(ok.out, "precomputed.hdf5")) << ok.out;
+  const testing::ToolRun both = testing::run_tool(base + " --options " + kFixture + "/options.json --weights " + kFixture +
+                                                  "/lm_weights.hdf5");
+  EXPECT_NE(both.rc, 0);
+  EXPECT_TRUE(testing::contains(both.out, "not both")) << both.out;
 }
 
 }  // namespace

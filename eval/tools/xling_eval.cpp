@@ -19,6 +19,7 @@
 #include "eval/aligned_encoder.h"
 #include "eval/ner_task.h"
 #include "eval/nli_task.h"
+#include "eval/precomputed_encoder.h"
 #include "eval/sentiment_task.h"
 #include "layers/dense_classifier.h"
 #include "layers/load_encoder.h"
@@ -34,7 +35,7 @@ namespace {
 struct TaskArgs {
   EncoderSource model;
   std::string align, device = "auto", train, dev, layers = "concat", cache = "xling-cache", out;
-  std::vector<std::string> tests;
+  std::vector<std::string> tests, embeddings;
   double dropout = 0.5, lr = 1e-3;
   int runs = 5, hidden = 256, batch_size = 32, max_epochs = 50, patience = 5;
   uint64_t seed = 1;
@@ -66,7 +67,9 @@ uint64_t feature_key(const TaskArgs& a, int n_layers, const std::string& data_fi
   uint64_t h = hash_string(kFnvOffset, what);
   const std::string options = a.model.run_dir.empty() ? a.model.options : a.model.run_dir + "/options.json";
   const std::string weights = a.model.run_dir.empty() ? a.model.weights : a.model.run_dir + "/weights.hdf5";
-  for (const std::string& f : {options, weights}) {
+  std::vector<std::string> model_files = a.embeddings;
+  if (a.embeddings.empty()) model_files = {options, weights};
+  for (const std::string& f : model_files) {
     const uint64_t fh = hash_file(f);
     h = hash_bytes(h, &fh, sizeof fh);
   }
@@ -83,9 +86,16 @@ uint64_t feature_key(const TaskArgs& a, int n_layers, const std::string& data_fi
 
 // The frozen encoder, with the +Proj maps when --align is given.
 std::unique_ptr<ContextualEncoder> open_encoder(const TaskArgs& a, Device dev) {
-  std::unique_ptr<ContextualEncoder> enc = load_encoder(a.model, dev);
+  const bool model = !a.model.run_dir.empty() || !a.model.weights.empty();
+  SA_CHECK(model != !a.embeddings.empty(), "give either a model (--model, or --options and --weights) or "
+                                           "--embeddings files, not both");
+  std::unique_ptr<ContextualEncoder> enc;
+  if (model)
+    enc = load_encoder(a.model, dev);
+  else
+    enc = std::make_unique<PrecomputedEncoder>(a.embeddings);
   if (!a.align.empty()) {
-    std::vector<Tensor> maps = read_layer_maps(a.align, enc->n_layers(), enc->dim(), dev);
+    std::vector<Tensor> maps = read_layer_maps(a.align, enc->n_layers(), enc->dim(), enc->device());
     enc = std::make_unique<AlignedEncoder>(std::move(enc), std::move(maps));
   }
   return enc;
@@ -411,6 +421,9 @@ void add_common(CLI::App* c, TaskArgs& a, const char* what) {
   c->add_option("--model", a.model.run_dir, "a run directory (options.json + weights.hdf5)");
   c->add_option("--options", a.model.options, "bilm-tf options.json");
   c->add_option("--weights", a.model.weights, "bilm-tf weights.hdf5");
+  c->add_option("--embeddings", a.embeddings, "instead of a model: vectors in bilm-tf/AllenNLP's HDF5 layout "
+                                              "(bin/embed, allennlp elmo), one file per data file, each sentence's "
+                                              "tokens joined by spaces as its line; repeatable");
   c->add_option("--align", a.align, "a map from `bin/align fit` for every layer (+Proj); \"{layer}\": one per layer");
   c->add_option("--train", a.train, std::string("English training ") + what)->required();
   c->add_option("--test", a.tests, std::string("LANG=FILE, repeatable: ") + what + " to test on")->required();
