@@ -1,7 +1,16 @@
 #include "data/tokenizer.h"
 
+#include <iconv.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "engine/core/error.h"
 
 namespace sa {
 
@@ -47,25 +56,51 @@ std::vector<Char> decode(const std::string& s) {
   return out;
 }
 
+// segment_cjk.py's CJK class: kana, CJK ideographs (extension A, unified, compatibility), the
+// prolonged sound mark, 々 and 〆.
+bool is_cjk(uint32_t cp) {
+  return (cp >= 0x3040 && cp <= 0x30FF) || (cp >= 0x3400 && cp <= 0x4DBF) || (cp >= 0x4E00 && cp <= 0x9FFF) ||
+         (cp >= 0xF900 && cp <= 0xFAFF) || cp == 0x3005 || cp == 0x3006;
+}
+
 bool joins(uint32_t cp) { return cp == '-' || cp == '\'' || cp == 0x2019 || cp == '.'; }
 
 bool ends_sentence(uint32_t cp) {
   return cp == '.' || cp == '!' || cp == '?' || cp == 0x3002 || cp == 0xFF01 || cp == 0xFF1F;
 }
 
-std::vector<std::string> tokens_of(const std::string& s, const std::vector<Char>& c, size_t from, size_t to) {
+// The bytes of code points [i, j).
+std::string bytes(const std::string& s, const std::vector<Char>& c, size_t i, size_t j) {
+  return s.substr(c[i].at, c[j - 1].at + c[j - 1].len - c[i].at);
+}
+
+std::vector<std::string> tokens_of(const std::string& s, const std::vector<Char>& c, size_t from, size_t to,
+                                   const CjkLexicon* lexicon) {
+  // With a lexicon a CJK run is segmented on its own, and words of other text stop at it.
+  const auto word = [&](size_t k) { return is_word(c[k].cp) && !(lexicon && is_cjk(c[k].cp)); };
   std::vector<std::string> out;
   for (size_t i = from; i < to;) {
+    if (lexicon && is_cjk(c[i].cp)) {
+      size_t end = i;
+      while (end < to && is_cjk(c[end].cp)) ++end;
+      while (i < end) {  // longest lexicon word first; a character alone when none fits
+        size_t n = std::min<size_t>(static_cast<size_t>(lexicon->max_len()), end - i);
+        while (n > 1 && !lexicon->contains(bytes(s, c, i, i + n))) --n;
+        out.push_back(bytes(s, c, i, i + n));
+        i += n;
+      }
+      continue;
+    }
     if (is_space(c[i].cp)) {
       ++i;
       continue;
     }
     size_t j = i + 1;
-    if (is_word(c[i].cp)) {
-      while (j < to && is_word(c[j].cp)) ++j;
-      while (j + 1 < to && joins(c[j].cp) && is_word(c[j + 1].cp)) {
+    if (word(i)) {
+      while (j < to && word(j)) ++j;
+      while (j + 1 < to && joins(c[j].cp) && word(j + 1)) {
         j += 2;
-        while (j < to && is_word(c[j].cp)) ++j;
+        while (j < to && word(j)) ++j;
       }
     }
     out.push_back(s.substr(c[i].at, c[j - 1].at + c[j - 1].len - c[i].at));
@@ -76,24 +111,114 @@ std::vector<std::string> tokens_of(const std::string& s, const std::vector<Char>
 
 }  // namespace
 
-std::vector<std::string> tokenize(const std::string& s) {
+std::vector<std::string> tokenize(const std::string& s, const CjkLexicon* lexicon) {
   const std::vector<Char> c = decode(s);
-  return tokens_of(s, c, 0, c.size());
+  return tokens_of(s, c, 0, c.size(), lexicon);
 }
 
-std::vector<std::vector<std::string>> tokenize_sentences(const std::string& s) {
+std::vector<std::vector<std::string>> tokenize_sentences(const std::string& s, const CjkLexicon* lexicon) {
   const std::vector<Char> c = decode(s);
   std::vector<std::vector<std::string>> out;
   size_t start = 0;
   for (size_t i = 1; i <= c.size(); ++i) {
     const bool split = i == c.size() || (is_space(c[i].cp) && ends_sentence(c[i - 1].cp));
     if (!split) continue;
-    std::vector<std::string> t = tokens_of(s, c, start, i);
+    std::vector<std::string> t = tokens_of(s, c, start, i, lexicon);
     if (!t.empty()) out.push_back(std::move(t));
     while (i < c.size() && is_space(c[i].cp)) ++i;
     start = i;
   }
   return out;
+}
+
+}  // namespace sa
+
+namespace sa {
+
+namespace {
+
+std::ifstream open_lexicon(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  SA_CHECK(f, "{}: cannot open ({})", path, std::strerror(errno));
+  return f;
+}
+
+// EUC-JP -> UTF-8; an invalid byte becomes U+FFFD (Python's errors="replace").
+std::string euc_jp_to_utf8(iconv_t cd, const std::string& in) {
+  std::string out;
+  char buf[4096];
+  char* src = const_cast<char*>(in.data());
+  size_t left = in.size();
+  while (left > 0) {
+    char* dst = buf;
+    size_t room = sizeof buf;
+    const size_t r = iconv(cd, &src, &left, &dst, &room);
+    out.append(buf, static_cast<size_t>(dst - buf));
+    if (r == static_cast<size_t>(-1) && errno != E2BIG) {  // EILSEQ or EINVAL: skip a byte
+      out += "\xEF\xBF\xBD";
+      ++src, --left;
+      iconv(cd, nullptr, nullptr, nullptr, nullptr);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+void CjkLexicon::add_cedict(const std::string& path) {
+  std::ifstream f = open_lexicon(path);
+  for (std::string line; std::getline(f, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    const size_t a = line.find(' ');
+    if (a == std::string::npos) continue;
+    const size_t b = line.find(' ', a + 1);
+    words_.insert(line.substr(0, a));
+    words_.insert(line.substr(a + 1, b == std::string::npos ? std::string::npos : b - a - 1));
+  }
+}
+
+void CjkLexicon::add_edict(const std::string& path) {
+  std::ifstream f = open_lexicon(path);
+  iconv_t cd = iconv_open("UTF-8", "EUC-JP");
+  SA_CHECK(cd != reinterpret_cast<iconv_t>(-1), "{}: no EUC-JP converter ({})", path, std::strerror(errno));
+  auto strip = [](std::string s, const char* chars) {
+    const size_t b = s.find_first_not_of(chars), e = s.find_last_not_of(chars);
+    return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
+  };
+  for (std::string raw; std::getline(f, raw);) {
+    const std::string line = euc_jp_to_utf8(cd, raw);
+    const std::string head = strip(line.substr(0, line.find('/')), " \t\r\n\f\v");
+    const size_t sp = head.find(' ');
+    words_.insert(head.substr(0, sp));
+    if (sp != std::string::npos) {
+      const std::string kana = strip(head.substr(sp + 1), "[] ");
+      if (!kana.empty()) words_.insert(kana);
+    }
+  }
+  iconv_close(cd);
+}
+
+void CjkLexicon::add_muse_targets(const std::string& path, int skip_lo, int skip_hi) {
+  std::ifstream f = open_lexicon(path);
+  std::map<std::string, int> rank;
+  for (std::string line; std::getline(f, line);) {
+    std::istringstream ss(line);
+    std::string src, tgt, extra;
+    if (!(ss >> src >> tgt) || (ss >> extra)) continue;
+    const int r = rank.emplace(src, static_cast<int>(rank.size())).first->second;
+    if (r < skip_lo || r >= skip_hi) words_.insert(tgt);
+  }
+}
+
+void CjkLexicon::finish(int max_len) {
+  SA_CHECK(max_len >= 1, "CJK lexicon: max_len must be positive, got {}", max_len);
+  max_len_ = max_len;
+  for (auto it = words_.begin(); it != words_.end();) {
+    const std::vector<Char> c = decode(*it);
+    bool keep = c.size() > 1 && c.size() <= static_cast<size_t>(max_len);
+    for (const Char& ch : c) keep = keep && is_cjk(ch.cp);
+    it = keep ? std::next(it) : words_.erase(it);
+  }
 }
 
 }  // namespace sa

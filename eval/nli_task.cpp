@@ -10,11 +10,11 @@ NliSet read_nli_file(const std::string& path) {
   return std::filesystem::path(path).extension() == ".jsonl" ? read_nli_jsonl(path) : read_nli_tsv(path);
 }
 
-NliData prepare_nli(const NliSet& set) {
+NliData prepare_nli(const NliSet& set, const CjkLexicon* lexicon) {
   NliData d;
   d.unlabeled = set.unlabeled;
   for (const NliPair& p : set.pairs) {
-    std::vector<std::string> a = tokenize(p.premise), b = tokenize(p.hypothesis);
+    std::vector<std::string> a = tokenize(p.premise, lexicon), b = tokenize(p.hypothesis, lexicon);
     if (a.empty() || b.empty()) {
       ++d.empty;
       continue;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "data/nli_corpus.h"
+#include "data/tokenizer.h"
 #include "layers/encoder.h"
 
 namespace sa {
@@ -18,6 +19,7 @@ struct NliData {
 
 // MultiNLI's .jsonl, or tab-separated pairs (SICK, XNLI, MultiNLI's .txt/.tsv).
 NliSet read_nli_file(const std::string& path);
-NliData prepare_nli(const NliSet& set);
+// `lexicon`: segment Chinese and Japanese as the bilingual corpora were (data/tokenizer.h).
+NliData prepare_nli(const NliSet& set, const CjkLexicon* lexicon = nullptr);
 
 }  // namespace sa

@@ -5,7 +5,7 @@
 
 namespace sa {
 
-SentimentData prepare_sentiment(const ReviewSet& set, int max_tokens, bool lowercase) {
+SentimentData prepare_sentiment(const ReviewSet& set, int max_tokens, bool lowercase, const CjkLexicon* lexicon) {
   SA_CHECK(max_tokens > 0, "sentiment: max_tokens must be positive, got {}", max_tokens);
   SentimentData d;
   for (const Review& r : set.reviews) {
@@ -17,7 +17,7 @@ SentimentData prepare_sentiment(const ReviewSet& set, int max_tokens, bool lower
     Sentences kept;
     int n = 0;
     bool cut = false;
-    for (std::vector<std::string>& s : tokenize_sentences(r.text)) {
+    for (std::vector<std::string>& s : tokenize_sentences(r.text, lexicon)) {
       if (n >= max_tokens) {
         cut = true;
         break;

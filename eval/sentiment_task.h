@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "data/review_corpus.h"
+#include "data/tokenizer.h"
 #include "eval/xling_features.h"
 #include "layers/encoder.h"
 
@@ -19,7 +20,9 @@ struct SentimentData {
   int truncated = 0;               // reviews cut at max_tokens
 };
 
-SentimentData prepare_sentiment(const ReviewSet& set, int max_tokens, bool lowercase);
+// `lexicon`: segment Chinese and Japanese as the bilingual corpora were (data/tokenizer.h).
+SentimentData prepare_sentiment(const ReviewSet& set, int max_tokens, bool lowercase,
+                                const CjkLexicon* lexicon = nullptr);
 // Keeps the reviews at `rows` (a train/dev split).
 SentimentData subset(const SentimentData& d, const std::vector<size_t>& rows);
 

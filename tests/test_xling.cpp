@@ -75,6 +75,14 @@ TEST(SentimentData, LabelsTruncationAndNeutralReviews) {
   EXPECT_EQ(d.reviews[2], (Sentences{{"one", "two", "three", "four", "five"}}));
   EXPECT_EQ(d.truncated, 3);
   EXPECT_THROW(prepare_sentiment(set, 0, false), Error);
+  // With a CJK lexicon, Chinese is cut into its words (a one-line CC-CEDICT: traditional, simplified).
+  CjkLexicon lex;
+  lex.add_cedict(testing::temp_file("mini.u8", "# comment\n中文 中文 [Zhong1 wen2] /Chinese/\n"));
+  lex.finish();
+  ReviewSet zh;
+  zh.reviews = {{"z", "我爱中文。", 5}};
+  EXPECT_EQ(prepare_sentiment(zh, 50, false, &lex).reviews[0], (Sentences{{"我", "爱", "中文", "。"}}));
+  EXPECT_EQ(prepare_sentiment(zh, 50, false).reviews[0], (Sentences{{"我爱中文", "。"}}));  // no lexicon: one word
 }
 
 // Two Gaussian clusters: the classifier learns them, early stopping ends the run, and the

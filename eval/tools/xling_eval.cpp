@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <random>
+#include <sstream>
 
 #include "data/atomic_file.h"
 #include "data/file_hash.h"
@@ -42,6 +43,9 @@ struct TaskArgs {
   // sent
   double dev_fraction = 0.1;
   int max_tokens = 256;
+  // sent and xnli: Chinese and Japanese segmented as the bilingual corpora were
+  std::string cedict, edict, muse, muse_skip = "4000:5000";
+  int cjk_max_len = 8;
   // xnli
   int dense = 300;
   // ner
@@ -79,8 +83,11 @@ uint64_t feature_key(const TaskArgs& a, int n_layers, const std::string& data_fi
     const uint64_t fh = hash_file(path);
     h = hash_bytes(h, &fh, sizeof fh);
   }
-  const uint64_t dh = hash_file(data_file);
-  h = hash_bytes(h, &dh, sizeof dh);
+  for (const std::string& f : {data_file, a.cedict, a.edict, a.muse}) {
+    const uint64_t fh = f.empty() ? 0 : hash_file(f);
+    h = hash_bytes(h, &fh, sizeof fh);
+  }
+  h = hash_string(h, a.muse_skip + "|" + std::to_string(a.cjk_max_len));
   return hash_string(h, a.layers + "|" + std::to_string(a.max_tokens) + "|" + (lowercase ? "lc" : "cased"));
 }
 
@@ -101,6 +108,28 @@ std::unique_ptr<ContextualEncoder> open_encoder(const TaskArgs& a, Device dev) {
   return enc;
 }
 
+// The CJK lexicon of --cedict/--edict/--muse, or none.
+std::unique_ptr<CjkLexicon> cjk_lexicon(const TaskArgs& a) {
+  if (a.cedict.empty() && a.edict.empty()) {
+    SA_CHECK(a.muse.empty(), "--muse adds words to a CJK lexicon: give --cedict or --edict too");
+    return nullptr;
+  }
+  auto lex = std::make_unique<CjkLexicon>();
+  if (!a.cedict.empty()) lex->add_cedict(a.cedict);
+  if (!a.edict.empty()) lex->add_edict(a.edict);
+  if (!a.muse.empty()) {
+    int lo = 0, hi = 0;
+    char colon = 0;
+    std::istringstream ss(a.muse_skip);
+    SA_CHECK((ss >> lo >> colon >> hi) && colon == ':' && lo <= hi && ss.eof(),
+             "--muse-skip-ranks {}: expected A:B with A <= B", a.muse_skip);
+    lex->add_muse_targets(a.muse, lo, hi);
+  }
+  lex->finish(a.cjk_max_len);
+  std::fprintf(stderr, "CJK lexicon: %zu words of 2..%d characters\n", lex->size(), a.cjk_max_len);
+  return lex;
+}
+
 // --test LANG=FILE values as (language, file).
 std::vector<std::pair<std::string, std::string>> test_files(const std::vector<std::string>& specs) {
   std::vector<std::pair<std::string, std::string>> tests;
@@ -117,9 +146,10 @@ int run_sent(const TaskArgs& a) {
   std::unique_ptr<ContextualEncoder> enc = open_encoder(a, dev);
   const LayerSpec spec = parse_layer_spec(a.layers, enc->n_layers());
   const std::vector<std::pair<std::string, std::string>> tests = test_files(a.tests);
+  const std::unique_ptr<CjkLexicon> lexicon = cjk_lexicon(a);
   // Data: the English training file, its dev part, and each test file.
   auto load = [&](const std::string& file) {
-    SentimentData d = prepare_sentiment(read_reviews(file), a.max_tokens, enc->lowercase);
+    SentimentData d = prepare_sentiment(read_reviews(file), a.max_tokens, enc->lowercase, lexicon.get());
     SA_CHECK(!d.labels.empty(), "{}: no review with 1, 2, 4 or 5 stars", file);
     std::fprintf(stderr, "%s: %zu reviews (%d with 3 stars and %d without text left out, %d cut at %d tokens)\n",
                  file.c_str(), d.labels.size(), d.neutral, d.empty, d.truncated, a.max_tokens);
@@ -320,6 +350,7 @@ int run_xnli(const TaskArgs& a) {
   std::unique_ptr<ContextualEncoder> enc = open_encoder(a, dev);
   const LayerSpec spec = parse_layer_spec(a.layers, enc->n_layers());
   const std::vector<std::pair<std::string, std::string>> tests = test_files(a.tests);
+  const std::unique_ptr<CjkLexicon> lexicon = cjk_lexicon(a);
   // A file's pairs and the token features of their premises and hypotheses.
   struct Pairs {
     NliData data;
@@ -328,7 +359,7 @@ int run_xnli(const TaskArgs& a) {
   };
   auto load = [&](const std::string& file) {
     Pairs s;
-    s.data = prepare_nli(read_nli_file(file));
+    s.data = prepare_nli(read_nli_file(file), lexicon.get());
     SA_CHECK(!s.data.labels.empty(), "{}: no labeled pair", file);
     std::fprintf(stderr, "%s: %zu pairs (%d without a gold label and %d with an empty side left out)\n", file.c_str(),
                  s.data.labels.size(), s.data.unlabeled, s.data.empty);
@@ -439,6 +470,15 @@ void add_common(CLI::App* c, TaskArgs& a, const char* what) {
   c->add_option("--device", a.device, "auto, cpu, cuda or cuda:N");
 }
 
+// How raw Chinese and Japanese text is segmented (sent, xnli).
+void add_cjk(CLI::App* c, TaskArgs& a) {
+  c->add_option("--cedict", a.cedict, "CC-CEDICT: segment Chinese into its words, as the bilingual corpora were");
+  c->add_option("--edict", a.edict, "EDICT (EUC-JP): segment Japanese into its words, as the bilingual corpora were");
+  c->add_option("--muse", a.muse, "a MUSE dictionary whose target words join the CJK lexicon");
+  c->add_option("--muse-skip-ranks", a.muse_skip, "source ranks A:B of --muse left out (held-out pairs)");
+  c->add_option("--cjk-max-len", a.cjk_max_len, "longest lexicon word, in characters");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -449,6 +489,7 @@ int main(int argc, char** argv) {
       "sent", "review sentiment (MARC CSV or Webis-CLS-10 .review): the mean of a review's vectors -> dense "
               "(hidden, ReLU, dropout) -> dense to 2 classes; Adam, best English-dev epoch; 3-star reviews left out");
   add_common(sent, s, "reviews");
+  add_cjk(sent, s);
   sent->add_option("--dev", s.dev, "English dev reviews (default: --dev-fraction of --train)");
   sent->add_option("--dev-fraction", s.dev_fraction, "part of --train held out as dev when --dev is not given");
   sent->add_option("--max-tokens", s.max_tokens, "tokens kept per review (its first sentences)")
@@ -482,6 +523,7 @@ int main(int argc, char** argv) {
               "its own BiLSTM, mean-pooled -> [u; v; u - v; u * v] -> dense (ReLU) -> dropout -> 3 labels; Adam, best "
               "English-dev epoch");
   add_common(xnli, x, "pairs");
+  add_cjk(xnli, x);
   xnli->add_option("--dev", x.dev, "English dev pairs (XNLI dev-en.tsv)")->required();
   xnli->add_option("--hidden", x.hidden, "BiLSTM units per direction (premise and hypothesis each)");
   xnli->add_option("--dense", x.dense, "units of the ReLU layer");
