@@ -33,7 +33,16 @@ FitResult fit_classifier(const std::vector<Tensor>& params, int64_t n_examples,
     const auto t0 = std::chrono::steady_clock::now();
     std::shuffle(order.begin(), order.end(), rng);
     double total = 0;
+    auto shown = t0;
     for (int64_t b = 0; b < n_examples; b += o.batch_size) {
+      const auto now = std::chrono::steady_clock::now();
+      if (!o.label.empty() && b > 0 && now - shown > std::chrono::seconds(2)) {  // the epoch in progress
+        const double el = std::chrono::duration<double>(now - t0).count();
+        std::fprintf(stderr, "\r%s: epoch %d | %lld/%lld examples | ETA %.0f s   ", o.label.c_str(), epoch,
+                     static_cast<long long>(b), static_cast<long long>(n_examples),
+                     el / static_cast<double>(b) * static_cast<double>(n_examples - b));
+        shown = now;
+      }
       std::vector<int64_t> rows(order.begin() + b, order.begin() + std::min<int64_t>(n_examples, b + o.batch_size));
       Tensor loss = batch_loss(rows, gen);
       total += loss.item() * static_cast<double>(rows.size());
@@ -65,7 +74,7 @@ FitResult fit_classifier(const std::vector<Tensor>& params, int64_t n_examples,
       ++since_gain;
     }
     if (!o.label.empty())
-      std::fprintf(stderr, "%s: epoch %d | lr %.4g | loss %.4f | dev %.4f%s | %.1f s\n", o.label.c_str(), epoch, lr,
+      std::fprintf(stderr, "\r%s: epoch %d | lr %.4g | loss %.4f | dev %.4f%s | %.1f s\n", o.label.c_str(), epoch, lr,
                    total / static_cast<double>(n_examples), dev, r.best_epoch == epoch ? " (best)" : "",
                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     if (since_gain >= o.patience) {
