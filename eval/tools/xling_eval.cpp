@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <numeric>
@@ -141,6 +142,63 @@ std::vector<std::pair<std::string, std::string>> test_files(const std::vector<st
   return tests;
 }
 
+// One classifier run's numbers: its fit, and its score on each test file.
+struct RunScores {
+  FitResult fit;
+  std::vector<double> test;
+};
+
+// What a task reports beside the scores: its settings, and per test file extra report fields and
+// a note after the file name in the table.
+struct TaskReport {
+  std::string task, metric;
+  int decimals = 4;
+  nlohmann::json settings;
+  std::vector<nlohmann::json> test_info;
+  std::vector<std::string> test_notes;
+};
+
+// Runs `one_run(run, seed)` for seeds seed..seed+runs-1, then prints the table (mean ± sample std
+// per language) and writes the JSON report.
+int run_and_report(const TaskArgs& a, const ContextualEncoder& enc, const LayerSpec& spec,
+                   const std::vector<std::pair<std::string, std::string>>& tests, TaskReport rep,
+                   const std::function<RunScores(int, uint64_t)>& one_run) {
+  std::vector<double> dev;
+  std::vector<std::vector<double>> test(tests.size());
+  nlohmann::json runs = nlohmann::json::array();
+  for (int run = 0; run < a.runs; ++run) {
+    const uint64_t seed = a.seed + static_cast<uint64_t>(run);
+    const RunScores r = one_run(run, seed);
+    nlohmann::json j = {{"seed", seed}, {"epochs", r.fit.epochs}, {"best_epoch", r.fit.best_epoch}, {"dev_en", r.fit.best_dev}};
+    dev.push_back(r.fit.best_dev);
+    for (size_t t = 0; t < tests.size(); ++t) {
+      test[t].push_back(r.test[t]);
+      j["test"][tests[t].first] = r.test[t];
+    }
+    runs.push_back(j);
+  }
+  nlohmann::json report = {{"task", rep.task},   {"metric", rep.metric},     {"model", enc.origin},
+                           {"align", a.align},   {"layers", spec.name()},    {"settings", rep.settings},
+                           {"runs", runs}};
+  std::printf("%s: %s over %d runs, mean ± sample std (%s, layers %s)\n", rep.task.c_str(), rep.metric.c_str(), a.runs,
+              enc.origin.c_str(), spec.name().c_str());
+  const int d = rep.decimals;
+  auto [dm, ds] = mean_std(dev);
+  std::printf("  %-10s %.*f ± %.*f\n", "en (dev)", d, dm, d, ds);
+  report["dev_en"] = {{"mean", dm}, {"std", ds}};
+  for (size_t t = 0; t < tests.size(); ++t) {
+    const auto& [lang, file] = tests[t];
+    auto [m, sd] = mean_std(test[t]);
+    std::printf("  %-10s %.*f ± %.*f   %s%s\n", lang.c_str(), d, m, d, sd, file.c_str(),
+                t < rep.test_notes.size() ? rep.test_notes[t].c_str() : "");
+    nlohmann::json j = {{"mean", m}, {"std", sd}, {"file", file}};
+    if (t < rep.test_info.size()) j.update(rep.test_info[t]);
+    report["test"][lang] = j;
+  }
+  if (!a.out.empty()) write_file_atomically(a.out, report.dump(2) + "\n");
+  return 0;
+}
+
 int run_sent(const TaskArgs& a) {
   const Device dev = resolve_device(a.device);
   std::unique_ptr<ContextualEncoder> enc = open_encoder(a, dev);
@@ -194,60 +252,37 @@ int run_sent(const TaskArgs& a) {
     test_sets.emplace_back(std::move(d), x);
   }
 
-  std::vector<double> dev_acc;
-  std::map<std::string, std::vector<double>> acc;
-  nlohmann::json runs = nlohmann::json::array();
-  for (int run = 0; run < a.runs; ++run) {
-    const uint64_t seed = a.seed + static_cast<uint64_t>(run);
+  TaskReport rep{"sent", "accuracy", 4,
+                 {{"hidden", a.hidden}, {"dropout", a.dropout}, {"lr", a.lr}, {"batch_size", a.batch_size},
+                  {"max_epochs", a.max_epochs}, {"patience", a.patience}, {"max_tokens", a.max_tokens},
+                  {"train_reviews", train.labels.size()}, {"dev_reviews", dev_data.labels.size()}},
+                 {},
+                 {}};
+  for (const auto& [d, x] : test_sets) {
+    rep.test_info.push_back({{"reviews", d.labels.size()}});
+    rep.test_notes.push_back(" (" + std::to_string(d.labels.size()) + " reviews)");
+  }
+  return run_and_report(a, *enc, spec, tests, rep, [&](int run, uint64_t seed) {
     DenseClassifier clf = DenseClassifier::init(train_x.dim(1), a.hidden, 2, a.dropout, seed, dev);
     FitOptions fo;
     fo.batch_size = a.batch_size, fo.max_epochs = a.max_epochs, fo.patience = a.patience, fo.lr = a.lr, fo.seed = seed;
     fo.label = "sent run " + std::to_string(run + 1) + "/" + std::to_string(a.runs);
     Generator eval_gen(0);
-    FitResult fr = fit_classifier(
+    RunScores r;
+    r.fit = fit_classifier(
         clf.params(), train_x.dim(0),
         [&](const std::vector<int64_t>& rows, Generator& gen) {
-          std::vector<int32_t> r(rows.begin(), rows.end()), y;
+          std::vector<int32_t> idx(rows.begin(), rows.end()), y;
           for (int64_t i : rows) y.push_back(train.labels[static_cast<size_t>(i)]);
-          const int64_t n = static_cast<int64_t>(r.size());
-          return ops::mean(ops::cross_entropy(clf.logits(ops::gather_rows(train_x, Tensor::from(r, {n}, dev)), true, gen),
+          const int64_t n = static_cast<int64_t>(idx.size());
+          return ops::mean(ops::cross_entropy(clf.logits(ops::gather_rows(train_x, Tensor::from(idx, {n}, dev)), true, gen),
                                               Tensor::from(y, {n}, dev)));
         },
         [&] { return accuracy(clf.logits(dev_x, false, eval_gen), dev_data.labels); }, fo);
-    nlohmann::json r = {{"seed", seed}, {"epochs", fr.epochs}, {"best_epoch", fr.best_epoch}, {"dev_en", fr.best_dev}};
-    dev_acc.push_back(fr.best_dev);
     NoGrad ng;
-    for (size_t t = 0; t < tests.size(); ++t) {
-      const double v = accuracy(clf.logits(test_sets[t].second, false, eval_gen), test_sets[t].first.labels);
-      acc[tests[t].first].push_back(v);
-      r["test"][tests[t].first] = v;
-    }
-    runs.push_back(r);
-  }
-  // The table, and the report.
-  nlohmann::json report = {{"task", "sent"},
-                           {"model", enc->origin},
-                           {"align", a.align},
-                           {"layers", spec.name()},
-                           {"settings",
-                            {{"hidden", a.hidden}, {"dropout", a.dropout}, {"lr", a.lr}, {"batch_size", a.batch_size},
-                             {"max_epochs", a.max_epochs}, {"patience", a.patience}, {"max_tokens", a.max_tokens},
-                             {"train_reviews", train.labels.size()}, {"dev_reviews", dev_data.labels.size()}}},
-                           {"runs", runs}};
-  std::printf("sent: accuracy over %d runs, mean ± sample std (%s, layers %s)\n", a.runs, enc->origin.c_str(),
-              spec.name().c_str());
-  auto [dm, ds] = mean_std(dev_acc);
-  std::printf("  %-10s %.4f ± %.4f\n", "en (dev)", dm, ds);
-  report["dev_en"] = {{"mean", dm}, {"std", ds}};
-  for (size_t t = 0; t < tests.size(); ++t) {
-    const auto& [lang, file] = tests[t];
-    auto [m, s] = mean_std(acc[lang]);
-    const size_t n = test_sets[t].first.labels.size();
-    std::printf("  %-10s %.4f ± %.4f   %s (%zu reviews)\n", lang.c_str(), m, s, file.c_str(), n);
-    report["test"][lang] = {{"mean", m}, {"std", s}, {"file", file}, {"reviews", n}};
-  }
-  if (!a.out.empty()) write_file_atomically(a.out, report.dump(2) + "\n");
-  return 0;
+    for (const auto& [d, x] : test_sets) r.test.push_back(accuracy(clf.logits(x, false, eval_gen), d.labels));
+    return r;
+  });
 }
 
 
@@ -285,64 +320,43 @@ int run_ner(const TaskArgs& a) {
 
   NerTaggerOptions to;
   to.hidden = a.hidden, to.word_dropout = a.word_dropout, to.locked_dropout = a.dropout;
-  std::vector<double> dev_f1;
-  std::map<std::string, std::vector<double>> f1;
-  nlohmann::json runs = nlohmann::json::array();
-  for (int run = 0; run < a.runs; ++run) {
-    const uint64_t seed = a.seed + static_cast<uint64_t>(run);
+  TaskReport rep{"ner", "span F1 (conlleval)", 2,
+                 {{"hidden", a.hidden}, {"word_dropout", a.word_dropout}, {"locked_dropout", a.dropout}, {"lr", a.lr},
+                  {"min_lr", a.min_lr}, {"batch_size", a.batch_size}, {"max_epochs", a.max_epochs},
+                  {"patience", a.patience}, {"tags", tagset.tags}},
+                 {},
+                 {}};
+  std::vector<bool> misc_to_o;
+  for (const auto& s : test_s) {
+    misc_to_o.push_back(!has_misc(s));
+    rep.test_info.push_back({{"misc_as_o", misc_to_o.back()}});
+    rep.test_notes.push_back(misc_to_o.back() ? " (no MISC in its gold tags: predicted MISC counted as O)" : "");
+  }
+  return run_and_report(a, *enc, spec, tests, rep, [&](int run, uint64_t seed) {
     NerTagger tagger = NerTagger::init(train_x.dim(1), static_cast<int64_t>(tagset.tags.size()), to, seed, dev);
     FitOptions fo;
     fo.schedule = FitOptions::Schedule::SgdAnneal;
     fo.batch_size = a.batch_size, fo.max_epochs = a.max_epochs, fo.patience = a.patience, fo.lr = a.lr;
     fo.min_lr = a.min_lr, fo.seed = seed;
     fo.label = "ner run " + std::to_string(run + 1) + "/" + std::to_string(a.runs);
-    FitResult fr = fit_classifier(
+    RunScores r;
+    r.fit = fit_classifier(
         tagger.params(), static_cast<int64_t>(train.size()),
         [&](const std::vector<int64_t>& rows, Generator& gen) {
           const PaddedBatch b = padded_batch(train_x, train_off, std::vector<size_t>(rows.begin(), rows.end()), &train_tags, dev);
           return tagger.loss(b.x, b.lengths, b.tags, gen);
         },
         [&] { return conlleval(tag_sentences(tagger, tagset, dev_x, dev_s, false, dev)).all.f1(); }, fo);
-    nlohmann::json r = {{"seed", seed}, {"epochs", fr.epochs}, {"best_epoch", fr.best_epoch}, {"dev_en", fr.best_dev}};
-    dev_f1.push_back(fr.best_dev);
     for (size_t t = 0; t < tests.size(); ++t) {
-      const bool misc_to_o = !has_misc(test_s[t]);
-      const std::vector<TaggedSentence> tagged = tag_sentences(tagger, tagset, test_x[t], test_s[t], misc_to_o, dev);
-      const double v = conlleval(tagged).all.f1();
-      f1[tests[t].first].push_back(v);
-      r["test"][tests[t].first] = v;
+      const std::vector<TaggedSentence> tagged = tag_sentences(tagger, tagset, test_x[t], test_s[t], misc_to_o[t], dev);
+      r.test.push_back(conlleval(tagged).all.f1());
       if (!a.predictions.empty())
         write_file_atomically((std::filesystem::path(a.predictions) /
                                (tests[t].first + ".run" + std::to_string(run + 1) + ".txt")).string(),
                               conlleval_input(tagged));
     }
-    runs.push_back(r);
-  }
-  nlohmann::json report = {{"task", "ner"},
-                           {"model", enc->origin},
-                           {"align", a.align},
-                           {"layers", spec.name()},
-                           {"tags", tagset.tags},
-                           {"settings",
-                            {{"hidden", a.hidden}, {"word_dropout", a.word_dropout}, {"locked_dropout", a.dropout},
-                             {"lr", a.lr}, {"min_lr", a.min_lr}, {"batch_size", a.batch_size},
-                             {"max_epochs", a.max_epochs}, {"patience", a.patience}}},
-                           {"runs", runs}};
-  std::printf("ner: span F1 (conlleval) over %d runs, mean ± sample std (%s, layers %s)\n", a.runs,
-              enc->origin.c_str(), spec.name().c_str());
-  auto [dm, ds] = mean_std(dev_f1);
-  std::printf("  %-10s %6.2f ± %.2f\n", "en (dev)", dm, ds);
-  report["dev_en"] = {{"mean", dm}, {"std", ds}};
-  for (size_t t = 0; t < tests.size(); ++t) {
-    const auto& [lang, file] = tests[t];
-    auto [m, sd] = mean_std(f1[lang]);
-    const bool misc_to_o = !has_misc(test_s[t]);
-    std::printf("  %-10s %6.2f ± %.2f   %s%s\n", lang.c_str(), m, sd, file.c_str(),
-                misc_to_o ? " (no MISC in its gold tags: predicted MISC counted as O)" : "");
-    report["test"][lang] = {{"mean", m}, {"std", sd}, {"file", file}, {"misc_as_o", misc_to_o}};
-  }
-  if (!a.out.empty()) write_file_atomically(a.out, report.dump(2) + "\n");
-  return 0;
+    return r;
+  });
 }
 
 int run_xnli(const TaskArgs& a) {
@@ -394,56 +408,35 @@ int run_xnli(const TaskArgs& a) {
     return static_cast<double>(right) / static_cast<double>(s.data.labels.size());
   };
 
-  std::vector<double> dev_acc;
-  std::map<std::string, std::vector<double>> acc;
-  nlohmann::json runs = nlohmann::json::array();
-  for (int run = 0; run < a.runs; ++run) {
-    const uint64_t seed = a.seed + static_cast<uint64_t>(run);
+  TaskReport rep{"xnli", "accuracy", 4,
+                 {{"hidden", a.hidden}, {"dense", a.dense}, {"dropout", a.dropout}, {"lr", a.lr},
+                  {"batch_size", a.batch_size}, {"max_epochs", a.max_epochs}, {"patience", a.patience},
+                  {"train_pairs", train.data.labels.size()}, {"dev_pairs", dev_p.data.labels.size()}},
+                 {},
+                 {}};
+  for (const Pairs& p : test_p) {
+    rep.test_info.push_back({{"pairs", p.data.labels.size()}});
+    rep.test_notes.push_back(" (" + std::to_string(p.data.labels.size()) + " pairs)");
+  }
+  return run_and_report(a, *enc, spec, tests, rep, [&](int run, uint64_t seed) {
     NliClassifier clf = NliClassifier::init(train.p.dim(1), a.hidden, a.dense, a.dropout, seed, dev);
     FitOptions fo;
     fo.batch_size = a.batch_size, fo.max_epochs = a.max_epochs, fo.patience = a.patience, fo.lr = a.lr, fo.seed = seed;
     fo.label = "xnli run " + std::to_string(run + 1) + "/" + std::to_string(a.runs);
-    FitResult fr = fit_classifier(
+    RunScores r;
+    r.fit = fit_classifier(
         clf.params(), static_cast<int64_t>(train.data.labels.size()),
         [&](const std::vector<int64_t>& rows, Generator& gen) {
           std::vector<int32_t> y;
-          for (int64_t r : rows) y.push_back(train.data.labels[static_cast<size_t>(r)]);
+          for (int64_t i : rows) y.push_back(train.data.labels[static_cast<size_t>(i)]);
           const Tensor l = logits(clf, train, std::vector<size_t>(rows.begin(), rows.end()), true, gen);
           return ops::mean(ops::cross_entropy(l, Tensor::from(y, {static_cast<int64_t>(y.size())}, dev)));
         },
         [&] { return accuracy_on(clf, dev_p); }, fo);
-    nlohmann::json r = {{"seed", seed}, {"epochs", fr.epochs}, {"best_epoch", fr.best_epoch}, {"dev_en", fr.best_dev}};
-    dev_acc.push_back(fr.best_dev);
     NoGrad ng;
-    for (size_t t = 0; t < tests.size(); ++t) {
-      const double v = accuracy_on(clf, test_p[t]);
-      acc[tests[t].first].push_back(v);
-      r["test"][tests[t].first] = v;
-    }
-    runs.push_back(r);
-  }
-  nlohmann::json report = {{"task", "xnli"},
-                           {"model", enc->origin},
-                           {"align", a.align},
-                           {"layers", spec.name()},
-                           {"settings",
-                            {{"hidden", a.hidden}, {"dense", a.dense}, {"dropout", a.dropout}, {"lr", a.lr},
-                             {"batch_size", a.batch_size}, {"max_epochs", a.max_epochs}, {"patience", a.patience},
-                             {"train_pairs", train.data.labels.size()}, {"dev_pairs", dev_p.data.labels.size()}}},
-                           {"runs", runs}};
-  std::printf("xnli: accuracy over %d runs, mean ± sample std (%s, layers %s)\n", a.runs, enc->origin.c_str(),
-              spec.name().c_str());
-  auto [dm, ds] = mean_std(dev_acc);
-  std::printf("  %-10s %.4f ± %.4f\n", "en (dev)", dm, ds);
-  report["dev_en"] = {{"mean", dm}, {"std", ds}};
-  for (size_t t = 0; t < tests.size(); ++t) {
-    const auto& [lang, file] = tests[t];
-    auto [m, sd] = mean_std(acc[lang]);
-    std::printf("  %-10s %.4f ± %.4f   %s (%zu pairs)\n", lang.c_str(), m, sd, file.c_str(), test_p[t].data.labels.size());
-    report["test"][lang] = {{"mean", m}, {"std", sd}, {"file", file}, {"pairs", test_p[t].data.labels.size()}};
-  }
-  if (!a.out.empty()) write_file_atomically(a.out, report.dump(2) + "\n");
-  return 0;
+    for (const Pairs& p : test_p) r.test.push_back(accuracy_on(clf, p));
+    return r;
+  });
 }
 
 // The options every task takes: the model, the data, the runs, the cache and the report.
