@@ -26,7 +26,7 @@ Tensor apply_alignment(const Tensor& e, const std::vector<Tensor>& maps) {
   return ops::concat(out, 0);
 }
 
-AlignedEncoder::AlignedEncoder(std::unique_ptr<ContextualEncoder> inner, std::vector<Tensor> maps)
+AlignedEncoder::AlignedEncoder(std::shared_ptr<const ContextualEncoder> inner, std::vector<Tensor> maps)
     : inner_(std::move(inner)), maps_(std::move(maps)) {
   lowercase = inner_->lowercase;
   origin = inner_->origin;

@@ -1,6 +1,7 @@
 // The +Proj systems: an encoder whose every layer goes through a linear map from `bin/align fit`
 // (one map for all layers, or one per layer when the file name holds "{layer}"). bin/embed and
-// bin/xling_eval take it through --align.
+// bin/xling_eval take it through --align; xling_eval maps only the non-English languages, into
+// English's space.
 #pragma once
 #include <memory>
 #include <string>
@@ -18,7 +19,7 @@ Tensor apply_alignment(const Tensor& e, const std::vector<Tensor>& maps);
 
 class AlignedEncoder : public ContextualEncoder {
  public:
-  AlignedEncoder(std::unique_ptr<ContextualEncoder> inner, std::vector<Tensor> maps);
+  AlignedEncoder(std::shared_ptr<const ContextualEncoder> inner, std::vector<Tensor> maps);
   std::vector<Tensor> embed(const Sentences& batch, EncoderState* state = nullptr) const override;
   std::unique_ptr<EncoderState> new_state(int max_batch) const override { return inner_->new_state(max_batch); }
   int n_layers() const override { return inner_->n_layers(); }
@@ -26,7 +27,7 @@ class AlignedEncoder : public ContextualEncoder {
   Device device() const override { return inner_->device(); }
 
  private:
-  std::unique_ptr<ContextualEncoder> inner_;
+  std::shared_ptr<const ContextualEncoder> inner_;
   std::vector<Tensor> maps_;
 };
 

@@ -176,6 +176,29 @@ TEST(XlingEval, SentEndToEndOnTheBilmTfFixture) {
     EXPECT_EQ(a["test"][lang]["reviews"].get<int>(), 40);
   }
   EXPECT_EQ(a["test"]["en"]["mean"], a["test"]["xx"]["mean"]);  // the same file under two names
+  // +Proj: --align maps only the named test language. A zero map leaves xx's classifier one
+  // constant input, so it predicts one class for every review (the balanced test: 0.5), while
+  // English and its numbers stay as they were.
+  std::string zero = "32 32\n";
+  for (int i = 0; i < 32; ++i) {
+    for (int k = 0; k < 32; ++k) zero += k ? " 0" : "0";
+    zero += "\n";
+  }
+  const std::string map = testing::temp_file("xling_sent/zero.txt", zero);
+  const testing::ToolRun mapped = testing::run_tool(cmd + dir + "/c.json --align xx=" + map);
+  ASSERT_EQ(mapped.rc, 0) << mapped.out;
+  const nlohmann::json c = nlohmann::json::parse(std::ifstream(dir + "/c.json"));
+  for (int run = 0; run < 2; ++run) {
+    EXPECT_EQ(c["runs"][run]["test"]["xx"].get<double>(), 0.5);
+    EXPECT_EQ(c["runs"][run]["test"]["en"], a["runs"][run]["test"]["en"]);
+  }
+  EXPECT_EQ(c["encoders"]["xx"]["align"], map);
+  EXPECT_FALSE(c["encoders"]["en"].contains("align"));
+  for (const std::string bad : {" --align yy=" + map, " --test en=" + test}) {
+    const testing::ToolRun r = testing::run_tool(cmd + dir + "/d.json" + bad);
+    EXPECT_NE(r.rc, 0) << bad;
+    EXPECT_TRUE(testing::contains(r.out, "no --test file") || testing::contains(r.out, "given twice")) << r.out;
+  }
 }
 
 TEST(XlingEval, SentBadArgumentsSayWhatIsExpected) {

@@ -36,8 +36,8 @@ namespace {
 // The options of every task (each sets its own defaults) and those of one task.
 struct TaskArgs {
   EncoderSource model;
-  std::string align, device = "auto", train, dev, layers = "concat", cache = "xling-cache", out;
-  std::vector<std::string> tests, embeddings;
+  std::string device = "auto", train, dev, layers = "concat", cache = "xling-cache", out;
+  std::vector<std::string> tests, embeddings, align, test_models;
   double dropout = 0.5, lr = 1e-3;
   int runs = 5, hidden = 256, batch_size = 32, max_epochs = 50, patience = 5;
   uint64_t seed = 1;
@@ -66,47 +66,119 @@ std::pair<double, double> mean_std(const std::vector<double>& v) {
   return {m, v.size() > 1 ? std::sqrt(ss / static_cast<double>(v.size() - 1)) : 0.0};
 }
 
-// What the cached features depend on: the model's files, the maps, the data file, the settings.
-uint64_t feature_key(const TaskArgs& a, int n_layers, const std::string& data_file, bool lowercase,
-                     const std::string& what) {
-  uint64_t h = hash_string(kFnvOffset, what);
-  const std::string options = a.model.run_dir.empty() ? a.model.options : a.model.run_dir + "/options.json";
-  const std::string weights = a.model.run_dir.empty() ? a.model.weights : a.model.run_dir + "/weights.hdf5";
-  std::vector<std::string> model_files = a.embeddings;
-  if (a.embeddings.empty()) model_files = {options, weights};
-  for (const std::string& f : model_files) {
+// LANG=VALUE options (--test, --align, --test-model) as (language, value); a language at most once.
+std::vector<std::pair<std::string, std::string>> by_language(const std::vector<std::string>& specs,
+                                                             const char* option, const char* value) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const std::string& t : specs) {
+    const size_t eq = t.find('=');
+    SA_CHECK(eq != std::string::npos && eq > 0 && eq + 1 < t.size(), "{} {}: expected LANG={}", option, t, value);
+    const std::string lang = t.substr(0, eq);
+    for (const auto& [l, v] : out) SA_CHECK(l != lang, "{}: language {} given twice", option, lang);
+    out.emplace_back(lang, t.substr(eq + 1));
+  }
+  return out;
+}
+
+// The encoder of each language and a fingerprint of what it computes. English (the training and
+// dev files) reads --model (or --embeddings). A test language reads its --test-model when given
+// (ELMo+Proj: one monolingual model per language), else --model; its --align map, fitted from
+// that language into English, then maps its vectors into English's space. English is never mapped.
+struct Encoders {
+  std::shared_ptr<const ContextualEncoder> english;
+  std::map<std::string, std::shared_ptr<const ContextualEncoder>> test;
+  std::map<std::string, uint64_t> fingerprint;  // "" for English
+  nlohmann::json describe;                        // for the report
+
+  const ContextualEncoder& of(const std::string& lang) const { return lang.empty() ? *english : *test.at(lang); }
+};
+
+uint64_t hash_files(uint64_t h, const std::vector<std::string>& files) {
+  for (const std::string& f : files) {
     const uint64_t fh = hash_file(f);
     h = hash_bytes(h, &fh, sizeof fh);
   }
-  for (int l = 0; l < n_layers && !a.align.empty(); ++l) {
-    std::string path = a.align;
-    if (size_t at = path.find("{layer}"); at != std::string::npos) path.replace(at, 7, std::to_string(l));
-    const uint64_t fh = hash_file(path);
-    h = hash_bytes(h, &fh, sizeof fh);
+  return h;
+}
+
+// A model given as a run directory, or as "options.json,weights.hdf5".
+EncoderSource model_source(const std::string& v) {
+  const size_t comma = v.find(',');
+  if (comma == std::string::npos) return {v, "", ""};
+  return {"", v.substr(0, comma), v.substr(comma + 1)};
+}
+
+std::vector<std::string> model_files(const EncoderSource& m) {
+  if (!m.run_dir.empty()) return {m.run_dir + "/options.json", m.run_dir + "/weights.hdf5"};
+  return {m.options, m.weights};
+}
+
+Encoders open_encoders(const TaskArgs& a, Device dev, const std::vector<std::pair<std::string, std::string>>& tests) {
+  const bool model = !a.model.run_dir.empty() || !a.model.weights.empty();
+  SA_CHECK(model != !a.embeddings.empty(), "give either a model (--model, or --options and --weights) or "
+                                           "--embeddings files, not both");
+  Encoders e;
+  if (model) {
+    e.english = load_encoder(a.model, dev);
+    e.fingerprint[""] = hash_files(kFnvOffset, model_files(a.model));
+  } else {
+    e.english = std::make_shared<PrecomputedEncoder>(a.embeddings);
+    e.fingerprint[""] = hash_files(kFnvOffset, a.embeddings);
   }
+  e.describe["en"] = {{"model", e.english->origin}};
+  const auto maps = by_language(a.align, "--align", "W.layer{layer}.txt");
+  const auto models = by_language(a.test_models, "--test-model", "RUN_DIR");
+  auto find = [](const std::vector<std::pair<std::string, std::string>>& v, const std::string& lang) {
+    for (const auto& [l, x] : v)
+      if (l == lang) return x;
+    return std::string();
+  };
+  for (const auto& list : {maps, models})
+    for (const auto& [lang, v] : list) {
+      bool tested = false;
+      for (const auto& [l, f] : tests) tested = tested || l == lang;
+      SA_CHECK(tested, "--align and --test-model name test languages; {} has no --test file", lang);
+    }
+  for (const auto& [lang, file] : tests) {
+    std::shared_ptr<const ContextualEncoder> enc = e.english;
+    uint64_t fp = e.fingerprint[""];
+    if (const std::string m = find(models, lang); !m.empty()) {
+      const EncoderSource src = model_source(m);
+      enc = load_encoder(src, dev);
+      fp = hash_files(kFnvOffset, model_files(src));
+      SA_CHECK(enc->n_layers() == e.english->n_layers() && enc->dim() == e.english->dim(),
+               "--test-model {}: {} layers of {} dimensions, but the English model has {} of {}", m, enc->n_layers(),
+               enc->dim(), e.english->n_layers(), e.english->dim());
+    }
+    e.describe[lang] = {{"model", enc->origin}};
+    if (const std::string w = find(maps, lang); !w.empty()) {
+      std::vector<std::string> files;
+      for (int l = 0; l < enc->n_layers(); ++l) {
+        std::string path = w;
+        if (size_t at = path.find("{layer}"); at != std::string::npos) path.replace(at, 7, std::to_string(l));
+        files.push_back(path);
+      }
+      fp = hash_files(hash_string(fp, "mapped"), files);
+      enc = std::make_shared<AlignedEncoder>(enc, read_layer_maps(w, enc->n_layers(), enc->dim(), enc->device()));
+      e.describe[lang]["align"] = w;
+    }
+    e.test[lang] = enc;
+    e.fingerprint[lang] = fp;
+  }
+  return e;
+}
+
+// What cached features depend on: the encoder's fingerprint (its files and map), the data file,
+// the CJK lexicon and the settings that shape the features.
+uint64_t feature_key(const TaskArgs& a, uint64_t encoder, const std::string& data_file, bool lowercase,
+                     const std::string& what) {
+  uint64_t h = hash_bytes(hash_string(kFnvOffset, what), &encoder, sizeof encoder);
   for (const std::string& f : {data_file, a.cedict, a.edict, a.muse}) {
     const uint64_t fh = f.empty() ? 0 : hash_file(f);
     h = hash_bytes(h, &fh, sizeof fh);
   }
   h = hash_string(h, a.muse_skip + "|" + std::to_string(a.cjk_max_len));
   return hash_string(h, a.layers + "|" + std::to_string(a.max_tokens) + "|" + (lowercase ? "lc" : "cased"));
-}
-
-// The frozen encoder, with the +Proj maps when --align is given.
-std::unique_ptr<ContextualEncoder> open_encoder(const TaskArgs& a, Device dev) {
-  const bool model = !a.model.run_dir.empty() || !a.model.weights.empty();
-  SA_CHECK(model != !a.embeddings.empty(), "give either a model (--model, or --options and --weights) or "
-                                           "--embeddings files, not both");
-  std::unique_ptr<ContextualEncoder> enc;
-  if (model)
-    enc = load_encoder(a.model, dev);
-  else
-    enc = std::make_unique<PrecomputedEncoder>(a.embeddings);
-  if (!a.align.empty()) {
-    std::vector<Tensor> maps = read_layer_maps(a.align, enc->n_layers(), enc->dim(), enc->device());
-    enc = std::make_unique<AlignedEncoder>(std::move(enc), std::move(maps));
-  }
-  return enc;
 }
 
 // The CJK lexicon of --cedict/--edict/--muse, or none.
@@ -131,17 +203,6 @@ std::unique_ptr<CjkLexicon> cjk_lexicon(const TaskArgs& a) {
   return lex;
 }
 
-// --test LANG=FILE values as (language, file).
-std::vector<std::pair<std::string, std::string>> test_files(const std::vector<std::string>& specs) {
-  std::vector<std::pair<std::string, std::string>> tests;
-  for (const std::string& t : specs) {
-    const size_t eq = t.find('=');
-    SA_CHECK(eq != std::string::npos && eq > 0 && eq + 1 < t.size(), "--test {}: expected LANG=FILE", t);
-    tests.emplace_back(t.substr(0, eq), t.substr(eq + 1));
-  }
-  return tests;
-}
-
 // One classifier run's numbers: its fit, and its score on each test file.
 struct RunScores {
   FitResult fit;
@@ -160,7 +221,7 @@ struct TaskReport {
 
 // Runs `one_run(run, seed)` for seeds seed..seed+runs-1, then prints the table (mean ± sample std
 // per language) and writes the JSON report.
-int run_and_report(const TaskArgs& a, const ContextualEncoder& enc, const LayerSpec& spec,
+int run_and_report(const TaskArgs& a, const Encoders& enc, const LayerSpec& spec,
                    const std::vector<std::pair<std::string, std::string>>& tests, TaskReport rep,
                    const std::function<RunScores(int, uint64_t)>& one_run) {
   std::vector<double> dev;
@@ -177,11 +238,10 @@ int run_and_report(const TaskArgs& a, const ContextualEncoder& enc, const LayerS
     }
     runs.push_back(j);
   }
-  nlohmann::json report = {{"task", rep.task},   {"metric", rep.metric},     {"model", enc.origin},
-                           {"align", a.align},   {"layers", spec.name()},    {"settings", rep.settings},
-                           {"runs", runs}};
+  nlohmann::json report = {{"task", rep.task},     {"metric", rep.metric}, {"encoders", enc.describe},
+                           {"layers", spec.name()}, {"settings", rep.settings}, {"runs", runs}};
   std::printf("%s: %s over %d runs, mean ± sample std (%s, layers %s)\n", rep.task.c_str(), rep.metric.c_str(), a.runs,
-              enc.origin.c_str(), spec.name().c_str());
+              enc.english->origin.c_str(), spec.name().c_str());
   const int d = rep.decimals;
   auto [dm, ds] = mean_std(dev);
   std::printf("  %-10s %.*f ± %.*f\n", "en (dev)", d, dm, d, ds);
@@ -189,8 +249,11 @@ int run_and_report(const TaskArgs& a, const ContextualEncoder& enc, const LayerS
   for (size_t t = 0; t < tests.size(); ++t) {
     const auto& [lang, file] = tests[t];
     auto [m, sd] = mean_std(test[t]);
-    std::printf("  %-10s %.*f ± %.*f   %s%s\n", lang.c_str(), d, m, d, sd, file.c_str(),
-                t < rep.test_notes.size() ? rep.test_notes[t].c_str() : "");
+    const auto& de = enc.describe[lang];
+    const std::string via = (de.contains("align") ? " mapped by " + de["align"].get<std::string>() : "") +
+                            (de["model"] != enc.describe["en"]["model"] ? " through " + de["model"].get<std::string>() : "");
+    std::printf("  %-10s %.*f ± %.*f   %s%s%s\n", lang.c_str(), d, m, d, sd, file.c_str(),
+                t < rep.test_notes.size() ? rep.test_notes[t].c_str() : "", via.c_str());
     nlohmann::json j = {{"mean", m}, {"std", sd}, {"file", file}};
     if (t < rep.test_info.size()) j.update(rep.test_info[t]);
     report["test"][lang] = j;
@@ -201,30 +264,32 @@ int run_and_report(const TaskArgs& a, const ContextualEncoder& enc, const LayerS
 
 int run_sent(const TaskArgs& a) {
   const Device dev = resolve_device(a.device);
-  std::unique_ptr<ContextualEncoder> enc = open_encoder(a, dev);
-  const LayerSpec spec = parse_layer_spec(a.layers, enc->n_layers());
-  const std::vector<std::pair<std::string, std::string>> tests = test_files(a.tests);
+  const std::vector<std::pair<std::string, std::string>> tests = by_language(a.tests, "--test", "FILE");
+  const Encoders encs = open_encoders(a, dev, tests);
+  const LayerSpec spec = parse_layer_spec(a.layers, encs.english->n_layers());
   const std::unique_ptr<CjkLexicon> lexicon = cjk_lexicon(a);
   // Data: the English training file, its dev part, and each test file.
-  auto load = [&](const std::string& file) {
-    SentimentData d = prepare_sentiment(read_reviews(file), a.max_tokens, enc->lowercase, lexicon.get());
+  // lang: "" for English (train, dev), else a test language, whose encoder reads it.
+  auto load = [&](const std::string& file, const std::string& lang) {
+    SentimentData d = prepare_sentiment(read_reviews(file), a.max_tokens, encs.of(lang).lowercase, lexicon.get());
     SA_CHECK(!d.labels.empty(), "{}: no review with 1, 2, 4 or 5 stars", file);
     std::fprintf(stderr, "%s: %zu reviews (%d with 3 stars and %d without text left out, %d cut at %d tokens)\n",
                  file.c_str(), d.labels.size(), d.neutral, d.empty, d.truncated, a.max_tokens);
     return d;
   };
-  auto features = [&](const std::string& file, const SentimentData& d) {
-    return cached_tensor(a.cache, feature_key(a, enc->n_layers(), file, enc->lowercase, "xling sent review means v1"),
-                         file, dev,
-                         [&] { return review_means(*enc, d, spec, "embed " + file); });
+  auto features = [&](const std::string& file, const SentimentData& d, const std::string& lang) {
+    const ContextualEncoder& enc = encs.of(lang);
+    return cached_tensor(a.cache,
+                         feature_key(a, encs.fingerprint.at(lang), file, enc.lowercase, "xling sent review means v1"),
+                         file, dev, [&] { return review_means(enc, d, spec, "embed " + file); });
   };
-  SentimentData train = load(a.train);
-  Tensor train_x = features(a.train, train);
+  SentimentData train = load(a.train, "");
+  Tensor train_x = features(a.train, train, "");
   SentimentData dev_data;
   Tensor dev_x;
   if (!a.dev.empty()) {
-    dev_data = load(a.dev);
-    dev_x = features(a.dev, dev_data);
+    dev_data = load(a.dev, "");
+    dev_x = features(a.dev, dev_data, "");
   } else {  // a fixed part of the training file, the same for every run
     SA_CHECK(a.dev_fraction > 0 && a.dev_fraction < 1, "--dev-fraction must be in (0, 1), got {}", a.dev_fraction);
     std::vector<size_t> order(train.labels.size());
@@ -247,8 +312,8 @@ int run_sent(const TaskArgs& a) {
   }
   std::vector<std::pair<SentimentData, Tensor>> test_sets;
   for (const auto& [lang, file] : tests) {
-    SentimentData d = load(file);
-    Tensor x = features(file, d);
+    SentimentData d = load(file, lang);
+    Tensor x = features(file, d, lang);
     test_sets.emplace_back(std::move(d), x);
   }
 
@@ -262,7 +327,7 @@ int run_sent(const TaskArgs& a) {
     rep.test_info.push_back({{"reviews", d.labels.size()}});
     rep.test_notes.push_back(" (" + std::to_string(d.labels.size()) + " reviews)");
   }
-  return run_and_report(a, *enc, spec, tests, rep, [&](int run, uint64_t seed) {
+  return run_and_report(a, encs, spec, tests, rep, [&](int run, uint64_t seed) {
     DenseClassifier clf = DenseClassifier::init(train_x.dim(1), a.hidden, 2, a.dropout, seed, dev);
     FitOptions fo;
     fo.batch_size = a.batch_size, fo.max_epochs = a.max_epochs, fo.patience = a.patience, fo.lr = a.lr, fo.seed = seed;
@@ -288,9 +353,9 @@ int run_sent(const TaskArgs& a) {
 
 int run_ner(const TaskArgs& a) {
   const Device dev = resolve_device(a.device);
-  std::unique_ptr<ContextualEncoder> enc = open_encoder(a, dev);
-  const LayerSpec spec = parse_layer_spec(a.layers, enc->n_layers());
-  const std::vector<std::pair<std::string, std::string>> tests = test_files(a.tests);
+  const std::vector<std::pair<std::string, std::string>> tests = by_language(a.tests, "--test", "FILE");
+  const Encoders encs = open_encoders(a, dev, tests);
+  const LayerSpec spec = parse_layer_spec(a.layers, encs.english->n_layers());
   auto load = [&](const std::string& file) {
     NerCorpus c = read_ner_file(file);
     SA_CHECK(!c.sentences.empty(), "{}: no sentences", file);
@@ -300,12 +365,14 @@ int run_ner(const TaskArgs& a) {
                  c.latin1 ? " (read as ISO-8859-1)" : "");
     return c.sentences;
   };
-  auto features = [&](const std::string& file, const std::vector<NerSentence>& s) {
-    return cached_tensor(a.cache, feature_key(a, enc->n_layers(), file, enc->lowercase, "xling ner tokens v1"), file,
-                         Device::cpu(), [&] { return token_features(*enc, sentence_tokens(s), spec, "embed " + file); });
+  auto features = [&](const std::string& file, const std::vector<NerSentence>& s, const std::string& lang) {
+    const ContextualEncoder& enc = encs.of(lang);
+    return cached_tensor(a.cache, feature_key(a, encs.fingerprint.at(lang), file, enc.lowercase, "xling ner tokens v1"),
+                         file, Device::cpu(),
+                         [&] { return token_features(enc, sentence_tokens(s), spec, "embed " + file); });
   };
   const std::vector<NerSentence> train = load(a.train), dev_s = load(a.dev);
-  const Tensor train_x = features(a.train, train), dev_x = features(a.dev, dev_s);
+  const Tensor train_x = features(a.train, train, ""), dev_x = features(a.dev, dev_s, "");
   const TagSet tagset = TagSet::of(train);
   std::vector<std::vector<int32_t>> train_tags;
   for (const NerSentence& s : train) train_tags.push_back(tagset.bioes_ids(s.tags));
@@ -314,7 +381,7 @@ int run_ner(const TaskArgs& a) {
   std::vector<Tensor> test_x;
   for (const auto& [lang, file] : tests) {
     test_s.push_back(load(file));
-    test_x.push_back(features(file, test_s.back()));
+    test_x.push_back(features(file, test_s.back(), lang));
   }
   if (!a.predictions.empty()) std::filesystem::create_directories(a.predictions);
 
@@ -332,7 +399,7 @@ int run_ner(const TaskArgs& a) {
     rep.test_info.push_back({{"misc_as_o", misc_to_o.back()}});
     rep.test_notes.push_back(misc_to_o.back() ? " (no MISC in its gold tags: predicted MISC counted as O)" : "");
   }
-  return run_and_report(a, *enc, spec, tests, rep, [&](int run, uint64_t seed) {
+  return run_and_report(a, encs, spec, tests, rep, [&](int run, uint64_t seed) {
     NerTagger tagger = NerTagger::init(train_x.dim(1), static_cast<int64_t>(tagset.tags.size()), to, seed, dev);
     FitOptions fo;
     fo.schedule = FitOptions::Schedule::SgdAnneal;
@@ -361,9 +428,9 @@ int run_ner(const TaskArgs& a) {
 
 int run_xnli(const TaskArgs& a) {
   const Device dev = resolve_device(a.device);
-  std::unique_ptr<ContextualEncoder> enc = open_encoder(a, dev);
-  const LayerSpec spec = parse_layer_spec(a.layers, enc->n_layers());
-  const std::vector<std::pair<std::string, std::string>> tests = test_files(a.tests);
+  const std::vector<std::pair<std::string, std::string>> tests = by_language(a.tests, "--test", "FILE");
+  const Encoders encs = open_encoders(a, dev, tests);
+  const LayerSpec spec = parse_layer_spec(a.layers, encs.english->n_layers());
   const std::unique_ptr<CjkLexicon> lexicon = cjk_lexicon(a);
   // A file's pairs and the token features of their premises and hypotheses.
   struct Pairs {
@@ -371,16 +438,18 @@ int run_xnli(const TaskArgs& a) {
     Tensor p, h;
     std::vector<int64_t> p_off, h_off;
   };
-  auto load = [&](const std::string& file) {
+  auto load = [&](const std::string& file, const std::string& lang) {
+    const ContextualEncoder& enc = encs.of(lang);
     Pairs s;
     s.data = prepare_nli(read_nli_file(file), lexicon.get());
     SA_CHECK(!s.data.labels.empty(), "{}: no labeled pair", file);
     std::fprintf(stderr, "%s: %zu pairs (%d without a gold label and %d with an empty side left out)\n", file.c_str(),
                  s.data.labels.size(), s.data.unlabeled, s.data.empty);
     auto feats = [&](const Sentences& side, const char* what) {
-      return cached_tensor(a.cache, feature_key(a, enc->n_layers(), file, enc->lowercase, std::string("xling nli ") + what),
+      return cached_tensor(a.cache,
+                           feature_key(a, encs.fingerprint.at(lang), file, enc.lowercase, std::string("xling nli ") + what),
                            file + " (" + what + ")", Device::cpu(),
-                           [&] { return token_features(*enc, side, spec, std::string("embed ") + what + " " + file); });
+                           [&] { return token_features(enc, side, spec, std::string("embed ") + what + " " + file); });
     };
     s.p = feats(s.data.premises, "premises");
     s.h = feats(s.data.hypotheses, "hypotheses");
@@ -388,9 +457,9 @@ int run_xnli(const TaskArgs& a) {
     s.h_off = sentence_offsets(s.data.hypotheses);
     return s;
   };
-  const Pairs train = load(a.train), dev_p = load(a.dev);
+  const Pairs train = load(a.train, ""), dev_p = load(a.dev, "");
   std::vector<Pairs> test_p;
-  for (const auto& [lang, file] : tests) test_p.push_back(load(file));
+  for (const auto& [lang, file] : tests) test_p.push_back(load(file, lang));
   auto logits = [&](const NliClassifier& c, const Pairs& s, const std::vector<size_t>& rows, bool training,
                     Generator& gen) {
     const PaddedBatch p = padded_batch(s.p, s.p_off, rows, nullptr, dev), h = padded_batch(s.h, s.h_off, rows, nullptr, dev);
@@ -418,7 +487,7 @@ int run_xnli(const TaskArgs& a) {
     rep.test_info.push_back({{"pairs", p.data.labels.size()}});
     rep.test_notes.push_back(" (" + std::to_string(p.data.labels.size()) + " pairs)");
   }
-  return run_and_report(a, *enc, spec, tests, rep, [&](int run, uint64_t seed) {
+  return run_and_report(a, encs, spec, tests, rep, [&](int run, uint64_t seed) {
     NliClassifier clf = NliClassifier::init(train.p.dim(1), a.hidden, a.dense, a.dropout, seed, dev);
     FitOptions fo;
     fo.batch_size = a.batch_size, fo.max_epochs = a.max_epochs, fo.patience = a.patience, fo.lr = a.lr, fo.seed = seed;
@@ -448,7 +517,12 @@ void add_common(CLI::App* c, TaskArgs& a, const char* what) {
   c->add_option("--embeddings", a.embeddings, "instead of a model: vectors in bilm-tf/AllenNLP's HDF5 layout "
                                               "(bin/embed, allennlp elmo), one file per data file, each sentence's "
                                               "tokens joined by spaces as its line; repeatable");
-  c->add_option("--align", a.align, "a map from `bin/align fit` for every layer (+Proj); \"{layer}\": one per layer");
+  c->add_option("--align", a.align,
+                "LANG=W.layer{layer}.txt, repeatable (+Proj): a map from `bin/align fit` (fitted from LANG into English) "
+                "applied to LANG's test vectors; \"{layer}\" picks one per layer; English is never mapped");
+  c->add_option("--test-model", a.test_models,
+                "LANG=RUN_DIR or LANG=options.json,weights.hdf5, repeatable: embed LANG's test file with this model "
+                "(ELMo+Proj: one monolingual model per language)");
   c->add_option("--train", a.train, std::string("English training ") + what)->required();
   c->add_option("--test", a.tests, std::string("LANG=FILE, repeatable: ") + what + " to test on")->required();
   c->add_option("--layers", a.layers, "concat, average, top or a layer index (0: the token layer)");
