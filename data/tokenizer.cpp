@@ -111,6 +111,12 @@ std::vector<std::string> tokens_of(const std::string& s, const std::vector<Char>
 
 }  // namespace
 
+bool has_cjk(const std::string& s) {
+  for (const Char& c : decode(s))
+    if (is_cjk(c.cp)) return true;
+  return false;
+}
+
 std::vector<std::string> tokenize(const std::string& s, const CjkLexicon* lexicon) {
   const std::vector<Char> c = decode(s);
   return tokens_of(s, c, 0, c.size(), lexicon);

@@ -35,6 +35,8 @@ class CjkLexicon {
 };
 
 std::vector<std::string> tokenize(const std::string& utf8, const CjkLexicon* lexicon = nullptr);
+// Whether the text holds a Chinese or Japanese character (what a CjkLexicon segments).
+bool has_cjk(const std::string& utf8);
 // Sentences: split after . ! ? 。 ！ ？ followed by white space, each tokenized; empty ones dropped.
 std::vector<std::vector<std::string>> tokenize_sentences(const std::string& utf8, const CjkLexicon* lexicon = nullptr);
 

@@ -29,7 +29,10 @@ PrecomputedEncoder::PrecomputedEncoder(const std::vector<std::string>& files) {
     } catch (const nlohmann::json::exception& e) {
       fail("{}: sentence_to_index is not JSON ({})", path, e.what());
     }
+    SA_CHECK(index.is_object(), "{}: sentence_to_index is not a JSON object of sentence -> dataset name", path);
     for (const auto& [sentence, key] : index.items()) {
+      SA_CHECK(key.is_string(), "{}: sentence_to_index maps \"{}\" to {}, not a dataset name", path,
+               sentence.substr(0, 80), key.dump());
       std::istringstream words(sentence);  // the line as the embedder read it: whitespace-separated tokens
       std::vector<std::string> tokens;
       for (std::string w; words >> w;) tokens.push_back(w);

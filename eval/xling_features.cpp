@@ -77,6 +77,8 @@ Tensor token_features(const ContextualEncoder& encoder, const Sentences& sentenc
 PaddedBatch padded_batch(const Tensor& features, const std::vector<int64_t>& offsets, const std::vector<size_t>& rows,
                          const std::vector<std::vector<int32_t>>* tag_ids, Device dev) {
   const int64_t D = features.dim(1), B = static_cast<int64_t>(rows.size());
+  SA_CHECK(features.rank() == 2 && !features.device().is_cuda() && offsets.back() == features.dim(0),
+           "padded_batch: features {} for {} tokens", describe(features), offsets.back());
   PaddedBatch b;
   int64_t T = 1;
   for (size_t r : rows) {
@@ -97,14 +99,19 @@ PaddedBatch padded_batch(const Tensor& features, const std::vector<int64_t>& off
 }
 
 Tensor cached_tensor(const std::string& dir, uint64_t key, const std::string& what, Device dev,
-                     const std::function<Tensor()>& compute) {
+                     const std::function<Tensor()>& compute, int64_t rows) {
   if (dir.empty()) return compute().to(dev);
   char name[32];
   std::snprintf(name, sizeof name, "%016llx.hdf5", static_cast<unsigned long long>(key));
   const std::string path = (std::filesystem::path(dir) / name).string();
   if (std::filesystem::exists(path)) {
-    std::fprintf(stderr, "%s: cached in %s\n", what.c_str(), path.c_str());
-    return H5File::open(path).read("features").to(dev);
+    Tensor t = H5File::open(path).read("features");
+    if (rows < 0 || (t.rank() >= 1 && t.dim(0) == rows)) {
+      std::fprintf(stderr, "%s: cached in %s\n", what.c_str(), path.c_str());
+      return t.to(dev);
+    }
+    std::fprintf(stderr, "%s: %s holds %ld rows, not %ld: computing again\n", what.c_str(), path.c_str(),
+                 static_cast<long>(t.dim(0)), static_cast<long>(rows));
   }
   Tensor t = compute();
   std::filesystem::create_directories(dir);

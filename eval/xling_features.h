@@ -40,8 +40,9 @@ PaddedBatch padded_batch(const Tensor& features, const std::vector<int64_t>& off
                          const std::vector<std::vector<int32_t>>* tag_ids, Device dev);
 
 // The tensor cached under `key` in `dir` (one HDF5 file per key), computed and written atomically
-// when absent; `dir` empty: always computed. `what` names it in messages.
+// when absent, or when the cached one has not `rows` rows (-1: any; a file cached by other code
+// is computed again); `dir` empty: always computed. `what` names it in messages.
 Tensor cached_tensor(const std::string& dir, uint64_t key, const std::string& what, Device dev,
-                     const std::function<Tensor()>& compute);
+                     const std::function<Tensor()>& compute, int64_t rows = -1);
 
 }  // namespace sa

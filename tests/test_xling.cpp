@@ -60,6 +60,10 @@ TEST(XlingFeatures, CacheComputesOnceThenReads) {
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir), std::filesystem::directory_iterator()), 2);
   cached_tensor("", 42, "test", Device::cpu(), compute);  // no directory: no cache
   EXPECT_EQ(computed, 3);
+  cached_tensor(dir, 42, "test", Device::cpu(), compute, 2);  // the rows expected: read
+  EXPECT_EQ(computed, 3);
+  cached_tensor(dir, 42, "test", Device::cpu(), compute, 5);  // other rows than cached: computed again
+  EXPECT_EQ(computed, 4);
 }
 
 TEST(SentimentData, LabelsTruncationAndNeutralReviews) {
@@ -194,7 +198,7 @@ TEST(XlingEval, SentEndToEndOnTheBilmTfFixture) {
   }
   EXPECT_EQ(c["encoders"]["xx"]["align"], map);
   EXPECT_FALSE(c["encoders"]["en"].contains("align"));
-  for (const std::string bad : {" --align yy=" + map, " --test en=" + test}) {
+  for (const std::string& bad : {" --align yy=" + map, " --test en=" + test}) {
     const testing::ToolRun r = testing::run_tool(cmd + dir + "/d.json" + bad);
     EXPECT_NE(r.rc, 0) << bad;
     EXPECT_TRUE(testing::contains(r.out, "no --test file") || testing::contains(r.out, "given twice")) << r.out;

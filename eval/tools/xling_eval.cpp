@@ -181,6 +181,13 @@ uint64_t feature_key(const TaskArgs& a, uint64_t encoder, const std::string& dat
   return hash_string(h, a.layers + "|" + std::to_string(a.max_tokens) + "|" + (lowercase ? "lc" : "cased"));
 }
 
+// Chinese or Japanese text without a lexicon: said once per file, as its tokens will not be the
+// corpora's.
+void warn_cjk(const std::string& file) {
+  std::fprintf(stderr, "%s: warning: Chinese or Japanese text and no --cedict or --edict: each run of CJK characters "
+               "stays one token, not the bilingual corpora's words\n", file.c_str());
+}
+
 // The CJK lexicon of --cedict/--edict/--muse, or none.
 std::unique_ptr<CjkLexicon> cjk_lexicon(const TaskArgs& a) {
   if (a.cedict.empty() && a.edict.empty()) {
@@ -271,7 +278,14 @@ int run_sent(const TaskArgs& a) {
   // Data: the English training file, its dev part, and each test file.
   // lang: "" for English (train, dev), else a test language, whose encoder reads it.
   auto load = [&](const std::string& file, const std::string& lang) {
-    SentimentData d = prepare_sentiment(read_reviews(file), a.max_tokens, encs.of(lang).lowercase, lexicon.get());
+    const ReviewSet reviews = read_reviews(file);
+    if (!lexicon)
+      for (const Review& r : reviews.reviews)
+        if (has_cjk(r.text)) {
+          warn_cjk(file);
+          break;
+        }
+    SentimentData d = prepare_sentiment(reviews, a.max_tokens, encs.of(lang).lowercase, lexicon.get());
     SA_CHECK(!d.labels.empty(), "{}: no review with 1, 2, 4 or 5 stars", file);
     std::fprintf(stderr, "%s: %zu reviews (%d with 3 stars and %d without text left out, %d cut at %d tokens)\n",
                  file.c_str(), d.labels.size(), d.neutral, d.empty, d.truncated, a.max_tokens);
@@ -281,7 +295,8 @@ int run_sent(const TaskArgs& a) {
     const ContextualEncoder& enc = encs.of(lang);
     return cached_tensor(a.cache,
                          feature_key(a, encs.fingerprint.at(lang), file, enc.lowercase, "xling sent review means v1"),
-                         file, dev, [&] { return review_means(enc, d, spec, "embed " + file); });
+                         file, dev, [&] { return review_means(enc, d, spec, "embed " + file); },
+                         static_cast<int64_t>(d.labels.size()));
   };
   SentimentData train = load(a.train, "");
   Tensor train_x = features(a.train, train, "");
@@ -369,7 +384,8 @@ int run_ner(const TaskArgs& a) {
     const ContextualEncoder& enc = encs.of(lang);
     return cached_tensor(a.cache, feature_key(a, encs.fingerprint.at(lang), file, enc.lowercase, "xling ner tokens v1"),
                          file, Device::cpu(),
-                         [&] { return token_features(enc, sentence_tokens(s), spec, "embed " + file); });
+                         [&] { return token_features(enc, sentence_tokens(s), spec, "embed " + file); },
+                         sentence_offsets(sentence_tokens(s)).back());
   };
   const std::vector<NerSentence> train = load(a.train), dev_s = load(a.dev);
   const Tensor train_x = features(a.train, train, ""), dev_x = features(a.dev, dev_s, "");
@@ -441,7 +457,14 @@ int run_xnli(const TaskArgs& a) {
   auto load = [&](const std::string& file, const std::string& lang) {
     const ContextualEncoder& enc = encs.of(lang);
     Pairs s;
-    s.data = prepare_nli(read_nli_file(file), lexicon.get());
+    const NliSet set = read_nli_file(file);
+    if (!lexicon)
+      for (const NliPair& p : set.pairs)
+        if (has_cjk(p.premise) || has_cjk(p.hypothesis)) {
+          warn_cjk(file);
+          break;
+        }
+    s.data = prepare_nli(set, lexicon.get());
     SA_CHECK(!s.data.labels.empty(), "{}: no labeled pair", file);
     std::fprintf(stderr, "%s: %zu pairs (%d without a gold label and %d with an empty side left out)\n", file.c_str(),
                  s.data.labels.size(), s.data.unlabeled, s.data.empty);
@@ -449,7 +472,8 @@ int run_xnli(const TaskArgs& a) {
       return cached_tensor(a.cache,
                            feature_key(a, encs.fingerprint.at(lang), file, enc.lowercase, std::string("xling nli ") + what),
                            file + " (" + what + ")", Device::cpu(),
-                           [&] { return token_features(enc, side, spec, std::string("embed ") + what + " " + file); });
+                           [&] { return token_features(enc, side, spec, std::string("embed ") + what + " " + file); },
+                           sentence_offsets(side).back());
     };
     s.p = feats(s.data.premises, "premises");
     s.h = feats(s.data.hypotheses, "hypotheses");
