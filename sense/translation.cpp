@@ -51,6 +51,34 @@ void check_sizes(const Tensor& x, const std::vector<int32_t>& selected, const Tr
            "translation loss: {} selected rows and {} candidates for {} inputs", selected.size(), cand.rows.size(), N);
 }
 
+// Each token's own rows counted once. A word that translates to itself (a dictionary pair with the
+// same string on both sides) has its selected row among its candidates; in the softmax twice, each
+// copy's probability would be capped at 1/2. A candidate equal to the selected row or to an
+// earlier candidate is left out, and the best candidate's target weight goes to the first copy:
+// target[n] is 0 for the selected row, 1 + j for candidate j, -1 with no translation.
+struct OwnRows {
+  std::vector<uint8_t> valid;  // [N * K]
+  std::vector<int32_t> target;
+};
+
+OwnRows own_rows(const std::vector<int32_t>& selected, const TranslationCandidates& cand) {
+  const size_t N = selected.size(), K = static_cast<size_t>(cand.per_token);
+  OwnRows o{cand.valid, std::vector<int32_t>(N, -1)};
+  for (size_t n = 0; n < N; ++n) {
+    auto first_copy = [&](size_t j) -> int32_t {  // the first own row equal to candidate j
+      const int32_t r = cand.rows[n * K + j];
+      if (r == selected[n]) return 0;
+      for (size_t q = 0; q < j; ++q)
+        if (cand.valid[n * K + q] && cand.rows[n * K + q] == r) return static_cast<int32_t>(1 + q);
+      return static_cast<int32_t>(1 + j);
+    };
+    for (size_t j = 0; j < K; ++j)
+      if (cand.valid[n * K + j] && first_copy(j) != static_cast<int32_t>(1 + j)) o.valid[n * K + j] = 0;
+    if (cand.best[n] >= 0) o.target[n] = first_copy(static_cast<size_t>(cand.best[n]));
+  }
+  return o;
+}
+
 }  // namespace
 
 Tensor sense_translation_loss(const Tensor& x, const SenseTable& t, const std::vector<int32_t>& selected,
@@ -58,19 +86,19 @@ Tensor sense_translation_loss(const Tensor& x, const SenseTable& t, const std::v
   check_sizes(x, selected, cand);
   const int64_t N = x.dim(0), P = x.dim(1), K = cand.per_token, H = 1 + K, S = static_cast<int64_t>(negatives.size());
   const Device dev = x.device();
-  // Own rows per token: the selected row, then the T*C candidates (-1 where invalid).
+  // Own rows per token: the selected row, then the T*C candidates (-1 where invalid or a copy).
+  const OwnRows o = own_rows(selected, cand);
   std::vector<int32_t> own(static_cast<size_t>(N * H)), gather(static_cast<size_t>(N * H));
   std::vector<double> w(static_cast<size_t>(N * H), 0.0);
   for (int64_t n = 0; n < N; ++n) {
     own[n * H] = gather[n * H] = selected[n];
     for (int64_t j = 0; j < K; ++j) {
-      const bool ok = cand.valid[n * K + j];
+      const bool ok = o.valid[n * K + j];
       gather[n * H + 1 + j] = ok ? cand.rows[n * K + j] : selected[n];
       own[n * H + 1 + j] = ok ? cand.rows[n * K + j] : -1;
     }
-    const bool both = cand.best[n] >= 0;
-    w[n * H] = both ? 0.5 : 1.0;
-    if (both) w[n * H + 1 + cand.best[n]] = 0.5;
+    w[n * H] = o.target[n] >= 0 ? 0.5 : 1.0;
+    if (o.target[n] >= 0) w[n * H + o.target[n]] += 0.5;
   }
   Tensor g = Tensor::from(gather, {N * H}, dev), neg = Tensor::from(negatives, {S}, dev);
   return ops::candidate_softmax(x, ops::reshape(ops::gather_rows(t.W, g), {N, H, P}),
@@ -90,13 +118,14 @@ Tensor sense_translation_loss_unfused(const Tensor& x, const SenseTable& t, cons
   Tensor l_true = ops::add(ops::sum(ops::mul(x, ops::gather_rows(t.W, sel)), 1, true), ops::gather_rows(t.b, sel));
   std::vector<Tensor> parts = {l_true};
   std::vector<double> target(static_cast<size_t>(N * (1 + K + S)), 0.0);
+  const OwnRows o = own_rows(selected, cand);
   if (K > 0) {
     Tensor rows = Tensor::from(cand.rows, {N * K}, dev);
     Tensor w = ops::reshape(ops::gather_rows(t.W, rows), {N, K, P});
     Tensor l_dict = ops::add(ops::sum(ops::mul(w, ops::reshape(x, {N, 1, P})), 2),
                              ops::reshape(ops::gather_rows(t.b, rows), {N, K}));
-    std::vector<uint8_t> invalid(cand.valid.size());
-    for (size_t j = 0; j < invalid.size(); ++j) invalid[j] = !cand.valid[j];
+    std::vector<uint8_t> invalid(o.valid.size());
+    for (size_t j = 0; j < invalid.size(); ++j) invalid[j] = !o.valid[j];
     parts.push_back(ops::masked_fill(l_dict, Tensor::from(invalid, {N, K}, dev), -kInf));
   }
   if (S > 0) {
@@ -116,9 +145,8 @@ Tensor sense_translation_loss_unfused(const Tensor& x, const SenseTable& t, cons
     parts.push_back(ops::masked_fill(l_neg, Tensor::from(hit, {N, S}, dev), -kInf));
   }
   for (int64_t n = 0; n < N; ++n) {
-    const bool both = cand.best[n] >= 0;
-    target[n * (1 + K + S)] = both ? 0.5 : 1.0;
-    if (both) target[n * (1 + K + S) + 1 + cand.best[n]] = 0.5;
+    target[n * (1 + K + S)] = o.target[n] >= 0 ? 0.5 : 1.0;
+    if (o.target[n] >= 0) target[n * (1 + K + S) + o.target[n]] += 0.5;
   }
   return ops::soft_cross_entropy(ops::concat(parts, 1), Tensor::of(target, {N, 1 + K + S}, dt, dev));
 }

@@ -162,3 +162,32 @@ TEST(Translation, FusedEqualsUnfused) {
 
 }  // namespace
 }  // namespace sa
+
+namespace sa {
+namespace {
+
+// A word that translates to itself has its selected row among its candidates: the row enters the
+// softmax once, and the best candidate's weight joins the selected row's, so the loss can reach 0
+// (counted twice, each copy's probability was capped at 1/2: loss at least log 2).
+TEST(Translation, SelfTranslationCountsTheRowOnce) {
+  Fixture f;
+  Tensor ctx = Tensor::of({0, 0, -3, 0}, {1, 4}, DType::F64);  // along -z: best (5,2)
+  TranslationCandidates c = translation_candidates(f.t, f.dict, {5}, ctx, eye(4));
+  ASSERT_EQ(c.best[0], 2);
+  Tensor x = Tensor::of({0.3, -0.2, 0.5, 0.1}, {1, 4}, DType::F64);
+  const std::vector<int32_t> sel = {f.t.row(5, 2)}, neg = {f.t.row(4, 1)};
+  std::vector<double> W = f.t.W.values(), b = f.t.b.values(), xv = x.values();
+  auto logit = [&](int32_t r) {
+    double s = b[r];
+    for (int k = 0; k < 4; ++k) s += xv[k] * W[r * 4 + k];
+    return s;
+  };
+  double z = 0;
+  for (int32_t r : {sel[0], f.t.row(5, 1), f.t.row(4, 1)}) z += std::exp(logit(r));
+  const double want = -(logit(sel[0]) - std::log(z));
+  EXPECT_NEAR(sense_translation_loss(x, f.t, sel, c, neg).item(), want, 1e-12);
+  EXPECT_NEAR(sense_translation_loss_unfused(x, f.t, sel, c, neg).item(), want, 1e-12);
+}
+
+}  // namespace
+}  // namespace sa
