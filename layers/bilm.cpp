@@ -57,7 +57,10 @@ BilmOutputs bilm_forward(const ElmoModel& m, const std::array<Tensor, 2>& tokens
       }
     }
     for (int d = 0; d < 2; ++d) {
-      if (o.use_skip_connections && l > 0) out[d] = ops::add(out[d], in[d]);  // the residual adds the dropped input
+      const bool skip = o.use_skip_connections && l > 0;
+      if (l == o.n_layers - 1) r.clean_top[d] = skip && p > 0 ? ops::add(out[d], x[d]) : Tensor();
+      if (skip) out[d] = ops::add(out[d], in[d]);  // the residual adds the dropped input (bilm-tf)
+      if (l == o.n_layers - 1 && !r.clean_top[d].defined()) r.clean_top[d] = out[d];
       r.layers[d].push_back(out[d]);
       x[d] = out[d];
     }

@@ -264,3 +264,45 @@ TEST(ElmoTrain, StateResetZeroesRandomRowsDeterministically) {
 
 }  // namespace
 }  // namespace sa
+
+namespace sa {
+namespace {
+
+// The clean top output (selection's vector with select_after_dropout = false) adds the undropped
+// input of the top layer where the training output adds the dropped one: with dropout 0.5 their
+// difference is +x where the mask dropped x and -x where it kept (and doubled) it; without
+// dropout they are one tensor.
+TEST(ElmoTrain, CleanTopAddsTheUndroppedResidual) {
+  const ElmoOptions o = testing::tiny_elmo_options();
+  Vocab v = Vocab::from_words({"<S>", "</S>", "<UNK>", "the", "cat", "sat", "on", "a", "mat", "."});
+  std::vector<std::string> words = {"<S>", "the", "cat", "sat", "on", "a", "mat", ".", "</S>", "dog"};
+  LmBatch bf = batch(words, v, 3, 4), bb = batch({words.rbegin(), words.rend()}, v, 3, 4);
+  for (double p : {0.0, 0.5}) {
+    ElmoLM lm = ElmoLM::init(o, v.size(), 3, Device::cpu(), DType::F64);
+    BilmState st = BilmState::zeros(o, 3, Device::cpu(), DType::F64);
+    Generator gen(4);
+    NoGrad ng;
+    auto [tf, tb] = encode_batches(lm, bf, bb);
+    const BilmOutputs out = bilm_forward(lm.bilm, {tf, tb}, st, p, gen);
+    for (int d = 0; d < 2; ++d) {
+      const std::vector<double> clean = out.clean_top[d].values(), top = out.layers[d].back().values(),
+                                x = out.layers[d][0].values();  // the top layer's undropped input
+      ASSERT_EQ(clean.size(), x.size());
+      int up = 0, down = 0;
+      for (size_t i = 0; i < clean.size(); ++i) {
+        if (p == 0) {
+          EXPECT_EQ(clean[i], top[i]);
+          continue;
+        }
+        if (std::abs(x[i]) < 1e-9) continue;
+        const double r = (clean[i] - top[i]) / x[i];
+        EXPECT_TRUE(std::abs(r - 1) < 1e-9 || std::abs(r + 1) < 1e-9) << "element " << i << ": " << r;
+        (r > 0 ? up : down)++;
+      }
+      if (p > 0) EXPECT_TRUE(up > 0 && down > 0);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace sa
