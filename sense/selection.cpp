@@ -179,6 +179,12 @@ void update_centers(SenseTable& t, const Tensor& ctx, const std::vector<int32_t>
   };
   if (mode == SenseOptions::CenterUpdate::Paper) {
     move_toward_mean(std::vector<double>(uniq.size(), a));
+  } else if (mode == SenseOptions::CenterUpdate::PerToken) {
+    // Algorithm 1 moves a center one alpha step per token: k tokens that chose it move it by
+    // 1 - (1 - alpha)^k of the way to their mean (exact when they agree).
+    std::vector<double> w(uniq.size());
+    for (size_t i = 0; i < w.size(); ++i) w[i] = 1.0 - std::pow(1.0 - a, count[i]);
+    move_toward_mean(w);
   } else {
     if (spare_sense0) {  // one pass: every row times (1 - a), sense-0 rows times 1
       std::vector<double> f(static_cast<size_t>(t.rows()), 1.0 - a);

@@ -8,7 +8,7 @@ namespace sa {
 
 template <>
 const std::vector<std::string_view>& enum_names<SenseOptions::CenterUpdate>() {
-  static const std::vector<std::string_view> v = {"paper", "released"};
+  static const std::vector<std::string_view> v = {"paper", "released", "per_token"};
   return v;
 }
 template <>

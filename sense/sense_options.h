@@ -22,7 +22,7 @@ struct SenseOptions {
   int64_t prune_every = 20000;                // E
   int64_t prune_first = 60000;                // first pruning step
   // "paper" (Alg. 1's mean update) or "released" (the released code's decay).
-  enum class CenterUpdate { Paper, Released } center_update = CenterUpdate::Paper;
+  enum class CenterUpdate { Paper, Released, PerToken } center_update = CenterUpdate::Paper;
   // Negatives of the sampled softmax: uniform over enabled rows (released), log-uniform over words
   // with all their enabled senses (log-Q corrected), or the exact softmax.
   enum class Negatives { Uniform, LogUniform, Full } negatives = Negatives::Uniform;

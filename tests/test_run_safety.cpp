@@ -188,7 +188,7 @@ TEST(RunDir, ConfigValuesAreCheckedWithFileAndLine) {
            {"char_cnn.embedding.dim=0", "char_cnn.embedding.dim must be positive"},
            {"char_cnn.n_highway=-1", "char_cnn.n_highway must be >= 0"},
            {"n_context=3 --set remove_less_freqent_contexts=2", "remove_less_freqent_contexts must be in [0, 1]"},
-           {"center_update=x", "--set center_update=x: expected \"paper\" or \"released\", got \"x\""}}) {
+           {"center_update=x", "--set center_update=x: expected \"paper\", \"released\" or \"per_token\", got \"x\""}}) {
     r = run(train_cmd(dir, " --set " + set));
     EXPECT_EQ(r.rc, 1) << r.out;
     EXPECT_TRUE(has(r.out, want)) << set << ": " << r.out;

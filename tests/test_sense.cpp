@@ -236,6 +236,27 @@ TEST(SenseCenters, PaperAndReleasedUpdates) {
   }
 }
 
+// center_update = "per_token": a row chosen k times moves 1 - (1 - a)^k of the way to the mean of
+// its contexts, as k sequential per-token steps toward one point would; a row chosen once moves
+// as in "paper", an unchosen row stays.
+TEST(SenseCenters, PerTokenUpdateCompoundsTheRate) {
+  SenseTable t(2, 2, 2, 1, Device::cpu(), DType::F64);
+  t.centers = Tensor::of({1, 1, 2, 2, 4, 4, 8, 8}, {4, 2}, DType::F64);
+  Tensor ctx = Tensor::of({10, 0, 20, 0, 5, 5, 15, 0}, {4, 2}, DType::F64);
+  update_centers(t, ctx, {1, 1, 3, 1}, 0.1, SenseOptions::CenterUpdate::PerToken);  // row 1: mean (15, 0), k = 3
+  const double w = 1 - 0.9 * 0.9 * 0.9;
+  const std::vector<double> c = t.centers.values();
+  EXPECT_NEAR(c[2], 2 + w * (15 - 2), 1e-12);
+  EXPECT_NEAR(c[3], 2 + w * (0 - 2), 1e-12);
+  EXPECT_NEAR(c[6], 8 + 0.1 * (5 - 8), 1e-12);
+  EXPECT_EQ(c[0], 1.0);
+  EXPECT_EQ(c[4], 4.0);
+  // k sequential steps toward one point land where the compounded rate does.
+  double seq = 2;
+  for (int k = 0; k < 3; ++k) seq += 0.1 * (15 - seq);
+  EXPECT_NEAR(c[2], seq, 1e-12);
+}
+
 TEST(SenseProjection, RecoversKnownPrincipalAxes) {
   // Variance 9 along (1,1,0,0)/sqrt2, 4 along e2, 0.01 noise elsewhere, plus an offset (the fit
   // centers the data).
