@@ -59,13 +59,14 @@ Tensor sense_direction_loss(SenseHead& h, const Tensor& top, const LmBatch& b, c
   const bool offsets = o.selection_mean == SenseOptions::SelectionMean::WordOffset;
   const Tensor mean = selection_mean(h.table, o, h.proj.mean(), b.targets, offsets ? ops::mean(ctx, 0, true) : Tensor());
   Tensor flat = ops::reshape(top, {B * T, P});
+  // Evaluation: the word's probability, summed over its senses (ELMo's scale).
+  if (!training) return ops::mean(sense_word_nll(flat, h.table, b.targets));
   using N = SenseOptions::Negatives;
   // The common training case runs selection inside the fused softmax; seeding (sequential over
   // tokens), the translation loss and the other negatives select first.
   const bool fused = training && !dict && o.negatives == N::Uniform && !o.seed_centers();
   std::vector<int32_t> sel;
   if (!fused) sel = select_senses(h.table, ctx, b.targets, h.proj.matrix(), mean, training && o.seed_centers());
-  if (!training) return ops::mean(sense_full_loss(flat, h.table, sel));
   Tensor per_row;
   if (fused) {
     SelectedLoss r = select_and_sampled_loss(flat, h.table, ctx, b.targets, h.proj.matrix(), mean,

@@ -64,6 +64,51 @@ SelectedLoss select_and_sampled_loss(const Tensor& x, const SenseTable& t, const
   return {loss, std::vector<int32_t>(sel.begin(), sel.end())};
 }
 
+Tensor sense_word_nll(const Tensor& x, const SenseTable& t, const std::vector<int32_t>& words,
+                      int64_t rows_per_chunk) {
+  NoGrad ng;
+  const int64_t N = x.dim(0), R = t.rows(), C = t.n_context();
+  SA_CHECK(static_cast<int64_t>(words.size()) == N, "sense_word_nll: {} words for {} rows", words.size(), N);
+  const Device dev = x.device();
+  const double kInf = std::numeric_limits<double>::infinity();
+  // log of a sum of exps kept as a running value per row: log(e^a + e^b).
+  auto log_add = [](double a, double b) {
+    if (a == -std::numeric_limits<double>::infinity()) return b;
+    if (b == -std::numeric_limits<double>::infinity()) return a;
+    return std::max(a, b) + std::log1p(std::exp(-std::abs(a - b)));
+  };
+  std::vector<double> log_z(static_cast<size_t>(N), -kInf);
+  const int64_t chunk =
+      rows_per_chunk > 0 ? rows_per_chunk : std::max<int64_t>(1, (int64_t{1} << 22) / std::max<int64_t>(N, 1));
+  for (int64_t r0 = 0; r0 < R; r0 += chunk) {
+    const int64_t r1 = std::min(R, r0 + chunk);
+    std::vector<uint8_t> disabled(static_cast<size_t>(r1 - r0));
+    for (int64_t r = r0; r < r1; ++r) disabled[static_cast<size_t>(r - r0)] = !t.is_enabled(static_cast<int>(r));
+    Tensor logits = ops::add(ops::matmul(x, t.W.rows(r0, r1), false, true), ops::reshape(t.b.rows(r0, r1), {1, r1 - r0}));
+    logits = ops::masked_fill(logits, Tensor::from(disabled, {1, r1 - r0}, dev), -kInf);
+    const std::vector<double> part = ops::logsumexp(logits).values();
+    for (int64_t n = 0; n < N; ++n) log_z[static_cast<size_t>(n)] = log_add(log_z[static_cast<size_t>(n)], part[static_cast<size_t>(n)]);
+  }
+  // The word's own senses: its C rows, the disabled ones left out.
+  std::vector<int32_t> rows(static_cast<size_t>(N * C));
+  std::vector<uint8_t> off(static_cast<size_t>(N * C));
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t s = 0; s < C; ++s) {
+      const int32_t r = t.row(words[static_cast<size_t>(n)], static_cast<int>(s));
+      rows[static_cast<size_t>(n * C + s)] = r, off[static_cast<size_t>(n * C + s)] = !t.is_enabled(r);
+    }
+  const Tensor idx = Tensor::from(rows, {N * C}, dev);
+  Tensor own = ops::add(ops::sum(ops::mul(ops::reshape(ops::gather_rows(t.W, idx), {N, C, x.dim(1)}),
+                                          ops::reshape(x, {N, 1, x.dim(1)})),
+                                 2),
+                        ops::reshape(ops::gather_rows(t.b, idx), {N, C}));
+  own = ops::masked_fill(own, Tensor::from(off, {N, C}, dev), -kInf);
+  const std::vector<double> log_w = ops::logsumexp(own).values();
+  std::vector<double> nll(static_cast<size_t>(N));
+  for (size_t n = 0; n < nll.size(); ++n) nll[n] = log_z[n] - log_w[n];
+  return Tensor::of(nll, {N}, x.dtype(), dev);
+}
+
 Tensor sense_full_loss(const Tensor& x, const SenseTable& t, const std::vector<int32_t>& selected) {
   const int64_t N = x.dim(0), R = t.rows();
   const Device dev = x.device();

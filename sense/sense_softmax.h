@@ -44,5 +44,11 @@ SelectedLoss select_and_sampled_loss(const Tensor& x, const SenseTable& table, c
 // Per-row loss [N] with the exact softmax over every enabled sense row (small vocabularies,
 // evaluation). Disabled rows are masked (probability 0, no gradient).
 Tensor sense_full_loss(const Tensor& x, const SenseTable& table, const std::vector<int32_t>& selected);
+// -log p(w) per row [N] for target words `words`, where p(w) = sum of p(w, s) over w's enabled
+// senses: the model's word probability, on ELMo's scale (held-out perplexity). The normalizer
+// runs over the enabled rows in chunks (`rows_per_chunk`, 0: about 4M logits a chunk), never
+// building all [N, V*C] logits. No gradient.
+Tensor sense_word_nll(const Tensor& x, const SenseTable& table, const std::vector<int32_t>& words,
+                      int64_t rows_per_chunk = 0);
 
 }  // namespace sa

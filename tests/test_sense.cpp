@@ -530,3 +530,38 @@ TEST(SenseSoftmax, LossGradientMatchesFiniteDifferences) {
 
 }  // namespace
 }  // namespace sa
+
+namespace sa {
+namespace {
+
+// Held-out perplexity's word probability: -log sum over the word's enabled senses of p(w, s),
+// normalized over every enabled row, equals a brute-force softmax, whatever the chunk of rows;
+// with one sense per word it is the ordinary word softmax.
+TEST(SenseWordNll, SumsTheWordsEnabledSensesInChunks) {
+  SenseTable t(7, 3, 4, 2, Device::cpu(), DType::F64);
+  t.end_warmup(false);
+  t.enabled[t.row(2, 1)] = 0;  // a pruned sense
+  std::vector<double> bv(static_cast<size_t>(t.rows()));
+  for (size_t i = 0; i < bv.size(); ++i) bv[i] = std::sin(1.3 * static_cast<double>(i));
+  t.b.copy_from(Tensor::of(bv, {t.rows(), 1}, DType::F64));
+  const Tensor x = Tensor::of({0.3, -0.2, 0.5, 0.1, -0.4, 0.2, 0.1, 0.3, 0.9, -0.7, 0.0, 0.2}, {3, 4}, DType::F64);
+  const std::vector<int32_t> words = {2, 5, 0};
+  const std::vector<double> W = t.W.values(), xv = x.values();
+  for (int64_t chunk : {0, 1, 4, 100}) {
+    const std::vector<double> got = sense_word_nll(x, t, words, chunk).values();
+    for (int n = 0; n < 3; ++n) {
+      double z = 0, pw = 0;
+      for (int r = 0; r < t.rows(); ++r) {
+        if (!t.is_enabled(r)) continue;
+        double l = bv[static_cast<size_t>(r)];
+        for (int k = 0; k < 4; ++k) l += xv[static_cast<size_t>(n * 4 + k)] * W[static_cast<size_t>(r * 4 + k)];
+        z += std::exp(l);
+        if (r / 3 == words[static_cast<size_t>(n)]) pw += std::exp(l);
+      }
+      EXPECT_NEAR(got[static_cast<size_t>(n)], -std::log(pw / z), 1e-12) << "chunk " << chunk << " row " << n;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace sa
