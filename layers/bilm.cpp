@@ -31,6 +31,12 @@ void BilmState::reset_rows(double p, uint64_t seed) {
   }
 }
 
+Tensor BilmOutputs::clean_top(int d) const {
+  if (!top_input[d].defined()) return layers[d].back();
+  NoGrad ng;
+  return ops::add(top_lstm[d], top_input[d]);
+}
+
 BilmOutputs bilm_forward(const ElmoModel& m, const std::array<Tensor, 2>& tokens, BilmState& state, double p,
                          Generator& gen, const std::vector<int>* lengths) {
   const ElmoOptions& o = m.opt;
@@ -58,9 +64,8 @@ BilmOutputs bilm_forward(const ElmoModel& m, const std::array<Tensor, 2>& tokens
     }
     for (int d = 0; d < 2; ++d) {
       const bool skip = o.use_skip_connections && l > 0;
-      if (l == o.n_layers - 1) r.clean_top[d] = skip && p > 0 ? ops::add(out[d], x[d]) : Tensor();
+      if (l == o.n_layers - 1 && skip && p > 0) r.top_lstm[d] = out[d], r.top_input[d] = x[d];
       if (skip) out[d] = ops::add(out[d], in[d]);  // the residual adds the dropped input (bilm-tf)
-      if (l == o.n_layers - 1 && !r.clean_top[d].defined()) r.clean_top[d] = out[d];
       r.layers[d].push_back(out[d]);
       x[d] = out[d];
     }

@@ -23,9 +23,12 @@ struct BilmState {
 struct BilmOutputs {
   std::array<std::vector<Tensor>, 2> layers;  // [direction][layer]: [B, T, P], before the output dropout
   std::array<Tensor, 2> top;                  // each direction's top layer after the output dropout
-  // The top layer with its skip connection adding the undropped input (equal to layers.back()
-  // without dropout): what SaELMo selects senses on when select_after_dropout is false.
-  std::array<Tensor, 2> clean_top;
+  // The top layer's LSTM output and its undropped input (with a skip connection and dropout).
+  std::array<Tensor, 2> top_lstm, top_input;
+  // The top layer with its skip connection adding the undropped input, not the dropped one
+  // (equal to layers.back() without dropout): what SaELMo selects senses on when
+  // select_after_dropout is false. Computed on demand, without gradient.
+  Tensor clean_top(int d) const;
 };
 
 // Runs both stacks over tokens[d] [B, T, P] (direction 1's rows already in reading order, i.e.

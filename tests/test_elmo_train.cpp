@@ -285,7 +285,7 @@ TEST(ElmoTrain, CleanTopAddsTheUndroppedResidual) {
     auto [tf, tb] = encode_batches(lm, bf, bb);
     const BilmOutputs out = bilm_forward(lm.bilm, {tf, tb}, st, p, gen);
     for (int d = 0; d < 2; ++d) {
-      const std::vector<double> clean = out.clean_top[d].values(), top = out.layers[d].back().values(),
+      const std::vector<double> clean = out.clean_top(d).values(), top = out.layers[d].back().values(),
                                 x = out.layers[d][0].values();  // the top layer's undropped input
       ASSERT_EQ(clean.size(), x.size());
       int up = 0, down = 0;

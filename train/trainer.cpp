@@ -267,7 +267,7 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet, 
     SenseStep picked[2];
     for (int d = 0; d < 2; ++d) {
       if (sense) {
-        const Tensor select_top = c.sense.select_after_dropout ? Tensor() : out.clean_top[d];
+        const Tensor select_top = c.sense.select_after_dropout ? Tensor() : out.clean_top(d);
         dir_loss[d] = sense_direction_loss(lm.heads[d], out.top[d], *batches[d], c.sense, c.n_negative_samples_batch,
                                            true, sample_rng, &picked[d], dict.get(), select_top);
       } else {

@@ -28,6 +28,21 @@ void add_seconds(OpSeconds& sink, const char* op, double s) {
 
 void profile_backward(OpSeconds* sink) { g_backward_profile = sink; }
 
+namespace {
+
+// A node's backward; while profiling, timed with the device waited for on both sides.
+void run_node_backward(Node& n, const std::vector<Tensor>& gouts) {
+  if (!g_backward_profile) return n.backward(gouts);
+  Backend& be = backend(n.outputs.empty() ? Device::cpu() : n.outputs[0].device());
+  be.synchronize();
+  const auto t0 = std::chrono::steady_clock::now();
+  n.backward(gouts);
+  be.synchronize();
+  add_seconds(*g_backward_profile, n.op, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+}
+
+}  // namespace
+
 bool grad_enabled() { return g_grad_enabled; }
 NoGrad::NoGrad() : prev_(g_grad_enabled) { g_grad_enabled = false; }
 NoGrad::~NoGrad() { g_grad_enabled = prev_; }
@@ -104,21 +119,13 @@ void backward(const Tensor& root, const Tensor& seed) {
     }
     if (any) {
       g_current_op = n.op;
-      const Device dev = n.outputs.empty() ? Device::cpu() : n.outputs[0].device();
-      if (g_backward_profile) backend(dev).synchronize();
-      const auto t0 = std::chrono::steady_clock::now();
       try {
-        n.backward(gouts);
+        run_node_backward(n, gouts);
       } catch (...) {
         g_current_op = nullptr;
         throw;
       }
       g_current_op = nullptr;
-      if (g_backward_profile) {
-        backend(dev).synchronize();
-        add_seconds(*g_backward_profile, n.op,
-                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-      }
     }
     // Intermediate gradients are no longer needed once their producer has run.
     for (const Tensor& o : n.outputs) o.impl()->grad.reset();

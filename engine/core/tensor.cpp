@@ -210,6 +210,8 @@ std::pair<Tensor, Tensor> SparseGrad::coalesce() const {
   Device dev = rows[0].device();
   DType dt = rows[0].dtype();
   int64_t width = rows[0].dim(1), M = 0;
+  if (indices.size() == 1)  // nothing to gather first
+    return backend(dev).coalesce_rows(indices[0].view({indices[0].numel()}), rows[0].view({indices[0].numel(), width}));
   for (const Tensor& ix : indices) M += ix.numel();
   // All entries as one list, summed by the backend (on a GPU: sorted there, no host round trip).
   Tensor ids = Tensor::empty({M}, DType::I32, dev), all = Tensor::empty({M, width}, dt, dev);

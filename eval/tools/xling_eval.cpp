@@ -169,17 +169,29 @@ Encoders open_encoders(const TaskArgs& a, Device dev, const std::vector<std::pai
 }
 
 // What cached features depend on: the encoder's fingerprint (its files and map), the data file,
-// the CJK lexicon and the settings that shape the features.
-uint64_t feature_key(const TaskArgs& a, uint64_t encoder, const std::string& data_file, bool lowercase,
-                     const std::string& what) {
-  uint64_t h = hash_bytes(hash_string(kFnvOffset, what), &encoder, sizeof encoder);
-  for (const std::string& f : {data_file, a.cedict, a.edict, a.muse}) {
-    const uint64_t fh = f.empty() ? 0 : hash_file(f);
-    h = hash_bytes(h, &fh, sizeof fh);
+// the CJK lexicon and the settings that shape the features. The lexicon files and settings are
+// hashed once per command, each data file once.
+class FeatureKeys {
+ public:
+  explicit FeatureKeys(const TaskArgs& a) {
+    settings_ = hash_string(kFnvOffset, a.layers + "|" + std::to_string(a.max_tokens) + "|" + a.muse_skip + "|" +
+                                            std::to_string(a.cjk_max_len));
+    for (const std::string& f : {a.cedict, a.edict, a.muse}) {
+      const uint64_t fh = f.empty() ? 0 : hash_file(f);
+      settings_ = hash_bytes(settings_, &fh, sizeof fh);
+    }
   }
-  h = hash_string(h, a.muse_skip + "|" + std::to_string(a.cjk_max_len));
-  return hash_string(h, a.layers + "|" + std::to_string(a.max_tokens) + "|" + (lowercase ? "lc" : "cased"));
-}
+  uint64_t operator()(uint64_t encoder, const std::string& data_file, bool lowercase, const std::string& what) {
+    auto it = files_.find(data_file);
+    if (it == files_.end()) it = files_.emplace(data_file, hash_file(data_file)).first;
+    uint64_t h = hash_bytes(hash_string(settings_, what + (lowercase ? "|lc" : "|cased")), &encoder, sizeof encoder);
+    return hash_bytes(h, &it->second, sizeof it->second);
+  }
+
+ private:
+  uint64_t settings_ = 0;
+  std::map<std::string, uint64_t> files_;
+};
 
 // Chinese or Japanese text without a lexicon: said once per file, as its tokens will not be the
 // corpora's.
@@ -274,6 +286,7 @@ int run_sent(const TaskArgs& a) {
   const std::vector<std::pair<std::string, std::string>> tests = by_language(a.tests, "--test", "FILE");
   const Encoders encs = open_encoders(a, dev, tests);
   const LayerSpec spec = parse_layer_spec(a.layers, encs.english->n_layers());
+  FeatureKeys feature_key(a);
   const std::unique_ptr<CjkLexicon> lexicon = cjk_lexicon(a);
   // Data: the English training file, its dev part, and each test file.
   // lang: "" for English (train, dev), else a test language, whose encoder reads it.
@@ -294,7 +307,7 @@ int run_sent(const TaskArgs& a) {
   auto features = [&](const std::string& file, const SentimentData& d, const std::string& lang) {
     const ContextualEncoder& enc = encs.of(lang);
     return cached_tensor(a.cache,
-                         feature_key(a, encs.fingerprint.at(lang), file, enc.lowercase, "xling sent review means v1"),
+                         feature_key(encs.fingerprint.at(lang), file, enc.lowercase, "xling sent review means v1"),
                          file, dev, [&] { return review_means(enc, d, spec, "embed " + file); },
                          static_cast<int64_t>(d.labels.size()));
   };
@@ -371,6 +384,7 @@ int run_ner(const TaskArgs& a) {
   const std::vector<std::pair<std::string, std::string>> tests = by_language(a.tests, "--test", "FILE");
   const Encoders encs = open_encoders(a, dev, tests);
   const LayerSpec spec = parse_layer_spec(a.layers, encs.english->n_layers());
+  FeatureKeys feature_key(a);
   auto load = [&](const std::string& file) {
     NerCorpus c = read_ner_file(file);
     SA_CHECK(!c.sentences.empty(), "{}: no sentences", file);
@@ -382,7 +396,7 @@ int run_ner(const TaskArgs& a) {
   };
   auto features = [&](const std::string& file, const std::vector<NerSentence>& s, const std::string& lang) {
     const ContextualEncoder& enc = encs.of(lang);
-    return cached_tensor(a.cache, feature_key(a, encs.fingerprint.at(lang), file, enc.lowercase, "xling ner tokens v1"),
+    return cached_tensor(a.cache, feature_key(encs.fingerprint.at(lang), file, enc.lowercase, "xling ner tokens v1"),
                          file, Device::cpu(),
                          [&] { return token_features(enc, sentence_tokens(s), spec, "embed " + file); },
                          sentence_offsets(sentence_tokens(s)).back());
@@ -447,6 +461,7 @@ int run_xnli(const TaskArgs& a) {
   const std::vector<std::pair<std::string, std::string>> tests = by_language(a.tests, "--test", "FILE");
   const Encoders encs = open_encoders(a, dev, tests);
   const LayerSpec spec = parse_layer_spec(a.layers, encs.english->n_layers());
+  FeatureKeys feature_key(a);
   const std::unique_ptr<CjkLexicon> lexicon = cjk_lexicon(a);
   // A file's pairs and the token features of their premises and hypotheses.
   struct Pairs {
@@ -470,7 +485,7 @@ int run_xnli(const TaskArgs& a) {
                  s.data.labels.size(), s.data.unlabeled, s.data.empty);
     auto feats = [&](const Sentences& side, const char* what) {
       return cached_tensor(a.cache,
-                           feature_key(a, encs.fingerprint.at(lang), file, enc.lowercase, std::string("xling nli ") + what),
+                           feature_key(encs.fingerprint.at(lang), file, enc.lowercase, std::string("xling nli ") + what),
                            file + " (" + what + ")", Device::cpu(),
                            [&] { return token_features(enc, side, spec, std::string("embed ") + what + " " + file); },
                            sentence_offsets(side).back());
