@@ -17,14 +17,19 @@ PcaProjection::PcaProjection(int dim, int k, int queue_size, uint64_t seed) : di
   mean_ = Tensor::zeros({1, dim});
 }
 
-void PcaProjection::push(const Tensor& vectors) {
+void PcaProjection::push(const Tensor& vectors, int64_t step) {
   SA_CHECK(vectors.rank() == 2 && vectors.dim(1) == dim_, "projection: vectors {} must be [n, {}]", describe(vectors),
            dim_);
   std::vector<double> v = vectors.values();
   for (int64_t r = 0; r < vectors.dim(0); ++r) {
     queue_.emplace_back(v.begin() + r * dim_, v.begin() + (r + 1) * dim_);
-    if (static_cast<int>(queue_.size()) > cap_) queue_.pop_front();
+    steps_.push_back(step);
+    if (static_cast<int>(queue_.size()) > cap_) queue_.pop_front(), steps_.pop_front();
   }
+}
+
+void PcaProjection::drop_before(int64_t first) {
+  while (!steps_.empty() && steps_.front() < first) queue_.pop_front(), steps_.pop_front();
 }
 
 void PcaProjection::refit() {
@@ -78,14 +83,32 @@ Tensor PcaProjection::queue_tensor() const {
   return Tensor::from(v, {static_cast<int64_t>(queue_.size()), dim_});
 }
 
-void PcaProjection::restore(const Tensor& queue, const Tensor& matrix, bool fitted) {
+Tensor PcaProjection::queue_steps_tensor() const {
+  return Tensor::of(std::vector<double>(steps_.begin(), steps_.end()), {static_cast<int64_t>(steps_.size())}, DType::F64);
+}
+
+void PcaProjection::restore(const Tensor& queue, const Tensor& steps, const Tensor& saved_mean, const Tensor& matrix,
+                            bool fitted) {
   SA_CHECK(matrix.shape() == P_.shape(), "projection: restored matrix {} must be {}", describe(matrix),
            to_string(P_.shape()));
-  queue_.clear();
+  SA_CHECK(!steps.defined() || (steps.rank() == 1 && steps.dim(0) == queue.dim(0)),
+           "projection: {} queue steps for {} queued vectors", steps.defined() ? steps.numel() : 0, queue.dim(0));
+  queue_.clear(), steps_.clear();
   push(queue);
+  if (steps.defined()) {
+    const std::vector<double> s = steps.values();  // the newest rows, when the queue is now smaller
+    steps_.assign(s.end() - static_cast<std::ptrdiff_t>(queue_.size()), s.end());
+  }
   P_ = matrix.to(Device::cpu()).to(DType::F32).clone();
   fitted_ = fitted;
-  // The queue is pushed and refitted together, so its mean is the mean of the last fit.
+  if (saved_mean.defined()) {
+    SA_CHECK(saved_mean.shape() == mean_.shape(), "projection: restored mean {} must be {}", describe(saved_mean),
+             to_string(mean_.shape()));
+    mean_ = saved_mean.to(Device::cpu()).to(DType::F32).clone();
+    return;
+  }
+  // Checkpoints from before the mean was saved pushed and refitted together: the queue's mean is
+  // the mean of the last fit.
   std::vector<double> m(static_cast<size_t>(dim_), 0.0);
   for (const auto& x : queue_)
     for (int i = 0; i < dim_; ++i) m[i] += x[i] / static_cast<double>(queue_.size());

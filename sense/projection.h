@@ -1,6 +1,8 @@
 // The projection P used for sense selection (Alg. 2): the top d' principal components of a queue of
 // the last Q selection vectors, refitted every M steps; random N(0, 1) before the first fit. It is
 // applied to raw (uncentered) vectors, as released; the fit itself centers the queue (as sklearn).
+// Each queued vector remembers the training step that pushed it, so a refit can see only the
+// recent steps (pca_queue_steps): the representation drifts while the model trains.
 #pragma once
 #include <cstdint>
 #include <deque>
@@ -13,8 +15,11 @@ namespace sa {
 class PcaProjection {
  public:
   PcaProjection(int dim, int k, int queue_size, uint64_t seed);
-  // Appends the rows of `vectors` [n, dim] (any device) and drops the oldest beyond the queue size.
-  void push(const Tensor& vectors);
+  // Appends the rows of `vectors` [n, dim] (any device), pushed at training step `step`, and drops
+  // the oldest beyond the queue size.
+  void push(const Tensor& vectors, int64_t step = 0);
+  // Drops the vectors pushed before step `first`.
+  void drop_before(int64_t first);
   // Refits P to the queue: eigenvectors of the covariance for the k largest eigenvalues (LAPACK
   // dsyevr), sorted by decreasing variance. Fails when the queue holds fewer than 2 vectors.
   void refit();
@@ -23,14 +28,19 @@ class PcaProjection {
   std::vector<double> explained_variance() const { return variance_; }
   bool fitted() const { return fitted_; }
   size_t queued() const { return queue_.size(); }
+  int64_t oldest_step() const { return steps_.empty() ? -1 : steps_.front(); }
 
-  // For checkpoints: the queue as [n, dim] and the matrix.
+  // For checkpoints: the queue as [n, dim], the step of each row [n], the mean and the matrix. A
+  // checkpoint from before the steps and the mean were kept restores with them undefined: every
+  // row counts as step 0 and the mean is the queue's.
   Tensor queue_tensor() const;
-  void restore(const Tensor& queue, const Tensor& matrix, bool fitted);
+  Tensor queue_steps_tensor() const;
+  void restore(const Tensor& queue, const Tensor& steps, const Tensor& mean, const Tensor& matrix, bool fitted);
 
  private:
   int dim_, k_, cap_;
   std::deque<std::vector<float>> queue_;
+  std::deque<int64_t> steps_;  // the step that pushed each queued vector
   Tensor P_, mean_;
   std::vector<double> variance_;
   bool fitted_ = false;

@@ -8,7 +8,7 @@
 namespace sa {
 
 SelectionSpace::SelectionSpace(const SenseTable& t, const Tensor& ctx, const std::vector<int32_t>& rows,
-                               const Tensor& proj, const Tensor& mean, bool on_host) {
+                               const Tensor& proj, const Tensor& mean, bool on_host, const Tensor& center_mean) {
   NoGrad ng;
   const int64_t N = ctx.dim(0);
   SA_CHECK(N > 0 && static_cast<int64_t>(rows.size()) % N == 0, "selection: {} candidate rows for {} contexts",
@@ -19,7 +19,10 @@ SelectionSpace::SelectionSpace(const SenseTable& t, const Tensor& ctx, const std
   Tensor centers = ops::gather_rows(t.centers, Tensor::from(rows, {N * per_context}, dev)).to(ctx.dtype());
   if (on_host) center_sq = ops::sum(ops::square(centers), 1).values();
   Tensor x = ctx;
-  if (mean.defined()) {
+  if (center_mean.defined()) {
+    if (mean.defined()) x = ops::sub(x, mean.to(ctx.dtype()).to(dev));
+    centers = ops::sub(centers, center_mean.to(ctx.dtype()).to(dev));
+  } else if (mean.defined()) {
     Tensor m = mean.to(ctx.dtype()).to(dev);
     x = ops::sub(x, m);
     if (m.rank() == 2 && m.dim(0) == N && N > 1) {  // one mean per context, for its K centers

@@ -2,6 +2,7 @@
 // it picks, per token, the enabled sense of the target word whose projected center has the highest
 // cosine with the projected context vector (ties: the lowest sense).
 #pragma once
+#include <functional>
 #include <vector>
 
 #include "sense/sense_table.h"
@@ -9,7 +10,9 @@
 namespace sa {
 
 // Contexts and candidate centers in the selection space: ctx [N, P] and the centers of `rows`
-// ([N * K], K per context) projected by proj [P, d], after subtracting `mean` [1, P] when given.
+// ([N * K], K per context) projected by proj [P, d], after subtracting `mean` ([1, P], or [N, P]
+// one per context and its K centers) when given. With `center_mean` ([N * K, P] or [1, P]) the
+// centers subtract that instead: a translation's senses are centred on the translation's own mean.
 // Shared by sense selection and the translation loss's choice of the best translation sense.
 // With on_host = false only U and V are made, on the contexts' device (the selection kernel's input).
 struct SelectionSpace {
@@ -18,7 +21,7 @@ struct SelectionSpace {
   std::vector<double> u, v;  // the same on the host
   std::vector<double> center_sq;  // squared norms of the raw centers (0 = never seeded)
   SelectionSpace(const SenseTable& table, const Tensor& ctx, const std::vector<int32_t>& rows, const Tensor& proj,
-                 const Tensor& mean, bool on_host = true);
+                 const Tensor& mean, bool on_host = true, const Tensor& center_mean = Tensor());
   const double* context(int64_t n) const { return &u[static_cast<size_t>(n * d)]; }
   const double* center(int64_t n, int64_t j) const { return &v[static_cast<size_t>((n * per_context + j) * d)]; }
   // Cosine of context n with a projected vector w (a center, or another context).
@@ -51,6 +54,9 @@ std::vector<int32_t> select_senses(const SenseTable& table, const Tensor& ctx, c
 // than a word's spread within a few hundred steps, which a stored absolute mean cannot follow.
 Tensor selection_mean(const SenseTable& table, const SenseOptions& o, const Tensor& queue_mean,
                       const std::vector<int32_t>& words, const Tensor& batch_mean = Tensor());
+// selection_mean of any list of words, bound to a step's table, options and means; returns an
+// undefined tensor when nothing is subtracted.
+using WordMeans = std::function<Tensor(const std::vector<int32_t>& words)>;
 // The center updates of one training step: the selected rows move toward their contexts
 // (update_centers), and with selection_mean "word" or "word_offset" sense 0's centers keep the
 // words' means (after the warm-up) or offsets from the batch mean (from the start; sense 0's

@@ -18,6 +18,8 @@ void SenseHead::save(std::vector<std::pair<std::string, Tensor>>& out, const std
   out.emplace_back(p + "enabled", Tensor::from(table.enabled, {table.rows()}));
   out.emplace_back(p + "projection", proj.matrix());
   out.emplace_back(p + "pca_queue", proj.queue_tensor());
+  out.emplace_back(p + "pca_queue_steps", proj.queue_steps_tensor());
+  out.emplace_back(p + "pca_mean", proj.mean());
   out.emplace_back(p + "usage", usage.to_tensor(table.vocab()));
 }
 
@@ -33,7 +35,11 @@ void SenseHead::restore(const SafetensorsFile& f, const std::string& origin, con
   usage.restore(windows);
   auto q = f.tensors.find(p + "pca_queue");
   SA_CHECK(q != f.tensors.end(), "{}: tensor '{}pca_queue' missing", origin, p);
-  proj.restore(q->second, matrix, pca_fitted);
+  auto optional = [&](const std::string& name) {  // absent in checkpoints of earlier versions
+    auto it = f.tensors.find(p + name);
+    return it == f.tensors.end() ? Tensor() : it->second;
+  };
+  proj.restore(q->second, optional("pca_queue_steps"), optional("pca_mean"), matrix, pca_fitted);
 }
 
 void restore_trained_model(const SafetensorsFile& f, const std::string& origin, const std::vector<NamedTensor>& params,
@@ -57,7 +63,11 @@ Tensor sense_direction_loss(SenseHead& h, const Tensor& top, const LmBatch& b, c
   const int64_t B = top.dim(0), T = top.dim(1), P = top.dim(2);
   Tensor ctx = selection_context(select_top.defined() ? select_top : top);
   const bool offsets = o.selection_mean == SenseOptions::SelectionMean::WordOffset;
-  const Tensor mean = selection_mean(h.table, o, h.proj.mean(), b.targets, offsets ? ops::mean(ctx, 0, true) : Tensor());
+  const Tensor batch_mean = offsets ? ops::mean(ctx, 0, true) : Tensor();
+  const WordMeans mean_of = [&](const std::vector<int32_t>& words) {
+    return selection_mean(h.table, o, h.proj.mean(), words, batch_mean);
+  };
+  const Tensor mean = mean_of(b.targets);
   Tensor flat = ops::reshape(top, {B * T, P});
   // Evaluation: the word's probability, summed over its senses (ELMo's scale).
   if (!training) return ops::mean(sense_word_nll(flat, h.table, b.targets));
@@ -73,9 +83,7 @@ Tensor sense_direction_loss(SenseHead& h, const Tensor& top, const LmBatch& b, c
                                              sample_enabled_rows(h.table, n_negatives, rng));
     per_row = r.per_row, sel = std::move(r.selected);
   } else if (dict) {  // Bi-SaELMo (the config allows only uniform negatives with a dictionary)
-    TranslationCandidates cand = translation_candidates(
-        h.table, *dict, b.targets, ctx, h.proj.matrix(),
-        o.selection_mean == SenseOptions::SelectionMean::Global ? h.proj.mean() : Tensor());
+    TranslationCandidates cand = translation_candidates(h.table, *dict, b.targets, ctx, h.proj.matrix(), mean_of);
     per_row = sense_translation_loss(flat, h.table, sel, cand, sample_enabled_rows(h.table, n_negatives, rng));
   } else if (o.negatives == N::Full) {
     per_row = sense_full_loss(flat, h.table, sel);
@@ -92,8 +100,12 @@ SenseEvents after_step(SenseHead& h, const SenseOptions& o, int64_t step, const 
   SenseEvents ev;
   update_sense_centers(h.table, o, s.ctx, s.selected, s.targets);
   h.usage.record(s.selected, h.table.n_context());
-  if ((step - 1) % o.pca_every == 0) {  // steps 1, 1 + M, 1 + 2M, ...: a fitted projection from the start
-    h.proj.push(s.ctx);
+  // Refits at steps 1, 1 + M, 1 + 2M, ... (a fitted projection from the start); pushes at those and
+  // every pca_push_every steps from step 1; a refit sees only the last pca_queue_steps steps.
+  const bool refit = (step - 1) % o.pca_every == 0;
+  if (refit || (step - 1) % o.push_every() == 0) h.proj.push(s.ctx, step);
+  if (refit) {
+    if (o.pca_queue_steps > 0) h.proj.drop_before(step - o.pca_queue_steps + 1);
     h.proj.refit();
   }
   if (step == o.contextual_warmup) {

@@ -48,6 +48,8 @@ nlohmann::json SenseOptions::to_json() const {
           {"cluster_proj_dim", cluster_proj_dim},
           {"pca_sample", pca_sample},
           {"pca_every", pca_every},
+          {"pca_push_every", pca_push_every},
+          {"pca_queue_steps", pca_queue_steps},
           {"sense_learning_rate", sense_learning_rate},
           {"remove_less_freqent_contexts", remove_less_freqent_contexts},
           {"context_record_window", context_record_window},
@@ -68,6 +70,8 @@ SenseOptions SenseOptions::from_json(const nlohmann::json& j, const std::string&
     o.cluster_proj_dim = j.at("cluster_proj_dim").get<int>();
     o.pca_sample = j.at("pca_sample").get<int>();
     o.pca_every = j.at("pca_every").get<int>();
+    o.pca_push_every = j.value("pca_push_every", 0);  // runs of earlier versions lack the two
+    o.pca_queue_steps = j.value("pca_queue_steps", int64_t{0});
     o.sense_learning_rate = j.at("sense_learning_rate").get<double>();
     o.remove_less_freqent_contexts = j.at("remove_less_freqent_contexts").get<double>();
     o.context_record_window = j.at("context_record_window").get<int>();

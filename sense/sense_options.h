@@ -15,6 +15,10 @@ struct SenseOptions {
   int cluster_proj_dim = 16;                  // d' of the PCA space used for selection
   int pca_sample = 20000;                     // Q: queue of recent selection vectors
   int pca_every = 250;                        // M: steps between refits
+  // Steps between pushes into the queue; 0: at refits only (released). 1 is Alg. 2's every step.
+  int pca_push_every = 0;
+  // A refit sees only vectors pushed in the last this many steps; 0: the queue size alone bounds it.
+  int64_t pca_queue_steps = 0;
   double sense_learning_rate = 0.01;          // alpha of the center update
   double remove_less_freqent_contexts = 0.1;  // score below which a sense is removed
   int context_record_window = 100;            // selections remembered per word for pruning
@@ -37,6 +41,7 @@ struct SenseOptions {
   // dropout noise is larger than what tells a word's senses apart.
   bool select_after_dropout = true;
 
+  int push_every() const { return pca_push_every > 0 ? pca_push_every : pca_every; }
   bool warmup_init_copy() const { return warmup_init == WarmupInit::Copy || warmup_init == WarmupInit::Data; }
   bool warmup_zero_centers() const { return warmup_init == WarmupInit::Zero || warmup_init == WarmupInit::Data; }
   bool seed_centers() const { return warmup_init == WarmupInit::Data; }

@@ -10,7 +10,7 @@ namespace sa {
 
 TranslationCandidates translation_candidates(const SenseTable& t, const TranslationTable& dict,
                                              const std::vector<int32_t>& words, const Tensor& ctx, const Tensor& proj,
-                                             const Tensor& mean) {
+                                             const WordMeans& mean_of) {
   NoGrad ng;
   const int C = t.n_context(), T = dict.per_word;
   const int64_t N = static_cast<int64_t>(words.size()), K = static_cast<int64_t>(T) * C;
@@ -31,7 +31,16 @@ TranslationCandidates translation_candidates(const SenseTable& t, const Translat
         }
   }
   if (!any) return c;
-  const SelectionSpace space(t, ctx, c.rows, proj, mean);
+  Tensor mean, center_mean;
+  if (mean_of) {
+    std::vector<int32_t> cand_words(static_cast<size_t>(N * K));  // each candidate's word (placeholders: the token's)
+    for (int64_t n = 0; n < N; ++n) {
+      const int32_t* tr = dict.of(words[n]);
+      for (int64_t j = 0; j < K; ++j) cand_words[n * K + j] = tr[j / C] >= 0 ? tr[j / C] : words[n];
+    }
+    mean = mean_of(words), center_mean = mean_of(cand_words);
+  }
+  const SelectionSpace space(t, ctx, c.rows, proj, mean, true, center_mean);
   for (int64_t n = 0; n < N; ++n) {
     double best = -INFINITY;
     for (int64_t j = 0; j < K; ++j) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "data/dictionary.h"
+#include "sense/selection.h"
 #include "sense/sense_table.h"
 
 namespace sa {
@@ -19,11 +20,14 @@ struct TranslationCandidates {
 };
 
 // Candidates of every token (target words `words`) from the translation table, and the best by
-// cosine between ctx [N, P] and the candidates' centers, projected by proj [P, d] (after
-// subtracting `mean` when given, as in selection).
+// cosine between ctx [N, P] and the candidates' centers, projected by proj [P, d]. Centred as
+// selection is (selection_mean): the context subtracts mean_of(its word), each candidate center
+// mean_of(its translation word); with "word" or "word_offset" the two sides are in their own
+// word's frame, so the choice compares where a token lies among its word's contexts with where a
+// translation sense lies among the translation's.
 TranslationCandidates translation_candidates(const SenseTable& table, const TranslationTable& dict,
                                              const std::vector<int32_t>& words, const Tensor& ctx, const Tensor& proj,
-                                             const Tensor& mean = Tensor());
+                                             const WordMeans& mean_of = {});
 
 // Per-row loss [N]: soft-label cross entropy over [selected row | T*C candidates | negatives] with
 // targets 1 on the selected row, or 1/2 and 1/2 on it and the best candidate. Negatives equal to

@@ -13,6 +13,7 @@
 #include "sense/projection.h"
 #include "sense/pruning.h"
 #include "sense/selection.h"
+#include "sense/sense_head.h"
 #include "sense/sense_softmax.h"
 
 namespace sa {
@@ -285,6 +286,65 @@ TEST(SenseProjection, RecoversKnownPrincipalAxes) {
   EXPECT_NEAR(dot, 0, 1e-6);
   EXPECT_NEAR(n0, 1, 1e-6);
   EXPECT_NEAR(n1, 1, 1e-6);
+}
+
+// The schedule of after_step with a queue that follows the model: pushes every 2 steps, refits
+// every 10, and a refit sees the last 20 steps only. The contexts spread along axis 0 (variance
+// 100) up to step 20 and along axis 1 (variance 1) after it, so only a projection fitted on recent
+// vectors has axis 1 first.
+namespace {
+SenseStep spread_along(int axis, double scale, std::mt19937_64& rng) {
+  std::normal_distribution<double> n(0, 1);
+  std::vector<double> v(64 * 4, 0.0);
+  for (int r = 0; r < 64; ++r) {
+    v[r * 4 + axis] = scale * n(rng);
+    for (int i = 0; i < 4; ++i) v[r * 4 + i] += 0.01 * n(rng);
+  }
+  return {Tensor::of(v, {64, 4}), std::vector<int32_t>(64, 0), std::vector<int32_t>(64, 0)};
+}
+double first_axis_weight(const PcaProjection& p, int axis) { return std::abs(p.matrix().values()[axis * 2]); }
+}  // namespace
+
+TEST(SenseProjection, QueueSpansTheRecentSteps) {
+  for (int64_t span : {int64_t{0}, int64_t{20}}) {
+    SenseOptions o;
+    o.n_context = 2, o.cluster_proj_dim = 2, o.pca_every = 10, o.pca_push_every = 2, o.pca_queue_steps = span;
+    o.pca_sample = 100000, o.contextual_warmup = 1000, o.prune_first = 1000;
+    SenseHead h(1, o, 4, 3, Device::cpu());
+    std::mt19937_64 rng(8);
+    for (int64_t step = 1; step <= 41; ++step) after_step(h, o, step, spread_along(step <= 20 ? 0 : 1, step <= 20 ? 10 : 1, rng));
+    if (span == 0) {  // every push since step 1: 21 pushes (odd steps), axis 0 still dominates
+      EXPECT_EQ(h.proj.queued(), 21u * 64);
+      EXPECT_EQ(h.proj.oldest_step(), 1);
+      EXPECT_NEAR(first_axis_weight(h.proj, 0), 1.0, 1e-3);
+    } else {  // steps 22..41: pushes at 23, 25, ..., 41
+      EXPECT_EQ(h.proj.queued(), 10u * 64);
+      EXPECT_EQ(h.proj.oldest_step(), 23);
+      EXPECT_NEAR(first_axis_weight(h.proj, 1), 1.0, 1e-3);
+    }
+  }
+}
+
+TEST(SenseProjection, CheckpointKeepsQueueStepsAndFittedMean) {
+  PcaProjection p(4, 2, 1000, 9);
+  std::mt19937_64 rng(2);
+  p.push(spread_along(0, 3, rng).ctx, 1);
+  p.refit();
+  p.push(Tensor::full({64, 4}, 7.0), 5);  // pushed after the fit: not part of the fitted mean
+  PcaProjection q(4, 2, 1000, 1);
+  q.restore(p.queue_tensor(), p.queue_steps_tensor(), p.mean(), p.matrix(), true);
+  EXPECT_EQ(q.queued(), p.queued());
+  EXPECT_EQ(q.oldest_step(), 1);
+  EXPECT_EQ(q.mean().values(), p.mean().values());
+  EXPECT_EQ(q.matrix().values(), p.matrix().values());
+  q.drop_before(5), p.drop_before(5);
+  EXPECT_EQ(q.queued(), 64u);
+  EXPECT_EQ(q.queue_tensor().values(), p.queue_tensor().values());
+  // A checkpoint of an earlier version (no steps, no mean): rows count as step 0, the mean is the queue's.
+  PcaProjection old(4, 2, 1000, 1);
+  old.restore(p.queue_tensor(), Tensor(), Tensor(), p.matrix(), true);
+  EXPECT_EQ(old.oldest_step(), 0);
+  EXPECT_NEAR(old.mean().values()[0], 7.0, 1e-6);
 }
 
 TEST(SensePruning, HalvesRareSensesThenDisablesAndResets) {

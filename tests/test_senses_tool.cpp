@@ -9,6 +9,8 @@
 #include <set>
 #include <sstream>
 
+#include "eval/label_layout.h"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -88,11 +90,23 @@ TEST(SensesTool, ListPlotAndMemory) {
   EXPECT_EQ(count("font-weight=\"bold\">the#"), 3u);
   EXPECT_GE(count("<circle"), 5u);
   EXPECT_LE(count("<circle"), 9u);
-  // Coordinates inside the canvas.
+  // Points and labels inside the canvas, no two labels overlapping.
+  std::smatch size;
+  ASSERT_TRUE(std::regex_search(s, size, std::regex("width=\"([0-9.]+)\" height=\"([0-9.]+)\"")));
+  const double W = std::stod(size[1]), H = std::stod(size[2]);
   std::regex cx("cx=\"([-0-9.e]+)\" cy=\"([-0-9.e]+)\"");
   for (auto it = std::sregex_iterator(s.begin(), s.end(), cx); it != std::sregex_iterator(); ++it) {
     const double x = std::stod((*it)[1]), y = std::stod((*it)[2]);
-    EXPECT_TRUE(x >= 0 && x <= 800 && y >= 0 && y <= 600) << x << "," << y;
+    EXPECT_TRUE(x >= 0 && x <= W && y >= 0 && y <= H) << x << "," << y;
+  }
+  std::vector<sa::Box> labels;
+  std::regex text("<text x=\"([-0-9.e]+)\" y=\"([-0-9.e]+)\" font-size=\"([0-9.]+)\" fill[^>]*>([^<]*)</text>");
+  for (auto it = std::sregex_iterator(s.begin(), s.end(), text); it != std::sregex_iterator(); ++it)
+    labels.push_back(sa::text_box((*it)[4], std::stod((*it)[1]), std::stod((*it)[2]), std::stod((*it)[3])));
+  EXPECT_GE(labels.size(), 5u);
+  for (size_t i = 0; i < labels.size(); ++i) {
+    EXPECT_TRUE(labels[i].inside({0, 0, W, H}));
+    for (size_t j = i + 1; j < labels.size(); ++j) EXPECT_FALSE(labels[i].overlaps(labels[j])) << i << " " << j;
   }
   EXPECT_NE(run("./bin/senses plot --model " + dir + "/run --word notaword --output x.svg").find("not in the vocabulary"),
             std::string::npos);

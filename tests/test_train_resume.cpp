@@ -105,16 +105,17 @@ TEST(TrainResume, SaelmoSigkillThenRerunEqualsUninterruptedRun) {
 }
 
 // Centers seeded from contexts (zero centers are the "not yet seeded" state, so they must resume
-// exactly) with log-uniform negatives; and the exact softmax in training.
+// exactly) with log-uniform negatives, and a projection queue that keeps only recent steps (each
+// queued vector's step and the fitted mean resume).
 TEST(TrainResume, SaelmoDataSeedingAndLogUniformNegativesResume) {
   check_resume("saelmo-data",
                "n_context = 4\ncluster_proj_dim = 8\npca_sample = 500\npca_every = 7\ncontextual_warmup = 15\n"
                "prune_first = 20\nprune_every = 12\ncontext_record_window = 10\nwarmup_init = \"data\"\nselection_mean = \"word\"\nselect_after_dropout = false\n"
-               "sense_negatives = \"log_uniform\"\n");
+               "sense_negatives = \"log_uniform\"\npca_push_every = 3\npca_queue_steps = 10\n");
 }
 
 // Bi-SaELMo: English and German mixed sentence by sentence over a joint vocabulary, with the
-// translation loss from MUSE's en-de dictionary.
+// translation loss from MUSE's en-de dictionary, the translation sense chosen in word-offset frames.
 TEST(TrainResume, BilingualSaelmoWithTranslationLossResumes) {
   const std::string de = "../shared/data/corpus/wiki-de.txt", dict = "../shared/data/dict/muse/en-de.train.txt";
   if (!fs::exists(de) || !fs::exists(dict)) GTEST_SKIP() << "no ../shared/data here";
@@ -127,6 +128,7 @@ TEST(TrainResume, BilingualSaelmoWithTranslationLossResumes) {
   }
   check_resume("bi-saelmo", "n_context = 3\ncluster_proj_dim = 8\npca_sample = 500\npca_every = 7\n"
                             "contextual_warmup = 15\nprune_first = 20\nprune_every = 12\nlowercase = true\n"
+                            "selection_mean = \"word_offset\"\n"
                             "train_prefix_l2 = \"" + de_small + "\"\ndictionary = \"" + dict + "\"\n");
 }
 

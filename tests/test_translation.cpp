@@ -50,6 +50,30 @@ TEST(Translation, CandidatesAndTheBestSense) {
   EXPECT_EQ(c.best, (std::vector<int32_t>{2, 4, -1, 2}));  // +y -> (2,2); -x -> (3,1); none; -z -> (5,2)
 }
 
+// With selection_mean = "word" the choice is made in each word's own frame: the token's context
+// minus its word's mean (sense 0's center), each candidate minus its translation's mean. Raw
+// cosines pick (2,1), centring the candidates on the source word's mean would pick (2,2), and the
+// translations' own means pick (3,1).
+TEST(Translation, BestSenseIsCentredOnEachWordsMean) {
+  Fixture f;
+  auto set_center = [&](int32_t row, std::vector<double> v) {
+    std::vector<double> c = f.t.centers.values();
+    std::copy(v.begin(), v.end(), c.begin() + row * 4);
+    f.t.centers.copy_from(Tensor::of(c, {f.t.rows(), 4}, DType::F64));
+  };
+  set_center(f.t.row(1, 0), {10, 0, 0, 0});  // the source word's mean
+  set_center(f.t.row(2, 0), {0, 0, 0, 3});
+  set_center(f.t.row(3, 0), {-1, -5, 0, 0});
+  Tensor ctx = Tensor::of({10, 1, 0, 0}, {1, 4}, DType::F64);
+  EXPECT_EQ(translation_candidates(f.t, f.dict, {1}, ctx, eye(4)).best, (std::vector<int32_t>{1}));
+  SenseOptions o;
+  o.selection_mean = SenseOptions::SelectionMean::Word;
+  const WordMeans word_means = [&](const std::vector<int32_t>& w) { return selection_mean(f.t, o, Tensor(), w); };
+  EXPECT_EQ(translation_candidates(f.t, f.dict, {1}, ctx, eye(4), word_means).best, (std::vector<int32_t>{4}));
+  const WordMeans source_mean = [&](const std::vector<int32_t>&) { return selection_mean(f.t, o, Tensor(), {1}); };
+  EXPECT_EQ(translation_candidates(f.t, f.dict, {1}, ctx, eye(4), source_mean).best, (std::vector<int32_t>{2}));
+}
+
 TEST(Translation, LossMatchesAHandComputation) {
   Fixture f;
   Tensor ctx = Tensor::of({0, 2, 0, 0, 0, 0, 1, 0}, {2, 4}, DType::F64);

@@ -104,6 +104,8 @@ const std::vector<Key>& schema() {
         SA_KEY(int64_t, "an integer", "cluster_proj_dim", sense.cluster_proj_dim),
         SA_KEY(int64_t, "an integer", "pca_sample", sense.pca_sample),
         SA_KEY(int64_t, "an integer", "pca_every", sense.pca_every),
+        SA_KEY(int64_t, "an integer", "pca_push_every", sense.pca_push_every),
+        SA_KEY(int64_t, "an integer", "pca_queue_steps", sense.pca_queue_steps),
         SA_KEY(double, "a number", "sense_learning_rate", sense.sense_learning_rate),
         SA_KEY(double, "a number", "remove_less_freqent_contexts", sense.remove_less_freqent_contexts),
         SA_KEY(int64_t, "an integer", "context_record_window", sense.context_record_window),
@@ -271,6 +273,8 @@ void validate(const TrainConfig& c, const std::string& origin, const KeyLines& l
     positive("cluster_proj_dim", c.sense.cluster_proj_dim);
     positive("pca_sample", c.sense.pca_sample);
     positive("pca_every", c.sense.pca_every);
+    non_negative("pca_push_every", c.sense.pca_push_every);
+    non_negative("pca_queue_steps", static_cast<double>(c.sense.pca_queue_steps));
     positive("context_record_window", c.sense.context_record_window);
     positive("prune_every", c.sense.prune_every);
     non_negative("prune_first", static_cast<double>(c.sense.prune_first));

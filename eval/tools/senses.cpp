@@ -1,7 +1,8 @@
 // bin/senses: inspect the senses of a trained SaELMo run, and the pseudo-word evaluation.
-//   bin/senses list --model RUN --word W [--top K] [--langs en,de]   enabled senses, selection counts, nearest
-//                                                      words (a joint run: nearest in each language)
-//   bin/senses plot --model RUN --word W --output F.svg [--top K] [--direction D]   2-D PCA picture
+//   bin/senses list --model RUN --word W [--top K] [--langs en,de] [--min-selections N]   enabled senses,
+//                      selection counts, nearest senses (a joint run: nearest in each language)
+//   bin/senses plot --model RUN --word W --output F.svg [--top K] [--direction D] [--min-selections N]
+//                      2-D PCA picture, labels laid out without overlaps
 //   bin/senses memory [--vocab N --dim P --n-context C]   sense-table memory, before allocating anything
 //   bin/senses dump --model RUN --output F [--direction D]   sense vectors, word2vec text, "word#s"
 //   bin/senses pseudo-corpus --pairs P --corpus C --output F  merge each pair into one token "a_b"
@@ -19,7 +20,9 @@
 #include "data/corpus.h"
 #include "eval/alignment.h"
 #include "eval/clustering.h"
+#include "eval/label_layout.h"
 #include "eval/pseudo_words.h"
+#include "eval/sense_neighbours.h"
 #include "sense/projection.h"
 #include "sense/sense_model.h"
 
@@ -55,26 +58,8 @@ std::vector<uint8_t> word_languages(const SenseModel& r) {
   return lang;
 }
 
-// The `top` enabled sense rows of other words closest (cosine) to `row`; with `lang`, only words
-// of that language (1 or 2, as word_languages).
-std::vector<int32_t> nearest_senses(const SenseTable& t, const Tensor& unit, int32_t row, int top,
-                                    const std::vector<uint8_t>* langs = nullptr, int lang = 0) {
-  NoGrad ng;
-  const int C = t.n_context();
-  std::vector<double> sims = ops::matmul(unit, ops::reshape(ops::slice(unit, 0, row, row + 1), {1, -1}), false, true).values();
-  std::vector<std::pair<double, int32_t>> best;
-  for (int32_t o : t.enabled_rows())
-    if (o / C != row / C && (!langs || (*langs)[o / C] == lang)) best.emplace_back(sims[o], o);
-  const size_t k = std::min<size_t>(static_cast<size_t>(top), best.size());
-  std::partial_sort(best.begin(), best.begin() + static_cast<long>(k), best.end(), std::greater<>());
-  std::vector<int32_t> out;
-  for (size_t i = 0; i < k; ++i) out.push_back(best[i].second);
-  return out;
-}
-
-std::string sense_name(const SenseModel& r, int32_t row) {
-  const int C = r.options.n_context;
-  return r.vocab.word(row / C) + "#" + std::to_string(row % C);
+std::string sense_name(const SenseModel& r, const std::vector<int32_t>& group) {
+  return sense_group_name(r.vocab, group, r.options.n_context);
 }
 
 // Language names of a joint run ("en,de"), for labels.
@@ -84,7 +69,7 @@ std::array<std::string, 2> lang_names(const std::string& spec) {
   return {spec.substr(0, c), spec.substr(c + 1)};
 }
 
-void list(SenseModel& r, const std::string& word, int top, const std::string& langs_spec) {
+void list(SenseModel& r, const std::string& word, int top, const std::string& langs_spec, int min_selections) {
   SA_CHECK(r.sense(), "{}: not a SaELMo run (n_context = 0)", r.run_dir);
   SA_CHECK(r.vocab.contains(word), "'{}' is not in the vocabulary", word);
   const int w = r.vocab.id(word);
@@ -97,18 +82,25 @@ void list(SenseModel& r, const std::string& word, int top, const std::string& la
     if (const auto* win = h.usage.window_of(w))
       for (int32_t row : *win) ++counts[row - w * C];
     const Tensor unit = unit_rows(h.table.W);
+    const std::vector<uint8_t> candidates = neighbour_candidates(h, min_selections);
     std::printf("%s direction, '%s':\n", d == 0 ? "forward" : "backward", word.c_str());
-    for (int s = 0; s < C; ++s) {
-      const int row = h.table.row(w, s);
-      if (!h.table.is_enabled(row)) continue;
-      std::printf("  sense %d (score %.3g, %d of the last %zu selections):", s, h.table.enabled[row], counts[s],
-                  h.usage.window_of(w) ? h.usage.window_of(w)->size() : 0);
+    std::vector<int32_t> own;
+    for (int s = 0; s < C; ++s)
+      if (h.table.is_enabled(h.table.row(w, s))) own.push_back(h.table.row(w, s));
+    for (const std::vector<int32_t>& g : collapse_identical(own, unit, C)) {
+      int chosen = 0;
+      for (int32_t row : g) chosen += counts[row % C];
+      const std::string name = sense_name(r, g);
+      std::printf("  sense %s (score %.3g, %d of the last %zu selections%s):", name.substr(name.rfind('#') + 1).c_str(),
+                  h.table.enabled[g[0]], chosen, h.usage.window_of(w) ? h.usage.window_of(w)->size() : 0,
+                  g.size() > 1 ? ", identical rows" : "");
       if (langs.empty()) {
-        for (int32_t o : nearest_senses(h.table, unit, row, top)) std::printf(" %s", sense_name(r, o).c_str());
+        for (const auto& o : nearest_sense_groups(h.table, unit, g[0], top, candidates)) std::printf(" %s", sense_name(r, o).c_str());
       } else {  // a joint run: the nearest senses in each language
         for (int k = 0; k < 2; ++k) {
           std::printf("\n    nearest %s:", names[k].c_str());
-          for (int32_t o : nearest_senses(h.table, unit, row, top, &langs, k + 1)) std::printf(" %s", sense_name(r, o).c_str());
+          for (const auto& o : nearest_sense_groups(h.table, unit, g[0], top, candidates, &langs, k + 1))
+            std::printf(" %s", sense_name(r, o).c_str());
         }
       }
       std::printf("\n");
@@ -119,32 +111,39 @@ void list(SenseModel& r, const std::string& word, int top, const std::string& la
 // A 2-D PCA picture of a word's enabled senses and the nearest senses of other words (the paper's
 // appendix figures), as SVG: the word's senses in colour, each neighbour in its sense's colour.
 // For a joint run, each sense gets its `top` nearest senses in each language; the second
-// language's are drawn as squares with italic labels.
-void plot(SenseModel& r, const std::string& word, int top, int d, const std::string& out, const std::string& langs_spec) {
+// language's are drawn as squares with italic labels. Identical rows are one point with one
+// label ("bank#1,3,5"); labels are laid out so that none overlaps another or leaves the picture.
+void plot(SenseModel& r, const std::string& word, int top, int d, const std::string& out, const std::string& langs_spec,
+          int min_selections) {
   SA_CHECK(r.sense(), "{}: not a SaELMo run (n_context = 0)", r.run_dir);
   SA_CHECK(r.vocab.contains(word), "'{}' is not in the vocabulary", word);
   SenseHead& h = r.heads[d];
   const int w = r.vocab.id(word), C = h.table.n_context();
   const Tensor unit = unit_rows(h.table.W);
-  std::vector<int32_t> rows;
-  std::vector<int> group;  // index of the word's sense a point belongs to
+  const std::vector<uint8_t> candidates = neighbour_candidates(h, min_selections);
+  std::vector<std::vector<int32_t>> points;  // each point: a group of identical rows
+  std::vector<int> group;                    // index of the word's sense a point belongs to; -1: one of them
   const std::vector<uint8_t> langs = word_languages(r);
   const auto names = lang_names(langs_spec);
-  for (int s = 0; s < C; ++s) {
-    const int32_t row = h.table.row(w, s);
-    if (!h.table.is_enabled(row)) continue;
-    const int g = static_cast<int>(std::count(group.begin(), group.end(), -1));
-    rows.push_back(row), group.push_back(-1);
+  std::vector<int32_t> own;
+  for (int s = 0; s < C; ++s)
+    if (h.table.is_enabled(h.table.row(w, s))) own.push_back(h.table.row(w, s));
+  const std::vector<std::vector<int32_t>> own_groups = collapse_identical(own, unit, C);
+  for (const auto& g : own_groups) points.push_back(g), group.push_back(-1);
+  for (size_t g = 0; g < own_groups.size(); ++g)
     for (int k = 0; k < (langs.empty() ? 1 : 2); ++k)
-      for (int32_t o : nearest_senses(h.table, unit, row, top, langs.empty() ? nullptr : &langs, k + 1))
-        if (std::find(rows.begin(), rows.end(), o) == rows.end()) rows.push_back(o), group.push_back(g);
-  }
+      for (const auto& o : nearest_sense_groups(h.table, unit, own_groups[g][0], top, candidates,
+                                                langs.empty() ? nullptr : &langs, k + 1))
+        if (std::none_of(points.begin(), points.end(), [&](const auto& p) { return p[0] == o[0]; }))
+          points.push_back(o), group.push_back(static_cast<int>(g));
   // Second-language words are marked.
   auto second = [&](int32_t row) { return !langs.empty() && langs[row / C] == 2; };
   NoGrad ng;
-  const int64_t n = static_cast<int64_t>(rows.size()), P = unit.dim(1);
+  const int64_t n = static_cast<int64_t>(points.size()), P = unit.dim(1);
   SA_CHECK(n >= 3, "'{}': too few senses and neighbours to plot", word);
-  Tensor pts = ops::gather_rows(unit, Tensor::from(rows, {n}));
+  std::vector<int32_t> first_rows;
+  for (const auto& p : points) first_rows.push_back(p[0]);
+  Tensor pts = ops::gather_rows(unit, Tensor::from(first_rows, {n}));
   PcaProjection pca(P, 2, n, 1);
   pca.push(pts);
   pca.refit();
@@ -152,35 +151,50 @@ void plot(SenseModel& r, const std::string& word, int top, int d, const std::str
   double lo[2] = {INFINITY, INFINITY}, hi[2] = {-INFINITY, -INFINITY};
   for (int64_t i = 0; i < n; ++i)
     for (int k = 0; k < 2; ++k) lo[k] = std::min(lo[k], xy[i * 2 + k]), hi[k] = std::max(hi[k], xy[i * 2 + k]);
-  const double W = 800, H = 600, m = 60;
-  auto X = [&](double v) { return m + (v - lo[0]) / std::max(hi[0] - lo[0], 1e-9) * (W - 2 * m); };
-  auto Y = [&](double v) { return H - m - (v - lo[1]) / std::max(hi[1] - lo[1], 1e-9) * (H - 2 * m); };
+  // Points keep a wide margin, so that labels fit beside those at the edges.
+  const double W = 960, H = 720, title = langs.empty() ? 44 : 62, mx = 150, my = 50;
+  auto X = [&](double v) { return mx + (v - lo[0]) / std::max(hi[0] - lo[0], 1e-9) * (W - 2 * mx); };
+  auto Y = [&](double v) { return H - my - (v - lo[1]) / std::max(hi[1] - lo[1], 1e-9) * (H - title - 2 * my); };
   static const char* palette[] = {"#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"};
+  std::vector<LabelRequest> requests;
+  for (int64_t i = 0; i < n; ++i) {
+    const bool own_point = group[i] < 0;
+    requests.push_back({X(xy[i * 2]), Y(xy[i * 2 + 1]), sense_name(r, points[i]), own_point ? 15.0 : 11.0,
+                        own_point ? 7.0 : 4.0});
+  }
+  const std::vector<PlacedLabel> placed = place_labels(requests, {4, title, W - 4, H - 4});
   std::ostringstream f;
   f << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
     << "\" font-family=\"sans-serif\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-    << "<text x=\"" << m << "\" y=\"30\" font-size=\"16\">" << html_escape(word) << ": senses and nearest senses ("
+    << "<text x=\"10\" y=\"26\" font-size=\"16\">" << html_escape(word) << ": senses and nearest senses ("
     << (d == 0 ? "forward" : "backward") << ", 2-D PCA)</text>\n";
   if (!langs.empty())
-    f << "<text x=\"" << m << "\" y=\"50\" font-size=\"12\">circles: " << html_escape(names[0]) << ", squares and italics: "
+    f << "<text x=\"10\" y=\"46\" font-size=\"12\">circles: " << html_escape(names[0]) << ", squares and italics: "
       << html_escape(names[1]) << "</text>\n";
   for (int64_t i = 0, g = -1; i < n; ++i) {
     if (group[i] < 0) ++g;
     const char* colour = palette[(group[i] < 0 ? g : group[i]) % 8];
-    const bool own = group[i] < 0, l2 = second(rows[i]);
+    const bool own_point = group[i] < 0, l2 = second(points[i][0]);
+    const LabelRequest& q = requests[i];
+    const PlacedLabel& p = placed[i];
+    if (p.leader) {  // from the point's edge to the nearest corner region of the label
+      const double lx = std::clamp(q.px, p.box.x0, p.box.x1), ly = std::clamp(q.py, p.box.y0, p.box.y1);
+      f << "<line x1=\"" << q.px << "\" y1=\"" << q.py << "\" x2=\"" << lx << "\" y2=\"" << ly << "\" stroke=\"" << colour
+        << "\" stroke-width=\"0.6\" stroke-opacity=\"0.6\"/>\n";
+    }
     if (l2)
-      f << "<rect x=\"" << X(xy[i * 2]) - 4 << "\" y=\"" << Y(xy[i * 2 + 1]) - 4 << "\" width=\"8\" height=\"8\" fill=\""
-        << colour << "\"/>\n";
+      f << "<rect x=\"" << q.px - 4 << "\" y=\"" << q.py - 4 << "\" width=\"8\" height=\"8\" fill=\"" << colour << "\"/>\n";
     else
-      f << "<circle cx=\"" << X(xy[i * 2]) << "\" cy=\"" << Y(xy[i * 2 + 1]) << "\" r=\"" << (own ? 7 : 4) << "\" fill=\""
-        << colour << "\"/>\n";
-    f << "<text x=\"" << X(xy[i * 2]) + 8 << "\" y=\"" << Y(xy[i * 2 + 1]) + 4 << "\" font-size=\"" << (own ? 15 : 11)
-      << "\" fill=\"" << colour << "\"" << (own ? " font-weight=\"bold\"" : "") << (l2 ? " font-style=\"italic\"" : "")
-      << ">" << html_escape(sense_name(r, rows[i])) << "</text>\n";
+      f << "<circle cx=\"" << q.px << "\" cy=\"" << q.py << "\" r=\"" << q.radius << "\" fill=\"" << colour << "\"/>\n";
+    f << "<text x=\"" << p.x << "\" y=\"" << p.y << "\" font-size=\"" << q.size << "\" fill=\"" << colour << "\""
+      << (own_point ? " font-weight=\"bold\"" : "") << (l2 ? " font-style=\"italic\"" : "") << ">" << html_escape(q.text)
+      << "</text>\n";
   }
   f << "</svg>\n";
   write_file_atomically(out, f.str());
+  const int64_t crowded = std::count_if(placed.begin(), placed.end(), [](const PlacedLabel& p) { return !p.fits; });
   std::printf("senses: %ld points (%s's senses and their %d nearest each) -> %s\n", (long)n, word.c_str(), top, out.c_str());
+  if (crowded) std::printf("senses: %ld labels found no free spot; use a smaller --top\n", (long)crowded);
 }
 
 void dump(SenseModel& r, const std::string& out, int d) {
@@ -213,6 +227,10 @@ int main(int argc, char** argv) {
   l->add_option("--top", top);
   std::string langs = "L1,L2";
   l->add_option("--langs", langs, "names of a joint run's two languages, e.g. en,de (labels only)");
+  int min_selections = 1;
+  l->add_option("--min-selections", min_selections,
+                "neighbours only among senses chosen at least this often in their word's selection window (0: all)")
+      ->check(CLI::NonNegativeNumber);
   auto* pl = app.add_subcommand("plot", "2-D PCA picture (SVG) of a word's senses and their nearest senses");
   pl->add_option("--model", model)->required();
   pl->add_option("--word", word)->required();
@@ -220,6 +238,7 @@ int main(int argc, char** argv) {
   pl->add_option("--direction", direction, "0 forward, 1 backward")->check(CLI::Range(0, 1));
   pl->add_option("--output", out, "SVG file")->required();
   pl->add_option("--langs", langs, "names of a joint run's two languages, e.g. en,de (labels only)");
+  pl->add_option("--min-selections", min_selections, "as for list")->check(CLI::NonNegativeNumber);
   auto* mem = app.add_subcommand("memory", "sense-table memory for a vocabulary size, per n_context (nothing allocated)");
   int64_t mem_vocab = 793471;
   int mem_dim = 512, mem_context = 6;
@@ -262,8 +281,8 @@ int main(int argc, char** argv) {
       return 0;
     }
     SenseModel r = load_sense_model(model);
-    if (l->parsed()) list(r, word, top, langs);
-    if (pl->parsed()) plot(r, word, top, direction, out, langs);
+    if (l->parsed()) list(r, word, top, langs, min_selections);
+    if (pl->parsed()) plot(r, word, top, direction, out, langs, min_selections);
     if (d->parsed()) dump(r, out, direction);
     if (pe->parsed())
       print_pseudo_eval(pseudo_eval(r, read_word_pairs(pairs), corpus, {max_sentences, stateful, ceiling}),
