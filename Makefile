@@ -27,7 +27,7 @@ CXXFLAGS := -std=c++20 $(OPT) -fno-trapping-math -g -fopenmp -Wall -Wextra -Wno-
 # OpenBLAS's OpenMP build: BLAS and our OpenMP loops share one thread pool. With the pthread
 # build the two pools spin against each other on small machines (2.5x slower training here).
 BLAS_DIR ?= /usr/lib/x86_64-linux-gnu/openblas-openmp
-LDLIBS := -L$(BLAS_DIR) -Wl,-rpath,$(BLAS_DIR) -lopenblas -lfmt -lhdf5_serial -ltomlplusplus -lpugixml -fopenmp -lpthread
+LDLIBS := -L$(BLAS_DIR) -Wl,-rpath,$(BLAS_DIR) -lopenblas -lfmt -lhdf5_serial -ltomlplusplus -lpugixml -lutf8proc -fopenmp -lpthread
 NVCCFLAGS := -std=c++20 -O3 -I. $(CUDA_ARCH) -Xcompiler -fopenmp --expt-relaxed-constexpr -MMD -MP
 
 ENGINE_SRC := engine/backend.cpp $(wildcard engine/core/*.cpp engine/ops/*.cpp engine/cpu/*.cpp)
@@ -62,7 +62,7 @@ all: $(TOOLS) bin/tests bin/fault_inject.so
 # missing ones (with sudo when not root).
 DEB_PACKAGES := g++ make python3 libopenblas-openmp-dev libfmt-dev libgtest-dev libcli11-dev libhdf5-dev \
   nlohmann-json3-dev libtomlplusplus-dev debian-handbook \
-  wordnet-base wordnet-sense-index libpugixml-dev edict trans-de-en man-db manpages-de
+  wordnet-base wordnet-sense-index libpugixml-dev edict trans-de-en man-db manpages-de libutf8proc-dev
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
