@@ -1,0 +1,234 @@
+#include "layers/bert.h"
+
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "data/atomic_file.h"
+#include "data/safetensors.h"
+
+namespace sa {
+
+namespace {
+
+// x [N, in] times W [out, in] (Hugging Face's layout) plus b [out].
+Tensor dense(const Tensor& x, const Tensor& W, const Tensor& b) { return ops::add(ops::matmul(x, W, false, true), b); }
+
+Tensor maybe_dropout(const Tensor& x, double p, Generator* gen) { return gen ? ops::dropout(x, p, *gen) : x; }
+
+BertModel allocate(const BertConfig& c, Device dev, DType dt) {
+  BertModel m;
+  m.config = c;
+  auto t = [&](Shape s) { return Tensor::empty(s, dt, dev); };
+  const int64_t H = c.hidden, I = c.intermediate;
+  m.word_emb = t({c.vocab_size, H}), m.pos_emb = t({c.max_positions, H}), m.type_emb = t({c.type_vocab, H});
+  m.emb_ln_g = t({H}), m.emb_ln_b = t({H});
+  for (int i = 0; i < c.layers; ++i)
+    m.layer.push_back({t({3 * H, H}), t({3 * H}), t({H, H}), t({H}), t({H}), t({H}), t({I, H}), t({I}), t({H, I}), t({H}),
+                       t({H}), t({H})});
+  m.mlm_w = t({H, H}), m.mlm_b = t({H}), m.mlm_ln_g = t({H}), m.mlm_ln_b = t({H}), m.mlm_bias = t({c.vocab_size});
+  return m;
+}
+
+bool is_layer_norm_gain(const std::string& name) { return name.find("LayerNorm.weight") != std::string::npos; }
+bool is_bias(const std::string& name) {
+  return name.size() >= 4 && (name.compare(name.size() - 4, 4, "bias") == 0);
+}
+
+}  // namespace
+
+void BertConfig::check(const std::string& origin) const {
+  SA_CHECK(vocab_size > 0 && hidden > 0 && layers > 0 && heads > 0 && intermediate > 0 && max_positions > 0 &&
+               type_vocab > 0,
+           "{}: BERT sizes must be positive (vocab {}, hidden {}, layers {}, heads {}, intermediate {}, positions {}, "
+           "types {})",
+           origin, vocab_size, hidden, layers, heads, intermediate, max_positions, type_vocab);
+  SA_CHECK(hidden % heads == 0, "{}: hidden size {} is not a multiple of the {} heads", origin, hidden, heads);
+}
+
+BertConfig BertConfig::from_hf_json(const std::string& path) {
+  std::ifstream in(path);
+  SA_CHECK(in.good(), "{}: cannot open", path);
+  BertConfig c;
+  try {
+    const nlohmann::json j = nlohmann::json::parse(in);
+    SA_CHECK(j.value("model_type", std::string("bert")) == "bert", "{}: model_type is '{}', expected 'bert'", path,
+             j.value("model_type", std::string()));
+    const std::string act = j.value("hidden_act", std::string("gelu"));
+    SA_CHECK(act == "gelu" || act == "gelu_new" || act == "gelu_pytorch_tanh",
+             "{}: hidden_act '{}' is not supported (GELU only)", path, act);
+    SA_CHECK(j.value("position_embedding_type", std::string("absolute")) == "absolute",
+             "{}: only absolute position embeddings are supported", path);
+    c.vocab_size = j.at("vocab_size").get<int>();
+    c.hidden = j.at("hidden_size").get<int>();
+    c.layers = j.at("num_hidden_layers").get<int>();
+    c.heads = j.at("num_attention_heads").get<int>();
+    c.intermediate = j.at("intermediate_size").get<int>();
+    c.max_positions = j.value("max_position_embeddings", 512);
+    c.type_vocab = j.value("type_vocab_size", 2);
+    c.layer_norm_eps = j.value("layer_norm_eps", 1e-12);
+    c.hidden_dropout = j.value("hidden_dropout_prob", 0.1);
+    c.attention_dropout = j.value("attention_probs_dropout_prob", 0.1);
+  } catch (const nlohmann::json::exception& e) {
+    fail("{}: invalid BERT config: {}", path, e.what());
+  }
+  c.check(path);
+  return c;
+}
+
+void BertConfig::save_hf_json(const std::string& path) const {
+  const nlohmann::json j = {{"architectures", {"BertForMaskedLM"}},
+                            {"model_type", "bert"},
+                            {"vocab_size", vocab_size},
+                            {"hidden_size", hidden},
+                            {"num_hidden_layers", layers},
+                            {"num_attention_heads", heads},
+                            {"intermediate_size", intermediate},
+                            {"hidden_act", "gelu_new"},  // the tanh form, which is what we compute
+                            {"hidden_dropout_prob", hidden_dropout},
+                            {"attention_probs_dropout_prob", attention_dropout},
+                            {"max_position_embeddings", max_positions},
+                            {"type_vocab_size", type_vocab},
+                            {"initializer_range", 0.02},
+                            {"layer_norm_eps", layer_norm_eps},
+                            {"pad_token_id", 0},
+                            {"position_embedding_type", "absolute"},
+                            {"tie_word_embeddings", true}};
+  write_file_atomically(path, j.dump(2) + "\n");
+}
+
+std::vector<NamedTensor> BertModel::named() {
+  std::vector<NamedTensor> v = {{"bert.embeddings.word_embeddings.weight", &word_emb},
+                                {"bert.embeddings.position_embeddings.weight", &pos_emb},
+                                {"bert.embeddings.token_type_embeddings.weight", &type_emb},
+                                {"bert.embeddings.LayerNorm.weight", &emb_ln_g},
+                                {"bert.embeddings.LayerNorm.bias", &emb_ln_b}};
+  for (size_t i = 0; i < layer.size(); ++i) {
+    const std::string p = "bert.encoder.layer." + std::to_string(i) + ".";
+    BertLayer& l = layer[i];
+    for (auto [n, t] : std::initializer_list<std::pair<const char*, Tensor*>>{
+             {"attention.self.qkv.weight", &l.qkv_w}, {"attention.self.qkv.bias", &l.qkv_b},
+             {"attention.output.dense.weight", &l.attn_out_w}, {"attention.output.dense.bias", &l.attn_out_b},
+             {"attention.output.LayerNorm.weight", &l.attn_ln_g}, {"attention.output.LayerNorm.bias", &l.attn_ln_b},
+             {"intermediate.dense.weight", &l.ff_in_w}, {"intermediate.dense.bias", &l.ff_in_b},
+             {"output.dense.weight", &l.ff_out_w}, {"output.dense.bias", &l.ff_out_b},
+             {"output.LayerNorm.weight", &l.ff_ln_g}, {"output.LayerNorm.bias", &l.ff_ln_b}})
+      v.push_back({p + n, t});
+  }
+  v.push_back({"cls.predictions.transform.dense.weight", &mlm_w});
+  v.push_back({"cls.predictions.transform.dense.bias", &mlm_b});
+  v.push_back({"cls.predictions.transform.LayerNorm.weight", &mlm_ln_g});
+  v.push_back({"cls.predictions.transform.LayerNorm.bias", &mlm_ln_b});
+  v.push_back({"cls.predictions.bias", &mlm_bias});
+  return v;
+}
+
+std::vector<Tensor> BertModel::params() {
+  std::vector<Tensor> v;
+  for (NamedTensor& nt : named()) v.push_back(*nt.tensor);
+  return v;
+}
+
+BertModel BertModel::init(const BertConfig& c, uint64_t seed, Device dev, DType dt) {
+  c.check("BERT config");
+  BertModel m = allocate(c, Device::cpu(), DType::F64);
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal(0.0, 0.02);
+  for (NamedTensor& nt : m.named()) {
+    double* p = nt.tensor->data<double>();
+    const double constant = is_layer_norm_gain(nt.name) ? 1.0 : 0.0;
+    const bool random = !is_layer_norm_gain(nt.name) && !is_bias(nt.name);
+    for (int64_t i = 0; i < nt.tensor->numel(); ++i) p[i] = random ? normal(rng) : constant;
+  }
+  BertModel out = m;
+  for (NamedTensor& nt : out.named()) *nt.tensor = nt.tensor->to(dt).to(dev).clone();
+  return out;
+}
+
+std::vector<std::pair<std::string, Tensor>> bert_hf_tensors(const BertModel& model) {
+  BertModel& m = const_cast<BertModel&>(model);  // named() hands out pointers; nothing is written here
+  std::vector<std::pair<std::string, Tensor>> out;
+  const int64_t H = m.config.hidden;
+  for (NamedTensor& nt : m.named()) {
+    const size_t at = nt.name.find("attention.self.qkv.");
+    if (at == std::string::npos) {
+      out.emplace_back(nt.name, *nt.tensor);
+      continue;
+    }
+    const std::string prefix = nt.name.substr(0, at) + "attention.self.", kind = nt.name.substr(at + 19);
+    const char* parts[] = {"query", "key", "value"};
+    for (int k = 0; k < 3; ++k) out.emplace_back(prefix + parts[k] + "." + kind, nt.tensor->rows(k * H, (k + 1) * H));
+  }
+  return out;
+}
+
+void BertModel::save_hf_weights(const std::string& path) const {
+  std::vector<std::pair<std::string, Tensor>> t;
+  for (auto& [name, tensor] : bert_hf_tensors(*this)) t.emplace_back(name, tensor.to(Device::cpu()).to(DType::F32).clone());
+  save_safetensors(path, t, {{"format", "pt"}});
+}
+
+BertModel BertModel::load_hf(const std::string& dir, Device dev, DType dt) {
+  const BertConfig c = BertConfig::from_hf_json(dir + "/config.json");
+  const std::string path = dir + "/model.safetensors";
+  const SafetensorsFile f = load_safetensors(path);
+  BertModel m = allocate(c, Device::cpu(), DType::F32);
+  for (auto& [name, view] : bert_hf_tensors(m)) {
+    auto it = f.tensors.find(name);
+    SA_CHECK(it != f.tensors.end(), "{}: tensor '{}' missing", path, name);
+    SA_CHECK(it->second.shape() == view.shape(), "{}: tensor '{}' is {} but config.json needs {}", path, name,
+             to_string(it->second.shape()), to_string(view.shape()));
+    Tensor dst = view;  // a view into the model's tensor (query, key, value: rows of the fused matrix)
+    dst.copy_from(it->second.to(DType::F32));
+  }
+  BertModel out = m;
+  for (NamedTensor& nt : out.named()) *nt.tensor = nt.tensor->to(dt).to(dev).clone();
+  return out;
+}
+
+std::vector<Tensor> BertModel::forward(const BertBatch& b, Generator* gen) const {
+  const int64_t B = b.ids.dim(0), T = b.ids.dim(1), H = config.hidden, nh = config.heads, dh = config.head_dim();
+  SA_CHECK(T <= config.max_positions, "BERT: sequence of {} tokens exceeds max_position_embeddings {}", T,
+           config.max_positions);
+  SA_CHECK(b.types.shape() == b.ids.shape() && b.mask.shape() == b.ids.shape(),
+           "BERT: ids {}, segment ids {} and mask {} must have one shape", describe(b.ids), describe(b.types),
+           describe(b.mask));
+  const double eps = config.layer_norm_eps;
+  Tensor x = ops::add(ops::add(ops::gather_rows(word_emb, b.ids), ops::reshape(ops::slice(pos_emb, 0, 0, T), {1, T, H})),
+                      ops::gather_rows(type_emb, b.types));
+  x = maybe_dropout(ops::layer_norm(x, emb_ln_g, emb_ln_b, eps), config.hidden_dropout, gen);
+  std::vector<Tensor> outputs = {x};
+  // Padding keys get -1e30 before the softmax: their probability is exactly 0 in f32 and f64.
+  std::vector<uint8_t> padding;
+  for (double v : b.mask.values()) padding.push_back(v == 0 ? 1 : 0);
+  const Tensor pad = Tensor::from(padding, {B, 1, 1, T}, x.device());
+  const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
+  for (const BertLayer& l : layer) {
+    Tensor flat = ops::reshape(x, {B * T, H});
+    Tensor qkv = ops::permute(ops::reshape(dense(flat, l.qkv_w, l.qkv_b), {B, T, 3, nh, dh}), {2, 0, 3, 1, 4});
+    std::vector<Tensor> parts = ops::unbind(qkv);  // each [B, nh, T, dh]
+    auto heads = [&](const Tensor& t) { return ops::reshape(t, {B * nh, T, dh}); };
+    Tensor scores = ops::reshape(ops::scale(ops::bmm(heads(parts[0]), heads(parts[1]), false, true), scale), {B, nh, T, T});
+    Tensor probs = maybe_dropout(ops::softmax(ops::masked_fill(scores, pad, -1e30)), config.attention_dropout, gen);
+    Tensor ctx = ops::bmm(ops::reshape(probs, {B * nh, T, T}), heads(parts[2]));
+    ctx = ops::reshape(ops::permute(ops::reshape(ctx, {B, nh, T, dh}), {0, 2, 1, 3}), {B * T, H});
+    Tensor a = maybe_dropout(dense(ctx, l.attn_out_w, l.attn_out_b), config.hidden_dropout, gen);
+    Tensor y = ops::layer_norm(ops::add(a, flat), l.attn_ln_g, l.attn_ln_b, eps);
+    Tensor f = maybe_dropout(dense(ops::gelu(dense(y, l.ff_in_w, l.ff_in_b)), l.ff_out_w, l.ff_out_b),
+                             config.hidden_dropout, gen);
+    x = ops::reshape(ops::layer_norm(ops::add(f, y), l.ff_ln_g, l.ff_ln_b, eps), {B, T, H});
+    outputs.push_back(x);
+  }
+  return outputs;
+}
+
+Tensor BertModel::mlm_transform(const Tensor& h) const {
+  return ops::layer_norm(ops::gelu(dense(h, mlm_w, mlm_b)), mlm_ln_g, mlm_ln_b, config.layer_norm_eps);
+}
+
+Tensor BertModel::mlm_logits(const Tensor& h) const {
+  return ops::add(ops::matmul(mlm_transform(h), word_emb, false, true), mlm_bias);
+}
+
+}  // namespace sa

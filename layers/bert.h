@@ -1,0 +1,77 @@
+// BERT for masked LM (Devlin et al.), post-LN, as Hugging Face's BertForMaskedLM computes it:
+// token + position + segment embeddings, LayerNorm, dropout; N layers of self-attention (fused
+// QKV projection, scaled dot product with the padding mask, dropout on the probabilities, output
+// projection, residual + LayerNorm) and feed-forward (GELU, tanh form; residual + LayerNorm); the
+// MLM head (dense + GELU + LayerNorm, then the word embeddings, tied, plus a bias). LayerNorm eps
+// 1e-12. Matrices are stored [out, in] as in Hugging Face's files.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "layers/elmo.h"
+
+namespace sa {
+
+struct BertConfig {
+  int vocab_size = 0;
+  int hidden = 512, layers = 4, heads = 8, intermediate = 2048;
+  int max_positions = 128, type_vocab = 2;
+  double layer_norm_eps = 1e-12;
+  double hidden_dropout = 0.1, attention_dropout = 0.1;
+
+  int head_dim() const { return hidden / heads; }
+  // Hugging Face's config.json (model_type "bert"; hidden_act must be GELU). Fails naming the file.
+  static BertConfig from_hf_json(const std::string& path);
+  void save_hf_json(const std::string& path) const;
+  void check(const std::string& origin) const;
+};
+
+struct BertLayer {
+  Tensor qkv_w, qkv_b;        // [3H, H], [3H]: query, key and value stacked
+  Tensor attn_out_w, attn_out_b;
+  Tensor attn_ln_g, attn_ln_b;
+  Tensor ff_in_w, ff_in_b;    // [I, H]
+  Tensor ff_out_w, ff_out_b;  // [H, I]
+  Tensor ff_ln_g, ff_ln_b;
+};
+
+// The inputs of a batch: ids, segment ids [B, T] i32, and the padding mask [B, T] u8 (1 = a token).
+struct BertBatch {
+  Tensor ids, types, mask;
+};
+
+class BertModel {
+ public:
+  BertConfig config;
+  Tensor word_emb, pos_emb, type_emb, emb_ln_g, emb_ln_b;
+  std::vector<BertLayer> layer;
+  Tensor mlm_w, mlm_b, mlm_ln_g, mlm_ln_b, mlm_bias;  // the MLM head; its output matrix is word_emb
+
+  // BERT's initializer: N(0, 0.02) matrices and embeddings, zero biases, LayerNorm 1 and 0.
+  static BertModel init(const BertConfig& c, uint64_t seed, Device dev = Device::cpu(), DType dt = DType::F32);
+  // A Hugging Face directory (config.json + model.safetensors), or our own checkpoint's tensors
+  // under the same names. Fails naming the file and the tensor that is missing or misshaped.
+  static BertModel load_hf(const std::string& dir, Device dev = Device::cpu(), DType dt = DType::F32);
+  // model.safetensors with Hugging Face's names (query, key, value apart), written atomically.
+  void save_hf_weights(const std::string& path) const;
+
+  // Every parameter with our name (Hugging Face's, but "attention.self.qkv" for the fused matrix).
+  std::vector<NamedTensor> named();
+  std::vector<Tensor> params();
+  Device device() const { return word_emb.device(); }
+
+  // Every layer's output [B, T, H]: the embeddings, then each transformer layer. Dropout only with
+  // `gen` (training).
+  std::vector<Tensor> forward(const BertBatch& b, Generator* gen = nullptr) const;
+  // MLM logits [N, V] of hidden vectors [N, H].
+  Tensor mlm_logits(const Tensor& h) const;
+  // The MLM head's transform (dense, GELU, LayerNorm) alone: the sense-aware head starts here.
+  Tensor mlm_transform(const Tensor& h) const;
+};
+
+// Hugging Face's names of the parameters, with query, key and value apart, each with its tensor:
+// a view into the fused QKV (for writing) or a fresh tensor (for reading).
+std::vector<std::pair<std::string, Tensor>> bert_hf_tensors(const BertModel& m);
+
+}  // namespace sa

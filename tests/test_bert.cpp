@@ -1,0 +1,134 @@
+// BERT against the reference of tests/reference/bert_reference.py (plain torch ops, float64 on the
+// float32 weights): every layer's output, the MLM loss and every parameter's gradient, with the
+// weights read through the Hugging Face reader users use; the Hugging Face writer round trip.
+#include <gtest/gtest.h>
+
+#include "tests/test_util.h"
+
+#include <cmath>
+
+#include "data/safetensors.h"
+#include "layers/bert.h"
+
+namespace sa {
+namespace {
+
+const std::string kFixture = "tests/reference/bert_small";
+
+struct Reference {
+  SafetensorsFile f = load_safetensors(kFixture + "/reference.safetensors");
+  const Tensor& operator[](const std::string& name) const { return f.tensors.at(name); }
+};
+
+// The MLM loss of the reference: mean cross entropy over the labelled positions.
+Tensor mlm_loss(const BertModel& m, const std::vector<Tensor>& hidden, const Tensor& labels) {
+  const int64_t N = labels.numel(), H = m.config.hidden;
+  std::vector<int32_t> lab;
+  int count = 0;
+  for (double v : labels.values()) lab.push_back(v < 0 ? -1 : static_cast<int32_t>(v)), count += v >= 0;
+  Tensor per_row = ops::cross_entropy(m.mlm_logits(ops::reshape(hidden.back(), {N, H})), Tensor::from(lab, {N}, m.device()));
+  return ops::scale(ops::sum(per_row), 1.0 / count);
+}
+
+double max_abs(const std::vector<double>& v) {
+  double m = 0;
+  for (double x : v) m = std::max(m, std::abs(x));
+  return m;
+}
+
+void check_against_reference(DType dt, double forward_tol, double grad_rel_tol) {
+  Reference ref;
+  BertModel m = BertModel::load_hf(kFixture, Device::cpu(), dt);
+  for (Tensor& p : m.params()) p.set_requires_grad();
+  std::vector<uint8_t> mask;
+  for (double v : ref["attention_mask"].values()) mask.push_back(static_cast<uint8_t>(v));
+  const BertBatch b{ref["input_ids"], ref["token_type_ids"], Tensor::from(mask, ref["attention_mask"].shape())};
+  const std::vector<Tensor> hidden = m.forward(b);
+  ASSERT_EQ(hidden.size(), 3u);
+  for (size_t i = 0; i < hidden.size(); ++i) {
+    const std::vector<double> got = hidden[i].values(), want = ref["hidden." + std::to_string(i)].values();
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t k = 0; k < got.size(); ++k) ASSERT_NEAR(got[k], want[k], forward_tol) << "layer " << i << " element " << k;
+  }
+  Tensor loss = mlm_loss(m, hidden, ref["labels"]);
+  EXPECT_NEAR(loss.item(), ref["loss"].item(), forward_tol);
+  backward(loss);
+  int checked = 0;
+  for (auto& [name, t] : bert_hf_tensors(m)) {
+    SCOPED_TRACE(name);
+    // The gradient of a query/key/value part is the same rows of the fused matrix's gradient.
+    const std::string fused = name.find(".attention.self.") != std::string::npos
+                                  ? name.substr(0, name.find("attention.self.") + 15) + "qkv" +
+                                        name.substr(name.rfind('.'))
+                                  : name;
+    Tensor param;
+    for (NamedTensor& nt : m.named())
+      if (nt.name == fused) param = *nt.tensor;
+    ASSERT_TRUE(param.defined());
+    Tensor g = param.grad();
+    if (fused != name) {
+      const int64_t H = m.config.hidden;
+      const std::string part = name.substr(name.find("attention.self.") + 15);
+      const int k = part.rfind("query", 0) == 0 ? 0 : part.rfind("key", 0) == 0 ? 1 : 2;
+      g = g.rows(k * H, (k + 1) * H);
+    }
+    const std::vector<double> got = g.values(), want = ref["grad." + name].values();
+    ASSERT_EQ(got.size(), want.size());
+    // Relative to the tensor's largest gradient; the key bias's gradient is 0 in exact arithmetic
+    // (a constant added to every score of a query), so its scale is floored at 0.01.
+    const double scale = std::max(max_abs(want), 1e-2);
+    for (size_t k = 0; k < got.size(); ++k) ASSERT_NEAR(got[k] / scale, want[k] / scale, grad_rel_tol) << "element " << k;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 5 + 2 * 16 + 5);  // embeddings, two layers with q/k/v apart, the MLM head
+}
+
+TEST(Bert, Float32MatchesTheTorchReference) { check_against_reference(DType::F32, 1e-5, 1e-4); }
+TEST(Bert, Float64MatchesTheTorchReferenceClosely) { check_against_reference(DType::F64, 1e-10, 1e-9); }
+
+TEST(Bert, HuggingFaceFilesRoundTrip) {
+  BertModel m = BertModel::load_hf(kFixture);
+  const std::string dir = ::testing::TempDir() + "/bert-roundtrip";
+  std::filesystem::create_directories(dir);
+  m.config.save_hf_json(dir + "/config.json");
+  m.save_hf_weights(dir + "/model.safetensors");
+  BertModel back = BertModel::load_hf(dir);
+  std::vector<NamedTensor> a = m.named(), b = back.named();
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].tensor->values(), b[i].tensor->values()) << a[i].name;
+  // The file holds Hugging Face's names, query/key/value apart, and nothing else.
+  const SafetensorsFile written = load_safetensors(dir + "/model.safetensors");
+  const SafetensorsFile original = load_safetensors(kFixture + "/model.safetensors");
+  ASSERT_EQ(written.tensors.size(), original.tensors.size());
+  for (const auto& [name, t] : original.tensors) {
+    ASSERT_TRUE(written.tensors.count(name)) << name;
+    EXPECT_EQ(written.tensors.at(name).values(), t.values()) << name;
+  }
+}
+
+TEST(Bert, LoaderNamesTheMissingTensorAndBadConfig) {
+  const std::string dir = ::testing::TempDir() + "/bert-broken";
+  std::filesystem::create_directories(dir);
+  BertModel m = BertModel::load_hf(kFixture);
+  m.config.save_hf_json(dir + "/config.json");
+  std::vector<std::pair<std::string, Tensor>> t = bert_hf_tensors(m);
+  t.erase(t.begin() + 3);  // bert.embeddings.LayerNorm.weight
+  save_safetensors(dir + "/model.safetensors", t, {});
+  try {
+    BertModel::load_hf(dir);
+    FAIL() << "a missing tensor must fail";
+  } catch (const std::exception& e) {
+    EXPECT_TRUE(testing::contains(e.what(), "bert.embeddings.LayerNorm.weight' missing")) << e.what();
+  }
+  std::ofstream(dir + "/config.json") << R"({"model_type": "bert", "vocab_size": 25, "hidden_size": 15,
+    "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 32})";
+  try {
+    BertModel::load_hf(dir);
+    FAIL() << "15 hidden units over 2 heads must fail";
+  } catch (const std::exception& e) {
+    EXPECT_TRUE(testing::contains(e.what(), "config.json: hidden size 15 is not a multiple of the 2 heads")) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace sa
