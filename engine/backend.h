@@ -190,6 +190,16 @@ class Backend {
   virtual void crf_viterbi(const Tensor& em, const Tensor& lengths, const Tensor& trans, const Tensor& start,
                            const Tensor& end, Tensor& delta, Tensor& back, Tensor& path) = 0;
 
+  // Attention (ops::attention): q, k, v, out [B, H, T, d], key_mask u8 [B, T]; lse f32/f64 [B, H, T]
+  // gets each query row's log-sum-exp of its scaled, unmasked scores (the backward recomputes the
+  // probabilities from it). Dropout element ((b*H + h)*T + i)*T + j uses Philox(seed, offset + it).
+  virtual void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_mask, double scale,
+                         double p, uint64_t seed, uint64_t offset, Tensor& out, Tensor& lse) = 0;
+  // gq, gk, gv are overwritten.
+  virtual void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_mask,
+                                  double scale, double p, uint64_t seed, uint64_t offset, const Tensor& out,
+                                  const Tensor& lse, const Tensor& gout, Tensor& gq, Tensor& gk, Tensor& gv) = 0;
+
   // number of NaN/Inf elements (-inf not counted when allow_neg_inf)
   virtual int64_t count_nonfinite(const Tensor& x, bool allow_neg_inf = false) = 0;
 };
@@ -257,6 +267,11 @@ class Backend {
   void crf_nll_backward(const Tensor& em, const Tensor& tags, const Tensor& lengths, const Tensor& trans, \
                         const Tensor& end, const Tensor& alpha, const Tensor& log_z, const Tensor& gloss, Tensor& beta, \
                         Tensor& gem, Tensor& gtrans, Tensor& gstart, Tensor& gend) override; \
+  void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_mask, double scale, double p, \
+                 uint64_t seed, uint64_t offset, Tensor& out, Tensor& lse) override; \
+  void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_mask, double scale, \
+                          double p, uint64_t seed, uint64_t offset, const Tensor& out, const Tensor& lse, \
+                          const Tensor& gout, Tensor& gq, Tensor& gk, Tensor& gv) override; \
   void crf_viterbi(const Tensor& em, const Tensor& lengths, const Tensor& trans, const Tensor& start, \
                    const Tensor& end, Tensor& delta, Tensor& back, Tensor& path) override; \
   int64_t count_nonfinite(const Tensor& x, bool allow_neg_inf) override;

@@ -124,11 +124,7 @@ std::vector<NamedTensor> BertModel::named() {
   return v;
 }
 
-std::vector<Tensor> BertModel::params() {
-  std::vector<Tensor> v;
-  for (NamedTensor& nt : named()) v.push_back(*nt.tensor);
-  return v;
-}
+std::vector<Tensor> BertModel::params() { return tensors_of(named()); }
 
 BertModel BertModel::init(const BertConfig& c, uint64_t seed, Device dev, DType dt) {
   c.check("BERT config");
@@ -199,20 +195,13 @@ std::vector<Tensor> BertModel::forward(const BertBatch& b, Generator* gen) const
                       ops::gather_rows(type_emb, b.types));
   x = maybe_dropout(ops::layer_norm(x, emb_ln_g, emb_ln_b, eps), config.hidden_dropout, gen);
   std::vector<Tensor> outputs = {x};
-  // Padding keys get -1e30 before the softmax: their probability is exactly 0 in f32 and f64.
-  std::vector<uint8_t> padding;
-  for (double v : b.mask.values()) padding.push_back(v == 0 ? 1 : 0);
-  const Tensor pad = Tensor::from(padding, {B, 1, 1, T}, x.device());
   const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
   for (const BertLayer& l : layer) {
     Tensor flat = ops::reshape(x, {B * T, H});
     Tensor qkv = ops::permute(ops::reshape(dense(flat, l.qkv_w, l.qkv_b), {B, T, 3, nh, dh}), {2, 0, 3, 1, 4});
     std::vector<Tensor> parts = ops::unbind(qkv);  // each [B, nh, T, dh]
-    auto heads = [&](const Tensor& t) { return ops::reshape(t, {B * nh, T, dh}); };
-    Tensor scores = ops::reshape(ops::scale(ops::bmm(heads(parts[0]), heads(parts[1]), false, true), scale), {B, nh, T, T});
-    Tensor probs = maybe_dropout(ops::softmax(ops::masked_fill(scores, pad, -1e30)), config.attention_dropout, gen);
-    Tensor ctx = ops::bmm(ops::reshape(probs, {B * nh, T, T}), heads(parts[2]));
-    ctx = ops::reshape(ops::permute(ops::reshape(ctx, {B, nh, T, dh}), {0, 2, 1, 3}), {B * T, H});
+    Tensor ctx = ops::attention(parts[0], parts[1], parts[2], b.mask, scale, gen ? config.attention_dropout : 0.0, gen);
+    ctx = ops::reshape(ops::permute(ctx, {0, 2, 1, 3}), {B * T, H});
     Tensor a = maybe_dropout(dense(ctx, l.attn_out_w, l.attn_out_b), config.hidden_dropout, gen);
     Tensor y = ops::layer_norm(ops::add(a, flat), l.attn_ln_g, l.attn_ln_b, eps);
     Tensor f = maybe_dropout(dense(ops::gelu(dense(y, l.ff_in_w, l.ff_in_b)), l.ff_out_w, l.ff_out_b),

@@ -66,11 +66,13 @@ std::vector<NamedTensor> ElmoModel::named() {
   return v;
 }
 
-std::vector<Tensor> ElmoModel::params() {
+std::vector<Tensor> tensors_of(const std::vector<NamedTensor>& named) {
   std::vector<Tensor> p;
-  for (auto& nt : named()) p.push_back(*nt.tensor);
+  for (const NamedTensor& nt : named) p.push_back(*nt.tensor);
   return p;
 }
+
+std::vector<Tensor> ElmoModel::params() { return tensors_of(named()); }
 
 ElmoModel ElmoModel::init(const ElmoOptions& o, uint64_t seed, Device dev, DType dt) {
   ElmoModel m = allocate(o, Device::cpu(), DType::F64);

@@ -15,9 +15,12 @@ struct HighwayWeights {
 };
 
 struct NamedTensor {
-  std::string name;  // bilm-tf dataset path
+  std::string name;  // bilm-tf dataset path, or the model's own naming
   Tensor* tensor;
 };
+
+// The tensors of a named list, in its order (they share storage with the model's).
+std::vector<Tensor> tensors_of(const std::vector<NamedTensor>& named);
 
 class ElmoModel {
  public:

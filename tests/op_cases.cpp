@@ -389,6 +389,31 @@ std::vector<OpCase> build() {
                                       in(uniform(r, {k}, -1, 1)),       in(uniform(r, {k}, -1, 1))};
       },
       [](const In& x) { return Out{ops::crf_nll(x[0], x[1], x[2], x[3], x[4], x[5])}; });
+  // Attention with padded keys (key 0 always present), without and with dropout, and one case
+  // longer than a CUDA block of queries (64) over several key tiles, with a head dimension that
+  // does not fill its kernel's capacity.
+  struct AttentionCase {
+    const char* name;
+    int64_t B, H, T, d;
+    double p;
+  };
+  for (const AttentionCase a : {AttentionCase{"attention_masked", 2, 2, 0, 0, 0.0},
+                                AttentionCase{"attention_dropout", 2, 2, 0, 0, 0.3},
+                                AttentionCase{"attention_long", 1, 2, 70, 20, 0.1}}) {
+    add(Op::attention, a.name,
+        [=](Rng& r) {
+          const int64_t T = a.T ? a.T : dim(r, 2, 9), d = a.d ? a.d : dim(r, 2, 9);
+          Tensor keys = mask(r, {a.B, T});
+          for (int64_t b = 0; b < a.B; ++b) keys.data<uint8_t>()[b * T] = 1;
+          const Shape s{a.B, a.H, T, d};
+          return std::vector<CaseInput>{in(uniform(r, s, -1.5, 1.5)), in(uniform(r, s, -1.5, 1.5)),
+                                        in(uniform(r, s)), fixed(keys)};
+        },
+        [=](const In& x) {
+          Generator g(4321);  // fixed stream: each evaluation draws the same dropout
+          return Out{ops::attention(x[0], x[1], x[2], x[3], 0.7, a.p, &g)};
+        });
+  }
   return c;
 }
 

@@ -6,6 +6,7 @@
 #include "tests/test_util.h"
 
 #include <cmath>
+#include <random>
 
 #include "data/safetensors.h"
 #include "layers/bert.h"
@@ -85,6 +86,35 @@ void check_against_reference(DType dt, double forward_tol, double grad_rel_tol) 
 
 TEST(Bert, Float32MatchesTheTorchReference) { check_against_reference(DType::F32, 1e-5, 1e-4); }
 TEST(Bert, Float64MatchesTheTorchReferenceClosely) { check_against_reference(DType::F64, 1e-10, 1e-9); }
+
+// The attention op equals the unfused ops it replaces, dropout included: the same Philox elements
+// drop the same probabilities.
+TEST(Bert, AttentionOpEqualsTheUnfusedPath) {
+  const int64_t B = 2, H = 3, T = 6, d = 4;
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<double> u(-1, 1);
+  auto draw = [&] {
+    std::vector<double> v(static_cast<size_t>(B * H * T * d));
+    for (double& x : v) x = u(rng);
+    return Tensor::of(v, {B, H, T, d}, DType::F64);
+  };
+  const Tensor q = draw(), k = draw(), v = draw();
+  const std::vector<uint8_t> keys = {1, 1, 1, 0, 1, 0, 1, 1, 1, 1, 1, 1};
+  std::vector<uint8_t> pad;
+  for (uint8_t x : keys) pad.push_back(1 - x);
+  for (double p : {0.0, 0.3}) {
+    Generator g1(99), g2(99);
+    const Tensor fused = ops::attention(q, k, v, Tensor::from(keys, {B, T}), 0.5, p, &g1);
+    auto flat = [&](const Tensor& t) { return ops::reshape(t, {B * H, T, d}); };
+    Tensor s = ops::reshape(ops::scale(ops::bmm(flat(q), flat(k), false, true), 0.5), {B, H, T, T});
+    Tensor probs = ops::softmax(ops::masked_fill(s, Tensor::from(pad, {B, 1, 1, T}), -1e300));
+    const Tensor dropped = ops::reshape(ops::dropout(probs, p, g2), {B * H, T, T});
+    const Tensor unfused = ops::reshape(ops::bmm(dropped, flat(v)), {B, H, T, d});
+    const std::vector<double> a = fused.values(), b = unfused.values();
+    for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 1e-12) << "p " << p << " element " << i;
+    EXPECT_EQ(g1.offset, g2.offset);
+  }
+}
 
 TEST(Bert, HuggingFaceFilesRoundTrip) {
   BertModel m = BertModel::load_hf(kFixture);

@@ -17,7 +17,7 @@
   X(reshape) X(permute) X(transpose) X(slice) X(concat) X(split) X(unbind)                                \
   X(sum) X(mean) X(max)                                                                                   \
   X(layer_norm) X(lstm_cell) X(lstm_sequence) X(lstm_sequence_cudnn) X(lstm_sequences) X(highway)         \
-  X(candidate_softmax) X(select_candidate_softmax) X(crf_nll)
+  X(candidate_softmax) X(select_candidate_softmax) X(crf_nll) X(attention)
 
 namespace sa::ops {
 

@@ -128,6 +128,16 @@ inline bool cudnn_lstm_fits(int64_t cell_dim, int64_t projection_dim) { return p
 // bilm-tf highway combine: g = sig(carry), y = g * relu(transform) + (1 - g) * x
 Tensor highway(const Tensor& carry, const Tensor& transform, const Tensor& x);
 
+// Scaled dot-product attention as one op (BERT's self-attention): q, k, v [B, H, T, d], key_mask
+// u8 [B, T] (1 = a token to attend to, 0 = padding; every row needs at least one 1). out [B, H, T, d]
+// = dropout(softmax(scale * q k^T, padding keys left out)) v. Dropout (inverted, probability p)
+// drops the probability of query i and key j of head (b, h) with Philox element ((b*H + h)*T + i)*T
+// + j of the generator's stream, so the CPU and CUDA draw the same. The CPU runs batched GEMMs; CUDA
+// one fused kernel that never writes the [T, T] scores (online softmax), the backward recomputing
+// them from the saved row log-sum-exps.
+Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_mask, double scale,
+                 double dropout_p = 0, Generator* gen = nullptr);
+
 // sampled softmax and sense selection
 // Per-row loss [N] of a softmax over one true row and S candidate rows, never holding all [N, S]
 // logits: x [N, P], wt [N, P] and bt [N] or [N, 1] (the true rows), Wc [S, P] and bc [S] or [S, 1]

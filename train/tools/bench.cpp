@@ -156,6 +156,32 @@ void bench_crf(Device d, bool quick, int iters, const std::string& dev) {
               ts / tc);
 }
 
+// BERT-tiny's self-attention (8 heads of 64, sequences of 128) as one op against the unfused path it
+// replaces (batched GEMMs, the masked softmax with its [T, T] probabilities in memory, a GEMM),
+// forward and backward, with a quarter of the keys padded.
+void bench_attention(Device d, bool quick, int iters, const std::string& dev) {
+  const int64_t B = quick ? 4 : 32, H = 8, T = 128, dh = 64;
+  Tensor q = randn({B, H, T, dh}, d).set_requires_grad(), k = randn({B, H, T, dh}, d).set_requires_grad(),
+         v = randn({B, H, T, dh}, d).set_requires_grad();
+  std::vector<uint8_t> keys(static_cast<size_t>(B * T), 1), pad(static_cast<size_t>(B * T), 0);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = T - T / 4; t < T; ++t) keys[b * T + t] = 0, pad[b * T + t] = 1;
+  Tensor mask = Tensor::from(keys, {B, T}, d), padding = Tensor::from(pad, {B, 1, 1, T}, d);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
+  double tf = time_it(d, iters, [&] { backward(ops::sum(ops::attention(q, k, v, mask, scale))); });
+  double tu = time_it(d, iters, [&] {
+    auto flat = [&](const Tensor& t) { return ops::reshape(t, {B * H, T, dh}); };
+    Tensor s = ops::reshape(ops::scale(ops::bmm(flat(q), flat(k), false, true), scale), {B, H, T, T});
+    Tensor p = ops::softmax(ops::masked_fill(s, padding, -1e30));
+    backward(ops::sum(ops::bmm(ops::reshape(p, {B * H, T, T}), flat(v))));
+  });
+  const double tokens = static_cast<double>(B * T);
+  std::printf("%-7s %-34s %-18s %9.3f ms %9.3f ms %7.2f   (%.0f vs %.0f tokens/s)\n", dev.c_str(),
+              "attention fwd+bwd fused vs unfused",
+              (std::to_string(B) + "x" + std::to_string(H) + "x" + std::to_string(T) + "x" + std::to_string(dh)).c_str(),
+              tf * 1e3, tu * 1e3, tu / tf, tokens / tf, tokens / tu);
+}
+
 void bench_ops(Device d, bool quick) {
   std::optional<NoGrad> ng(std::in_place);  // recording only where a benchmark needs gradients
   const int iters = quick ? 3 : 10;
@@ -219,6 +245,7 @@ void bench_ops(Device d, bool quick) {
   bench_candidate_softmax(d, quick, iters, dev);
   bench_select_rows(d, quick, iters, dev);
   bench_crf(d, quick, iters, dev);
+  bench_attention(d, quick, iters, dev);
   AllocatorStats s = backend(d).allocator().stats();
   std::printf("%-7s peak memory in use %.1f MiB, reserved %.1f MiB, %zu system allocations\n", dev.c_str(),
               s.peak_in_use / 1048576.0, s.reserved / 1048576.0, s.raw_allocs);

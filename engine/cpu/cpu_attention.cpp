@@ -1,0 +1,121 @@
+// Attention on the CPU: the reference. Batched GEMMs for the scores and the products, row loops for
+// the masked softmax and dropout; the backward recomputes the probabilities from the saved row
+// log-sum-exps, as the CUDA kernels do.
+#include <cmath>
+#include <limits>
+
+#include "engine/core/philox.h"
+#include "engine/cpu/cpu_backend.h"
+
+namespace sa {
+
+namespace {
+
+struct Dims {
+  int64_t B, H, T, d;
+  int64_t BH() const { return B * H; }
+};
+
+Dims dims_of(const Tensor& q) { return {q.dim(0), q.dim(1), q.dim(2), q.dim(3)}; }
+
+// scores[bh] = alpha * a[bh] b[bh]^T (or a^T b, ...): the batched GEMM over the B*H heads.
+GemmArgs batched(const Dims& s, bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, int64_t sa, int64_t sb,
+                 int64_t sc) {
+  GemmArgs g;
+  g.trans_a = ta, g.trans_b = tb, g.m = m, g.n = n, g.k = k, g.alpha = alpha, g.batch = s.BH();
+  g.stride_a = sa, g.stride_b = sb, g.stride_c = sc;
+  return g;
+}
+
+// The dropout factor of element (bh, i, j): 0 or 1 / (1 - p).
+template <typename T>
+T keep_factor(uint64_t seed, uint64_t offset, double p, const Dims& s, int64_t bh, int64_t i, int64_t j) {
+  if (p == 0) return T(1);
+  const uint64_t e = static_cast<uint64_t>((bh * s.T + i) * s.T + j);
+  return philox_uniform(seed, offset + e) < static_cast<float>(p) ? T(0) : T(1) / (T(1) - T(p));
+}
+
+// probs[bh, i, :] = exp(scores - lse) with padding keys 0; with lse_out, lse is computed and stored.
+template <typename T>
+void softmax_rows(T* scores, const uint8_t* mask, const Dims& s, T* lse, bool compute_lse) {
+#pragma omp parallel for
+  for (int64_t r = 0; r < s.BH() * s.T; ++r) {
+    const int64_t b = r / (s.H * s.T);
+    const uint8_t* keys = mask + b * s.T;
+    T* row = scores + r * s.T;
+    if (compute_lse) {
+      double m = -std::numeric_limits<double>::infinity();
+      for (int64_t j = 0; j < s.T; ++j)
+        if (keys[j]) m = std::max(m, static_cast<double>(row[j]));
+      double z = 0;
+      for (int64_t j = 0; j < s.T; ++j)
+        if (keys[j]) z += std::exp(static_cast<double>(row[j]) - m);
+      lse[r] = static_cast<T>(m + std::log(z));
+    }
+    for (int64_t j = 0; j < s.T; ++j) row[j] = keys[j] ? static_cast<T>(std::exp(static_cast<double>(row[j]) - lse[r])) : T(0);
+  }
+}
+
+}  // namespace
+
+void CpuBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_mask, double scale,
+                           double p, uint64_t seed, uint64_t offset, Tensor& out, Tensor& lse) {
+  const Dims s = dims_of(q);
+  const int64_t TT = s.T * s.T, Td = s.T * s.d;
+  Tensor probs = Tensor::empty({s.BH(), s.T, s.T}, q.dtype(), Device::cpu());
+  gemm(batched(s, false, true, s.T, s.T, s.d, scale, Td, Td, TT), q, k, probs);
+  dispatch_float(q.dtype(), "attention", [&](auto tag) {
+    using T = decltype(tag);
+    T* P = probs.data<T>();
+    softmax_rows(P, key_mask.data<uint8_t>(), s, lse.data<T>(), true);
+    if (p > 0) {
+#pragma omp parallel for
+      for (int64_t r = 0; r < s.BH() * s.T; ++r)
+        for (int64_t j = 0; j < s.T; ++j) P[r * s.T + j] *= keep_factor<T>(seed, offset, p, s, r / s.T, r % s.T, j);
+    }
+  });
+  gemm(batched(s, false, false, s.T, s.d, s.T, 1.0, TT, Td, Td), probs, v, out);
+}
+
+void CpuBackend::attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_mask,
+                                    double scale, double p, uint64_t seed, uint64_t offset, const Tensor&,
+                                    const Tensor& lse, const Tensor& gout, Tensor& gq, Tensor& gk, Tensor& gv) {
+  const Dims s = dims_of(q);
+  const int64_t TT = s.T * s.T, Td = s.T * s.d;
+  auto scratch = [&] { return Tensor::empty({s.BH(), s.T, s.T}, q.dtype(), Device::cpu()); };
+  Tensor probs = scratch(), dropped = scratch(), gprobs = scratch();
+  gemm(batched(s, false, true, s.T, s.T, s.d, scale, Td, Td, TT), q, k, probs);
+  dispatch_float(q.dtype(), "attention", [&](auto tag) {
+    using T = decltype(tag);
+    T* P = probs.data<T>();
+    T* L = const_cast<T*>(lse.data<T>());
+    softmax_rows(P, key_mask.data<uint8_t>(), s, L, false);
+    T* Pd = dropped.data<T>();
+#pragma omp parallel for
+    for (int64_t r = 0; r < s.BH() * s.T; ++r)
+      for (int64_t j = 0; j < s.T; ++j) Pd[r * s.T + j] = P[r * s.T + j] * keep_factor<T>(seed, offset, p, s, r / s.T, r % s.T, j);
+  });
+  // gv = Pd^T gout; gPd = gout v^T
+  gemm(batched(s, true, false, s.T, s.d, s.T, 1.0, TT, Td, Td), dropped, gout, gv);
+  gemm(batched(s, false, true, s.T, s.T, s.d, 1.0, Td, Td, TT), gout, v, gprobs);
+  dispatch_float(q.dtype(), "attention", [&](auto tag) {
+    using T = decltype(tag);
+    const T* P = probs.data<T>();
+    const T* Pd = dropped.data<T>();
+    T* G = gprobs.data<T>();  // becomes dS = P * (keep * gPd - D)
+#pragma omp parallel for
+    for (int64_t r = 0; r < s.BH() * s.T; ++r) {
+      double D = 0;
+      for (int64_t j = 0; j < s.T; ++j) D += static_cast<double>(Pd[r * s.T + j]) * G[r * s.T + j];
+      for (int64_t j = 0; j < s.T; ++j) {
+        const T keep = keep_factor<T>(seed, offset, p, s, r / s.T, r % s.T, j);
+        G[r * s.T + j] = static_cast<T>(P[r * s.T + j] * (keep * static_cast<double>(G[r * s.T + j]) - D));
+      }
+    }
+  });
+  // gq = scale dS k; gk = scale dS^T q
+  gemm(batched(s, false, false, s.T, s.d, s.T, scale, TT, Td, Td), gprobs, k, gq);
+  gemm(batched(s, true, false, s.T, s.d, s.T, scale, TT, Td, Td), gprobs, q, gk);
+}
+
+}  // namespace sa

@@ -1,0 +1,212 @@
+// Attention on CUDA without the [T, T] scores in global memory (FlashAttention's idea, written for
+// clarity over peak speed): one thread per query row walks the keys tile by tile from shared
+// memory with an online softmax. The backward recomputes each probability from the saved row
+// log-sum-exp: one kernel per key for dK and dV, one per query for dQ, so nothing is written twice
+// and no atomics are needed.
+#include "engine/core/philox.h"
+#include "engine/cuda/cuda_backend.cuh"
+#include "engine/cuda/cuda_common.cuh"
+
+namespace sa {
+
+using namespace cudak;
+
+namespace {
+
+constexpr int kRows = 64;      // query (or key) rows per block, one per thread
+constexpr int kTile = 16;      // keys (or queries) per shared-memory tile
+
+struct AttnShape {
+  int64_t H, T, d;
+  double scale, p;
+  uint64_t seed, offset;
+};
+
+// The dropout factor of element (bh, i, j): 0 or 1 / (1 - p), the CPU's draw.
+template <typename T>
+__device__ __forceinline__ T keep_factor(const AttnShape& s, int64_t bh, int64_t i, int64_t j) {
+  if (s.p == 0) return T(1);
+  const uint64_t e = static_cast<uint64_t>((bh * s.T + i) * s.T + j);
+  return philox_uniform(s.seed, s.offset + e) < static_cast<float>(s.p) ? T(0) : T(1) / (T(1) - T(s.p));
+}
+
+// Loads rows [r0, r0 + kTile) of a [T, d] matrix into tile[kTile][D] (zeros past T).
+template <typename T, int D>
+__device__ void load_tile(const T* m, int64_t r0, const AttnShape& s, T (*tile)[D]) {
+  for (int e = threadIdx.x; e < kTile * D; e += blockDim.x) {
+    const int r = e / D, c = e % D;
+    tile[r][c] = (r0 + r < s.T && c < s.d) ? m[(r0 + r) * s.d + c] : T(0);
+  }
+}
+
+template <typename T, int D>
+__global__ void attention_forward_kernel(const T* q, const T* k, const T* v, const uint8_t* mask, AttnShape s, T* out,
+                                         T* lse) {
+  __shared__ T ks[kTile][D], vs[kTile][D];
+  const int64_t bh = blockIdx.y, b = bh / s.H, i = blockIdx.x * kRows + threadIdx.x;
+  const bool live = i < s.T;
+  const T* Q = q + bh * s.T * s.d;
+  T qi[D], acc[D];
+  for (int c = 0; c < D; ++c) qi[c] = live && c < s.d ? Q[i * s.d + c] * T(s.scale) : T(0), acc[c] = T(0);
+  T m = -INFINITY, l = T(0);
+  for (int64_t j0 = 0; j0 < s.T; j0 += kTile) {
+    __syncthreads();
+    load_tile<T, D>(k + bh * s.T * s.d, j0, s, ks);
+    load_tile<T, D>(v + bh * s.T * s.d, j0, s, vs);
+    __syncthreads();
+    if (!live) continue;
+    for (int jj = 0; jj < kTile && j0 + jj < s.T; ++jj) {
+      const int64_t j = j0 + jj;
+      if (!mask[b * s.T + j]) continue;
+      T sc = T(0);
+      for (int c = 0; c < D; ++c) sc += qi[c] * ks[jj][c];
+      if (sc > m) {  // a new maximum: rescale what is summed so far
+        const T r = exp(m - sc);
+        l *= r;
+        for (int c = 0; c < D; ++c) acc[c] *= r;
+        m = sc;
+      }
+      const T e = exp(sc - m);
+      l += e;
+      const T w = e * keep_factor<T>(s, bh, i, j);
+      if (w != T(0))
+        for (int c = 0; c < D; ++c) acc[c] += w * vs[jj][c];
+    }
+  }
+  if (!live) return;
+  T* O = out + (bh * s.T + i) * s.d;
+  for (int c = 0; c < s.d; ++c) O[c] = acc[c] / l;
+  lse[bh * s.T + i] = m + log(l);
+}
+
+// delta[row] = gout[row] . out[row]: the softmax backward's row term (sum_j Pd_ij dPd_ij).
+template <typename T>
+__global__ void attention_delta_kernel(const T* out, const T* gout, int64_t rows, int64_t d, T* delta) {
+  CUDA_LOOP(r, rows) {
+    T acc = T(0);
+    for (int64_t c = 0; c < d; ++c) acc += out[r * d + c] * gout[r * d + c];
+    delta[r] = acc;
+  }
+}
+
+// One thread per key j: dV_j = sum_i Pd_ij dO_i, dK_j = scale sum_i dS_ij q_i.
+template <typename T, int D>
+__global__ void attention_dkdv_kernel(const T* q, const T* k, const T* v, const uint8_t* mask, const T* lse,
+                                      const T* delta, const T* gout, AttnShape s, T* gk, T* gv) {
+  __shared__ T qs[kTile][D], gos[kTile][D];
+  const int64_t bh = blockIdx.y, b = bh / s.H, j = blockIdx.x * kRows + threadIdx.x;
+  const bool live = j < s.T && mask[b * s.T + min(j, s.T - 1)];
+  const int64_t base = bh * s.T * s.d;
+  T kj[D], vj[D], dk[D], dv[D];
+  for (int c = 0; c < D; ++c) {
+    const bool in = j < s.T && c < s.d;
+    kj[c] = in ? k[base + j * s.d + c] : T(0), vj[c] = in ? v[base + j * s.d + c] : T(0), dk[c] = dv[c] = T(0);
+  }
+  for (int64_t i0 = 0; i0 < s.T; i0 += kTile) {
+    __syncthreads();
+    load_tile<T, D>(q + base, i0, s, qs);
+    load_tile<T, D>(gout + base, i0, s, gos);
+    __syncthreads();
+    if (!live) continue;
+    for (int ii = 0; ii < kTile && i0 + ii < s.T; ++ii) {
+      const int64_t i = i0 + ii;
+      T sc = T(0), dpd = T(0);
+      for (int c = 0; c < D; ++c) sc += qs[ii][c] * kj[c], dpd += gos[ii][c] * vj[c];
+      const T P = exp(sc * T(s.scale) - lse[bh * s.T + i]), keep = keep_factor<T>(s, bh, i, j);
+      const T ds = P * (keep * dpd - delta[bh * s.T + i]);
+      for (int c = 0; c < D; ++c) dv[c] += P * keep * gos[ii][c], dk[c] += T(s.scale) * ds * qs[ii][c];
+    }
+  }
+  if (j >= s.T) return;
+  for (int c = 0; c < s.d; ++c) gk[base + j * s.d + c] = dk[c], gv[base + j * s.d + c] = dv[c];
+}
+
+// One thread per query i: dQ_i = scale sum_j dS_ij k_j.
+template <typename T, int D>
+__global__ void attention_dq_kernel(const T* q, const T* k, const T* v, const uint8_t* mask, const T* lse,
+                                    const T* delta, const T* gout, AttnShape s, T* gq) {
+  __shared__ T ks[kTile][D], vs[kTile][D];
+  const int64_t bh = blockIdx.y, b = bh / s.H, i = blockIdx.x * kRows + threadIdx.x;
+  const bool live = i < s.T;
+  const int64_t base = bh * s.T * s.d;
+  T qi[D], go[D], dq[D];
+  for (int c = 0; c < D; ++c) {
+    const bool in = live && c < s.d;
+    qi[c] = in ? q[base + i * s.d + c] : T(0), go[c] = in ? gout[base + i * s.d + c] : T(0), dq[c] = T(0);
+  }
+  const T L = live ? lse[bh * s.T + i] : T(0), Di = live ? delta[bh * s.T + i] : T(0);
+  for (int64_t j0 = 0; j0 < s.T; j0 += kTile) {
+    __syncthreads();
+    load_tile<T, D>(k + base, j0, s, ks);
+    load_tile<T, D>(v + base, j0, s, vs);
+    __syncthreads();
+    if (!live) continue;
+    for (int jj = 0; jj < kTile && j0 + jj < s.T; ++jj) {
+      const int64_t j = j0 + jj;
+      if (!mask[b * s.T + j]) continue;
+      T sc = T(0), dpd = T(0);
+      for (int c = 0; c < D; ++c) sc += qi[c] * ks[jj][c], dpd += go[c] * vs[jj][c];
+      const T P = exp(sc * T(s.scale) - L);
+      const T ds = P * (keep_factor<T>(s, bh, i, j) * dpd - Di);
+      for (int c = 0; c < D; ++c) dq[c] += T(s.scale) * ds * ks[jj][c];
+    }
+  }
+  if (!live) return;
+  for (int c = 0; c < s.d; ++c) gq[base + i * s.d + c] = dq[c];
+}
+
+// Calls f(std::integral_constant<int, D>) with the smallest supported capacity D >= d.
+template <typename F>
+void dispatch_head_dim(int64_t d, F&& f) {
+  if (d <= 16) f(std::integral_constant<int, 16>{});
+  else if (d <= 32) f(std::integral_constant<int, 32>{});
+  else if (d <= 64) f(std::integral_constant<int, 64>{});
+  else if (d <= 128) f(std::integral_constant<int, 128>{});
+  else fail_message("attention: head dimension " + std::to_string(d) + " exceeds 128 on CUDA");
+}
+
+}  // namespace
+
+void CudaBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_mask, double scale,
+                            double p, uint64_t seed, uint64_t offset, Tensor& out, Tensor& lse) {
+  const int64_t B = q.dim(0), H = q.dim(1), T = q.dim(2), d = q.dim(3);
+  if (B * H * T == 0) return;
+  const AttnShape s{H, T, d, scale, p, seed, offset};
+  const dim3 grid(static_cast<unsigned>((T + kRows - 1) / kRows), static_cast<unsigned>(B * H));
+  dispatch(q.dtype(), "attention", [&](auto tag) {
+    using Tt = decltype(tag);
+    dispatch_head_dim(d, [&](auto D) {
+      attention_forward_kernel<Tt, D><<<grid, kRows, 0, stream_>>>(q.data<Tt>(), k.data<Tt>(), v.data<Tt>(),
+                                                                   key_mask.data<uint8_t>(), s, out.data<Tt>(),
+                                                                   lse.data<Tt>());
+    });
+  });
+  CUDA_LAUNCHED("attention");
+}
+
+void CudaBackend::attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_mask,
+                                     double scale, double p, uint64_t seed, uint64_t offset, const Tensor& out,
+                                     const Tensor& lse, const Tensor& gout, Tensor& gq, Tensor& gk, Tensor& gv) {
+  const int64_t B = q.dim(0), H = q.dim(1), T = q.dim(2), d = q.dim(3);
+  if (B * H * T == 0) return;
+  const AttnShape s{H, T, d, scale, p, seed, offset};
+  const dim3 grid(static_cast<unsigned>((T + kRows - 1) / kRows), static_cast<unsigned>(B * H));
+  Tensor delta = Tensor::empty({B * H * T}, q.dtype(), q.device());
+  dispatch(q.dtype(), "attention_backward", [&](auto tag) {
+    using Tt = decltype(tag);
+    attention_delta_kernel<<<blocks_for(B * H * T), kThreads, 0, stream_>>>(out.data<Tt>(), gout.data<Tt>(), B * H * T,
+                                                                           d, delta.data<Tt>());
+    dispatch_head_dim(d, [&](auto D) {
+      attention_dkdv_kernel<Tt, D><<<grid, kRows, 0, stream_>>>(q.data<Tt>(), k.data<Tt>(), v.data<Tt>(),
+                                                                key_mask.data<uint8_t>(), lse.data<Tt>(),
+                                                                delta.data<Tt>(), gout.data<Tt>(), s, gk.data<Tt>(),
+                                                                gv.data<Tt>());
+      attention_dq_kernel<Tt, D><<<grid, kRows, 0, stream_>>>(q.data<Tt>(), k.data<Tt>(), v.data<Tt>(),
+                                                              key_mask.data<uint8_t>(), lse.data<Tt>(), delta.data<Tt>(),
+                                                              gout.data<Tt>(), s, gq.data<Tt>());
+    });
+  });
+  CUDA_LAUNCHED("attention_backward");
+}
+
+}  // namespace sa
