@@ -132,6 +132,14 @@ TEST(TrainResume, BilingualSaelmoWithTranslationLossResumes) {
                             "train_prefix_l2 = \"" + de_small + "\"\ndictionary = \"" + dict + "\"\n");
 }
 
+// BERT: the masked-LM data stream, its masks, dropout, AdamW's moments and the learning-rate
+// schedule must all continue exactly.
+TEST(TrainResume, BertSigkillThenRerunEqualsUninterruptedRun) {
+  check_resume("bert", "model = \"bert\"\nlowercase = true\nvocab_max_size = 600\nmax_seq_length = 24\n"
+                       "max_predictions = 4\nlearning_rate = 1e-3\nwarmup_steps = 10\nall_clip_norm_val = 1.0\n"
+                       "bert.hidden = 16\nbert.layers = 2\nbert.heads = 2\nbert.intermediate = 32\nbert.max_positions = 32\n");
+}
+
 TEST(TrainResume, SaelmoFullSoftmaxResumes) {
   check_resume("saelmo-full", "n_context = 3\ncluster_proj_dim = 8\npca_sample = 500\npca_every = 7\n"
                               "contextual_warmup = 15\nprune_first = 20\nprune_every = 12\nsense_negatives = \"full\"\n");

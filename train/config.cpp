@@ -69,6 +69,23 @@ Key enumerated(std::string name, Get get) {
 const std::vector<Key>& schema() {
   static const std::vector<Key> k = [] {
     std::vector<Key> v = {
+        SA_KEY(std::string, "a string", "model", model_type),
+        SA_KEY(int64_t, "an integer", "bert.hidden", bert.hidden),
+        SA_KEY(int64_t, "an integer", "bert.layers", bert.layers),
+        SA_KEY(int64_t, "an integer", "bert.heads", bert.heads),
+        SA_KEY(int64_t, "an integer", "bert.intermediate", bert.intermediate),
+        SA_KEY(int64_t, "an integer", "bert.max_positions", bert.max_positions),
+        SA_KEY(int64_t, "an integer", "bert.type_vocab", bert.type_vocab),
+        SA_KEY(double, "a number", "bert.hidden_dropout", bert.hidden_dropout),
+        SA_KEY(double, "a number", "bert.attention_dropout", bert.attention_dropout),
+        SA_KEY(int64_t, "an integer", "max_seq_length", max_seq_length),
+        SA_KEY(double, "a number", "mask_prob", mask_prob),
+        SA_KEY(int64_t, "an integer", "max_predictions", max_predictions),
+        SA_KEY(int64_t, "an integer", "warmup_steps", warmup_steps),
+        SA_KEY(double, "a number", "weight_decay", weight_decay),
+        SA_KEY(double, "a number", "adam_eps", adam_eps),
+        SA_KEY(bool, "true or false", "bias_correction", bias_correction),
+        SA_KEY(bool, "true or false", "word_pieces", word_pieces),
         SA_KEY(int64_t, "an integer", "batch_size", batch_size),
         SA_KEY(int64_t, "an integer", "unroll_steps", unroll_steps),
         SA_KEY(int64_t, "an integer", "n_negative_samples_batch", n_negative_samples_batch),
@@ -249,6 +266,27 @@ void validate(const TrainConfig& c, const std::string& origin, const KeyLines& l
   check(!check_files || c.heldout_prefix.empty() || matches_a_file(c.heldout_prefix), "heldout_prefix",
         fmt::format("'{}' matches no file", c.heldout_prefix));
   check(!c.run_dir.empty(), "run_dir", "is required");
+  check(c.model_type == "elmo" || c.model_type == "bert", "model", fmt::format("must be \"elmo\" or \"bert\", got \"{}\"", c.model_type));
+  if (c.is_bert()) {
+    for (auto [key, v] : {std::pair{"bert.hidden", c.bert.hidden}, {"bert.layers", c.bert.layers}, {"bert.heads", c.bert.heads},
+                          {"bert.intermediate", c.bert.intermediate}, {"bert.max_positions", c.bert.max_positions},
+                          {"bert.type_vocab", c.bert.type_vocab}, {"max_predictions", c.max_predictions}})
+      positive(key, v);
+    check(c.bert.hidden % std::max(c.bert.heads, 1) == 0, "bert.hidden",
+          fmt::format("({}) must be a multiple of bert.heads ({})", c.bert.hidden, c.bert.heads));
+    check(c.max_seq_length >= 3 && c.max_seq_length <= c.bert.max_positions, "max_seq_length",
+          fmt::format("must be in [3, bert.max_positions = {}], got {}", c.bert.max_positions, c.max_seq_length));
+    check(c.mask_prob > 0 && c.mask_prob < 1, "mask_prob", fmt::format("must be in (0, 1), got {}", c.mask_prob));
+    check(c.bert.hidden_dropout >= 0 && c.bert.hidden_dropout < 1 && c.bert.attention_dropout >= 0 &&
+              c.bert.attention_dropout < 1,
+          "bert.hidden_dropout", "and bert.attention_dropout must be in [0, 1)");
+    non_negative("warmup_steps", static_cast<double>(c.warmup_steps));
+    non_negative("weight_decay", c.weight_decay);
+    positive("adam_eps", c.adam_eps);
+    check(c.sense.n_context == 0 || c.sense.n_context >= 2, "n_context", "must be 0 (BERT) or at least 2 (SaBERT)");
+    check(c.train_prefix_l2.empty() && c.dictionary.empty(), "train_prefix_l2",
+          "and dictionary are not supported for BERT yet (monolingual masked LM)");
+  }
   check(c.model.max_characters_per_token == 50, "char_cnn.max_characters_per_token", "must be 50");
   check(c.model.n_characters == 261 || c.model.n_characters == 262, "char_cnn.n_characters",
         fmt::format("must be 261 (training) or 262 (bilm-tf's inference value), got {}", c.model.n_characters));

@@ -8,13 +8,28 @@
 #include <string>
 #include <vector>
 
+#include "layers/bert.h"
 #include "layers/elmo_options.h"
 #include "sense/sense_options.h"
 
 namespace sa {
 
 struct TrainConfig {
+  // "elmo" (ELMo and SaELMo: [char_cnn], [lstm]) or "bert" (BERT and SaBERT: [bert] and the
+  // masked-LM keys below; batch_size counts sequences, all_clip_norm_val is BERT's global-norm clip).
+  std::string model_type = "elmo";
   ElmoOptions model;
+  BertConfig bert;
+  // BERT's masked LM (train/bert_trainer.h)
+  int max_seq_length = 128;      // pieces per packed sequence, [CLS] and [SEP] included
+  double mask_prob = 0.15;       // share of positions predicted
+  int max_predictions = 20;      // per sequence
+  int64_t warmup_steps = 0;      // linear warm-up of the learning rate, then linear decay to 0
+  double weight_decay = 0.01;    // AdamW's decoupled decay; none on LayerNorm parameters and biases
+  double adam_eps = 1e-6;
+  bool bias_correction = false;  // BERT's optimizer has none
+  bool word_pieces = false;      // vocabulary built from the corpus: whole words (released SaBERT) or WordPiece
+  bool is_bert() const { return model_type == "bert"; }
   // SaELMo (n_context >= 2; 0 = plain ELMo with the shared sampled softmax)
   SenseOptions sense{.n_context = 0};
   // bilm-tf training keys

@@ -55,23 +55,28 @@ void Adagrad::step(const std::vector<Tensor>& params) {
   }
 }
 
+std::pair<Tensor, Tensor>& Adam::moments(const Tensor& p) {
+  auto it = moments_.find(p.impl());
+  if (it == moments_.end())
+    it = moments_.emplace(p.impl(), std::pair{Tensor::zeros(p.shape(), p.dtype(), p.device()),
+                                              Tensor::zeros(p.shape(), p.dtype(), p.device())}).first;
+  return it->second;
+}
+
 void Adam::step(const std::vector<Tensor>& params) {
   NoGrad ng;
   ++t_;
-  const double c1 = 1 - std::pow(b1_, static_cast<double>(t_)), c2 = 1 - std::pow(b2_, static_cast<double>(t_));
+  const double c1 = bias_correction_ ? 1 - std::pow(b1_, static_cast<double>(t_)) : 1.0,
+               c2 = bias_correction_ ? 1 - std::pow(b2_, static_cast<double>(t_)) : 1.0;
   for (const Tensor& p : params) {
     SA_CHECK(p.sparse_grad().empty(), "Adam: parameter '{}' has a row-sparse gradient (Adam here is dense)", p.name());
     Tensor g = p.grad();
     if (!g.defined()) continue;
-    auto it = moments_.find(p.impl());
-    if (it == moments_.end())
-      it = moments_.emplace(p.impl(), std::pair{Tensor::zeros(p.shape(), p.dtype(), p.device()),
-                                                Tensor::zeros(p.shape(), p.dtype(), p.device())}).first;
-    auto& [m, v] = it->second;
+    auto& [m, v] = moments(p);
     m = ops::add(ops::scale(m, b1_), ops::scale(g, 1 - b1_));
     v = ops::add(ops::scale(v, b2_), ops::scale(ops::square(g), 1 - b2_));
     Tensor update = ops::div(ops::scale(m, 1 / c1), ops::add_scalar(ops::sqrt(ops::scale(v, 1 / c2)), eps_));
-    if (wd_ > 0) update = ops::add(update, ops::scale(p, wd_));
+    if (wd_ > 0 && !no_decay_.count(p.impl())) update = ops::add(update, ops::scale(p, wd_));
     Tensor w = p;
     w.copy_from(ops::sub(p, ops::scale(update, lr_)));
     p.zero_grad();

@@ -3,6 +3,7 @@
 // clipping over dense and sparse gradients together (bilm-tf's all_clip_norm_val).
 #pragma once
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "engine/engine.h"
@@ -30,7 +31,8 @@ class Adagrad {
 };
 
 // Adam (Kingma and Ba), with decoupled weight decay when weight_decay > 0 (AdamW): for the
-// downstream classifiers and BERT. Dense gradients only.
+// downstream classifiers and BERT. Dense gradients only. BERT's optimizer is this without bias
+// correction, with eps 1e-6 and no decay on LayerNorm parameters and biases (no_decay).
 class Adam {
  public:
   Adam(double lr, double beta1 = 0.9, double beta2 = 0.999, double eps = 1e-8, double weight_decay = 0)
@@ -38,11 +40,20 @@ class Adam {
   // Applies and clears the gradients of `params`; a parameter without a gradient is left as it is.
   void step(const std::vector<Tensor>& params);
   int64_t steps() const { return t_; }
+  void set_steps(int64_t t) { t_ = t; }  // restoring a checkpoint
+  void set_lr(double lr) { lr_ = lr; }    // a schedule
+  void set_bias_correction(bool on) { bias_correction_ = on; }
+  // `p` gets no weight decay.
+  void no_decay(const Tensor& p) { no_decay_.insert(p.impl()); }
+  // The first and second moments of `p` (zeros until its first step), e.g. for checkpoints.
+  std::pair<Tensor, Tensor>& moments(const Tensor& p);
 
  private:
   double lr_, b1_, b2_, eps_, wd_;
+  bool bias_correction_ = true;
   int64_t t_ = 0;
   std::unordered_map<TensorImpl*, std::pair<Tensor, Tensor>> moments_;  // m, v
+  std::unordered_set<TensorImpl*> no_decay_;
 };
 
 }  // namespace sa

@@ -13,7 +13,7 @@
 #include "data/run_files.h"
 #include "engine/engine.h"
 #include "train/checkpoint.h"
-#include "train/run_lock.h"
+#include "train/run_session.h"
 #include "train/step_phases.h"
 
 namespace sa {
@@ -21,30 +21,6 @@ namespace sa {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string clock_str(double s) {
-  char b[32];
-  int t = static_cast<int>(s);
-  if (t >= 3600)
-    std::snprintf(b, sizeof b, "%d:%02d:%02d", t / 3600, t / 60 % 60, t % 60);
-  else
-    std::snprintf(b, sizeof b, "%d:%02d", t / 60, t % 60);
-  return b;
-}
-
-// Drops metric lines of steps after `step` (written after the checkpoint a resume starts from).
-void truncate_metrics(const fs::path& path, int64_t step) {
-  if (!fs::exists(path)) return;
-  std::ifstream in(path);
-  std::string kept, line;
-  while (std::getline(in, line)) {
-    try {
-      if (nlohmann::json::parse(line).value("step", int64_t{0}) <= step) kept += line + "\n";
-    } catch (const nlohmann::json::exception&) {  // a line cut by a crash
-    }
-  }
-  write_file_atomically(path.string(), kept);
-}
 
 double heldout_perplexity(ElmoLM& lm, const TrainConfig& c, const Vocab& vocab, Device dev) {
   NoGrad ng;
@@ -123,29 +99,8 @@ void print_setup(const TrainConfig& c, const TrainConfig& cfg, const ElmoLM& lm,
 
 TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet, bool time_phases) {
   const std::string& dir = c.run_dir;
-  SA_CHECK(!fs::exists(dir) || fs::is_directory(dir), "{}: Not a directory (run_dir names a file)", dir);
-  fs::create_directories(dir);
-  RunLock lock(dir);
-  // Temporaries a killed run left (their final files are intact): nothing reads them.
-  for (const std::string& d : {dir, run_files::checkpoint_dir(dir)})
-    if (fs::is_directory(d))
-      for (auto& e : fs::directory_iterator(d))
-        if (e.path().extension() == ".tmp") fs::remove(e.path());
-  // A resumed run is defined by its config.cfg: refuse changes before writing anything.
-  TrainConfig cfg = c;
-  if (fs::exists(run_files::config(dir))) {
-    const TrainConfig saved = TrainConfig::load(run_files::config(dir));
-    const std::vector<std::string> refused = c.refused_changes(saved);
-    std::string keys, changes;
-    for (const std::string& k : TrainConfig::resumable_keys()) keys += (keys.empty() ? "" : ", ") + k;
-    for (const std::string& r : refused) changes += "\n  " + r;
-    SA_CHECK(refused.empty(),
-             "{}: this run was started with other settings, which a resumed run must keep:{}\nOnly these may change "
-             "on resume: {}. For other settings, train into a new run_dir.",
-             run_files::config(dir), changes, keys);
-    if (cfg.n_train_tokens == 0) cfg.n_train_tokens = saved.n_train_tokens;
-  }
-  fs::create_directories(run_files::checkpoint_dir(dir));
+  TrainConfig cfg;
+  RunSession session(c, cfg);
   Device dev = resolve_device(c.device);
   // The precision holds for this run only: the backend is shared with whatever runs next.
   struct Tf32Scope {
@@ -199,7 +154,7 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet, 
   }
   // Metric lines after the step resumed from (or all, starting over) are dropped, and with them a
   // line a kill cut short.
-  truncate_metrics(run_files::metrics(dir), step);
+  session.open_metrics(step);
   if (!ckpts.empty()) {
     // weights.hdf5 follows the newest checkpoint (a kill between the two, or a deleted file).
     const std::string weights = run_files::weights(dir);
@@ -228,12 +183,7 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet, 
 
   LogUniformSampler sampler(vocab.size());
   LossOptions lo{true, c.dropout, c.n_negative_samples_batch};
-  std::ofstream metrics(run_files::metrics(dir), std::ios::app);
-  SA_CHECK(metrics, "{}: cannot open for appending ({})", run_files::metrics(dir), std::strerror(errno));
-  auto log_metrics = [&](const nlohmann::json& j) {
-    metrics << j.dump() << "\n" << std::flush;
-    SA_CHECK(metrics.good(), "{}: write failed ({})", run_files::metrics(dir), std::strerror(errno));
-  };
+  auto log_metrics = [&](const nlohmann::json& j) { session.log(j); };
   TrainResult res;
   auto t0 = std::chrono::steady_clock::now();
   const int64_t first = step;
@@ -243,8 +193,7 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet, 
   auto save = [&]() {
     save_checkpoint(run_files::checkpoint(dir, step), s);
     lm.bilm.save_bilm(run_files::weights(dir));  // bilm-tf bundle for bin/embed and AllenNLP
-    std::vector<std::string> all = run_files::checkpoints(dir);
-    for (size_t i = 0; i + static_cast<size_t>(c.keep_checkpoints) < all.size(); ++i) fs::remove(all[i]);
+    session.prune_checkpoints(c.keep_checkpoints);
   };
 
   StepPhases phases(time_phases, dev);

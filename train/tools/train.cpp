@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "engine/core/error.h"
+#include "train/bert_trainer.h"
 #include "train/trainer.h"
 
 int main(int argc, char** argv) {
@@ -21,7 +22,10 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     sa::TrainConfig c = sa::TrainConfig::load(config, sets, true);
-    sa::train_elmo(c);
+    if (c.is_bert())
+      sa::train_bert(c);
+    else
+      sa::train_elmo(c);
   } catch (const std::exception& e) {
     return sa::tool_failure("train", e);
   }

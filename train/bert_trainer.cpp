@@ -1,0 +1,207 @@
+#include "train/bert_trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include "data/atomic_file.h"
+#include "data/mlm_batches.h"
+#include "data/run_files.h"
+#include "data/safetensors.h"
+#include "data/wordpiece_trainer.h"
+#include "train/optimizer.h"
+#include "train/run_session.h"
+
+namespace sa {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The run's vocabulary: the run directory's own copy wins, so a resumed run keeps its ids.
+WordPieceVocab run_wordpieces(const TrainConfig& c, const BasicTokenizerOptions& basic) {
+  const std::string saved = run_files::vocab(c.run_dir);
+  if (fs::exists(saved)) return WordPieceVocab::load(saved);
+  WordPieceVocab v = !c.vocab_file.empty() ? WordPieceVocab::load(c.vocab_file)
+                     : c.word_pieces
+                         ? word_level_vocab({c.train_prefix}, c.vocab_min_count, c.vocab_max_size, basic)
+                         : train_wordpiece({c.train_prefix}, {c.vocab_max_size > 0 ? c.vocab_max_size : 30522, 2, basic});
+  v.save(saved);
+  return v;
+}
+
+struct BertState {
+  BertModel model;
+  Adam opt;
+  Generator dropout;
+  int64_t step = 0;
+};
+
+std::vector<std::pair<std::string, Tensor>> state_tensors(BertState& s) {
+  std::vector<std::pair<std::string, Tensor>> t;
+  for (NamedTensor& nt : s.model.named()) {
+    auto& [m, v] = s.opt.moments(*nt.tensor);
+    t.emplace_back(nt.name, *nt.tensor);
+    t.emplace_back("adam/m/" + nt.name, m);
+    t.emplace_back("adam/v/" + nt.name, v);
+  }
+  return t;
+}
+
+void save_state(const std::string& path, BertState& s, int vocab_size) {
+  save_safetensors(path, state_tensors(s),
+                   {{"step", s.step}, {"dropout_offset", s.dropout.offset}, {"adam_steps", s.opt.steps()},
+                    {"vocab_size", vocab_size}});
+}
+
+void restore_state(const std::string& path, BertState& s, int vocab_size) {
+  const SafetensorsFile f = load_safetensors(path);
+  SA_CHECK(f.metadata.value("vocab_size", -1) == vocab_size, "{}: checkpoint of a vocabulary of {} pieces, the run has {}",
+           path, f.metadata.value("vocab_size", -1), vocab_size);
+  for (auto& [name, t] : state_tensors(s)) take_tensor(f, path, name, t);
+  s.step = f.metadata.at("step").get<int64_t>();
+  s.dropout.offset = f.metadata.at("dropout_offset").get<uint64_t>();
+  s.opt.set_steps(f.metadata.at("adam_steps").get<int64_t>());
+}
+
+// Mean cross entropy of the predicted positions of a batch, and their count.
+Tensor mlm_loss(const BertModel& m, const MlmBatch& b, Generator* gen) {
+  const std::vector<Tensor> hidden = m.forward({b.ids, b.types, b.mask}, gen);
+  const int64_t N = b.ids.numel(), n = static_cast<int64_t>(b.positions.size());
+  const Device dev = m.device();
+  Tensor top = ops::reshape(hidden.back(), {N, m.config.hidden});
+  Tensor picked = ops::gather_rows(top, Tensor::from(b.positions, {n}, dev));
+  return ops::mean(ops::cross_entropy(m.mlm_logits(picked), Tensor::from(b.labels, {n}, dev)));
+}
+
+double heldout_perplexity(const BertModel& m, const MlmData& data, const TrainConfig& c, Device dev) {
+  NoGrad ng;
+  double total = 0, count = 0;
+  for (int i = 0; i < c.heldout_batches; ++i) {
+    const MlmBatch b = data.batch(i, c.batch_size, dev);
+    const double n = static_cast<double>(b.positions.size());
+    total += mlm_loss(m, b, nullptr).item() * n, count += n;
+  }
+  return std::exp(total / count);
+}
+
+}  // namespace
+
+double bert_learning_rate(double peak, int64_t step, int64_t warmup, int64_t total) {
+  if (warmup > 0 && step <= warmup) return peak * static_cast<double>(step) / static_cast<double>(warmup);
+  return peak * std::max(0.0, static_cast<double>(total - step) / static_cast<double>(std::max<int64_t>(1, total - warmup)));
+}
+
+TrainResult train_bert(const TrainConfig& c, int64_t max_new_steps, bool quiet) {
+  SA_CHECK(c.sense.n_context == 0, "{}: SaBERT (n_context >= 2 with model = \"bert\") is not implemented yet",
+           c.run_dir);
+  TrainConfig cfg;
+  RunSession session(c, cfg);
+  const std::string& dir = c.run_dir;
+  const Device dev = resolve_device(c.device);
+  BasicTokenizerOptions basic;
+  basic.lowercase = c.lowercase;
+  const WordPieceTokenizer tok(run_wordpieces(c, basic), basic);
+  const int V = tok.vocab().size();
+  cfg.bert.vocab_size = V;
+  write_file_atomically(run_files::config(dir), cfg.to_toml());
+  cfg.bert.save_hf_json(dir + "/config.json");
+
+  const MlmData train(c.train_prefix, tok, {c.max_seq_length, c.mask_prob, c.max_predictions, c.seed});
+  std::unique_ptr<MlmData> heldout;
+  if (!c.heldout_prefix.empty())
+    heldout = std::make_unique<MlmData>(c.heldout_prefix, tok,
+                                        MlmOptions{c.max_seq_length, c.mask_prob, c.max_predictions, 12345});
+  const int64_t per_epoch = std::max<int64_t>(1, static_cast<int64_t>(train.sequences()) / c.batch_size);
+  const int64_t total = c.n_steps > 0 ? c.n_steps : c.n_epochs * per_epoch;
+
+  auto fresh_state = [&] {
+    BertState s{BertModel::init(cfg.bert, c.seed, dev), Adam(c.learning_rate, 0.9, 0.999, c.adam_eps, c.weight_decay),
+                Generator(c.seed * 7919 + 17), 0};
+    s.opt.set_bias_correction(c.bias_correction);
+    for (NamedTensor& nt : s.model.named()) {
+      nt.tensor->set_requires_grad();
+      if (nt.name.find("LayerNorm") != std::string::npos || nt.name.ends_with("bias")) s.opt.no_decay(*nt.tensor);
+    }
+    return s;
+  };
+  BertState s = fresh_state();
+  std::vector<std::string> ckpts = run_files::checkpoints(dir);
+  while (!ckpts.empty()) {
+    try {
+      restore_state(ckpts.back(), s, V);
+      break;
+    } catch (const CheckpointDamaged& e) {  // truncated or malformed: set aside, take the previous one
+      const std::string aside = ckpts.back() + ".damaged";
+      fs::rename(ckpts.back(), aside);
+      std::fprintf(stderr, "train: %s\ntrain: moved it aside to %s\n", e.what(), aside.c_str());
+      ckpts.pop_back();
+      SA_CHECK(!ckpts.empty(), "{}: no intact checkpoint left (the damaged ones end in .damaged); move them away to "
+               "start this run over", run_files::checkpoint_dir(dir));
+      s = fresh_state();
+    }
+  }
+  session.open_metrics(s.step);
+  const std::string hf_weights = dir + "/model.safetensors";
+  if (!ckpts.empty() && (!fs::exists(hf_weights) || fs::last_write_time(hf_weights) < fs::last_write_time(ckpts.back())))
+    s.model.save_hf_weights(hf_weights);
+  std::vector<Tensor> params = s.model.params();
+  if (!quiet) {
+    int64_t n_params = 0;
+    for (const Tensor& p : params) n_params += p.numel();
+    if (!ckpts.empty()) std::printf("resuming %s from %s (step %ld)\n", dir.c_str(), fs::path(ckpts.back()).filename().c_str(), (long)s.step);
+    std::printf("train: BERT, %d pieces, %.2fM parameters, %zu sequences of <= %d pieces (%ld pieces/epoch), "
+                "%ld steps of %d sequences, device %s\n",
+                V, n_params / 1e6, train.sequences(), c.max_seq_length, (long)train.pieces(), (long)total, c.batch_size,
+                dev.str().c_str());
+  }
+  auto save = [&] {
+    save_state(run_files::checkpoint(dir, s.step), s, V);
+    s.model.save_hf_weights(hf_weights);
+    session.prune_checkpoints(c.keep_checkpoints);
+  };
+  TrainResult res;
+  const int64_t first = s.step;
+  const auto t0 = std::chrono::steady_clock::now();
+  int64_t pieces = 0;
+  double smooth = 0;
+  while (s.step < total && (max_new_steps <= 0 || s.step - first < max_new_steps)) {
+    const MlmBatch b = train.batch(s.step, c.batch_size, dev);
+    ++s.step;
+    Tensor loss = mlm_loss(s.model, b, &s.dropout);
+    const double lv = loss.item();
+    SA_CHECK(std::isfinite(lv), "step {}: the loss is {} (lower learning_rate?)", s.step, lv);
+    backward(loss);
+    clip_global_norm(params, c.all_clip_norm_val);
+    s.opt.set_lr(bert_learning_rate(c.learning_rate, s.step, c.warmup_steps, total));
+    s.opt.step(params);
+    pieces += b.pieces;
+    smooth = s.step == first + 1 ? lv : 0.95 * smooth + 0.05 * lv;
+    res.last_loss = lv;
+    const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    res.tokens_per_s = static_cast<double>(pieces) / el;
+    if (s.step % c.log_every == 0 || s.step == total) {
+      session.log({{"step", s.step}, {"loss", lv}, {"perplexity", std::exp(lv)}, {"tokens_per_s", res.tokens_per_s},
+                   {"learning_rate", bert_learning_rate(c.learning_rate, s.step, c.warmup_steps, total)},
+                   {"elapsed_s", el}});
+      if (!quiet) {
+        std::printf("step %ld/%ld | %.0f tokens/s | ETA %s | smoothed MLM loss %.3f | perplexity %.1f\n", (long)s.step,
+                    (long)total, res.tokens_per_s, clock_str(el / (s.step - first) * (total - s.step)).c_str(), smooth,
+                    std::exp(smooth));
+        std::fflush(stdout);
+      }
+    }
+    const bool final_step = s.step == total;
+    if (heldout && ((c.heldout_every > 0 && s.step % c.heldout_every == 0) || final_step)) {
+      res.heldout_perplexity = heldout_perplexity(s.model, *heldout, c, dev);
+      session.log({{"step", s.step}, {"heldout_perplexity", res.heldout_perplexity}});
+      if (!quiet) std::printf("step %ld: held-out MLM perplexity %.1f\n", (long)s.step, res.heldout_perplexity);
+    }
+    if (s.step % c.checkpoint_every == 0 || final_step) save();
+  }
+  res.steps_done = s.step;
+  return res;
+}
+
+}  // namespace sa

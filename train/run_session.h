@@ -1,0 +1,37 @@
+// What every trainer does with its run directory: take the lock, drop a killed run's temporaries,
+// refuse a resume whose config changed what the steps compute, write the resolved config.cfg, and
+// keep metrics.jsonl (lines after the resumed step dropped, each line flushed). Shared by the
+// ELMo and BERT trainers.
+#pragma once
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "train/config.h"
+#include "train/run_lock.h"
+
+namespace sa {
+
+class RunSession {
+ public:
+  // Locks c.run_dir (creating it) and checks a resume. `resolved` gets the saved config's
+  // n_train_tokens when the run resumes and c leaves it 0.
+  RunSession(const TrainConfig& c, TrainConfig& resolved);
+  // Drops metric lines after `step`, then opens metrics.jsonl for appending.
+  void open_metrics(int64_t step);
+  void log(const nlohmann::json& j);
+  // Removes all but the newest keep checkpoints.
+  void prune_checkpoints(int keep) const;
+  const std::string& dir() const { return dir_; }
+
+ private:
+  std::string dir_;
+  std::unique_ptr<RunLock> lock_;
+  std::ofstream metrics_;
+};
+
+// "m:ss" or "h:mm:ss", for ETAs.
+std::string clock_str(double seconds);
+
+}  // namespace sa
