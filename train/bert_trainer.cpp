@@ -127,30 +127,18 @@ TrainResult train_bert(const TrainConfig& c, int64_t max_new_steps, bool quiet) 
     return s;
   };
   BertState s = fresh_state();
-  std::vector<std::string> ckpts = run_files::checkpoints(dir);
-  while (!ckpts.empty()) {
-    try {
-      restore_state(ckpts.back(), s, V);
-      break;
-    } catch (const CheckpointDamaged& e) {  // truncated or malformed: set aside, take the previous one
-      const std::string aside = ckpts.back() + ".damaged";
-      fs::rename(ckpts.back(), aside);
-      std::fprintf(stderr, "train: %s\ntrain: moved it aside to %s\n", e.what(), aside.c_str());
-      ckpts.pop_back();
-      SA_CHECK(!ckpts.empty(), "{}: no intact checkpoint left (the damaged ones end in .damaged); move them away to "
-               "start this run over", run_files::checkpoint_dir(dir));
-      s = fresh_state();
-    }
-  }
+  const std::string resumed = session.restore_newest([&](const std::string& p) { restore_state(p, s, V); },
+                                                      [&] { s = fresh_state(); }).first;
   session.open_metrics(s.step);
   const std::string hf_weights = dir + "/model.safetensors";
-  if (!ckpts.empty() && (!fs::exists(hf_weights) || fs::last_write_time(hf_weights) < fs::last_write_time(ckpts.back())))
+  if (!resumed.empty() && (!fs::exists(hf_weights) || fs::last_write_time(hf_weights) < fs::last_write_time(resumed)))
     s.model.save_hf_weights(hf_weights);
   std::vector<Tensor> params = s.model.params();
   if (!quiet) {
     int64_t n_params = 0;
     for (const Tensor& p : params) n_params += p.numel();
-    if (!ckpts.empty()) std::printf("resuming %s from %s (step %ld)\n", dir.c_str(), fs::path(ckpts.back()).filename().c_str(), (long)s.step);
+    if (!resumed.empty())
+      std::printf("resuming %s from %s (step %ld)\n", dir.c_str(), fs::path(resumed).filename().c_str(), (long)s.step);
     std::printf("train: BERT, %d pieces, %.2fM parameters, %zu sequences of <= %d pieces (%ld pieces/epoch), "
                 "%ld steps of %d sequences, device %s\n",
                 V, n_params / 1e6, train.sequences(), c.max_seq_length, (long)train.pieces(), (long)total, c.batch_size,

@@ -6,6 +6,7 @@
 
 #include "data/atomic_file.h"
 #include "data/run_files.h"
+#include "data/safetensors.h"
 
 namespace sa {
 
@@ -57,6 +58,29 @@ void RunSession::open_metrics(int64_t step) {
 void RunSession::log(const nlohmann::json& j) {
   metrics_ << j.dump() << "\n" << std::flush;
   SA_CHECK(metrics_.good(), "{}: write failed ({})", run_files::metrics(dir_), std::strerror(errno));
+}
+
+std::pair<std::string, bool> RunSession::restore_newest(const std::function<void(const std::string&)>& restore,
+                                                        const std::function<void()>& reset) const {
+  std::vector<std::string> ckpts = run_files::checkpoints(dir_);
+  bool fell_back = false;
+  while (!ckpts.empty()) {
+    try {
+      restore(ckpts.back());
+      return {ckpts.back(), fell_back};
+    } catch (const CheckpointDamaged& e) {
+      const std::string aside = ckpts.back() + ".damaged";
+      fs::rename(ckpts.back(), aside);
+      std::fprintf(stderr, "train: %s\ntrain: moved it aside to %s\n", e.what(), aside.c_str());
+      ckpts.pop_back();
+      SA_CHECK(!ckpts.empty(), "{}: no intact checkpoint left (the damaged ones end in .damaged); move them away to "
+               "start this run over", run_files::checkpoint_dir(dir_));
+      std::fprintf(stderr, "train: resuming from the previous checkpoint, %s\n", ckpts.back().c_str());
+      reset();
+      fell_back = true;
+    }
+  }
+  return {"", false};
 }
 
 void RunSession::prune_checkpoints(int keep) const {

@@ -4,6 +4,7 @@
 // ELMo and BERT trainers.
 #pragma once
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -21,6 +22,12 @@ class RunSession {
   // Drops metric lines after `step`, then opens metrics.jsonl for appending.
   void open_metrics(int64_t step);
   void log(const nlohmann::json& j);
+  // Restores the newest intact checkpoint with `restore`. A damaged one (CheckpointDamaged:
+  // truncated, malformed, a tensor missing) is moved aside to NAME.damaged, `reset` gives a fresh
+  // state, and the previous one is tried. Returns the checkpoint restored ("" when there is none)
+  // and whether it fell back past a damaged one.
+  std::pair<std::string, bool> restore_newest(const std::function<void(const std::string&)>& restore,
+                                              const std::function<void()>& reset) const;
   // Removes all but the newest keep checkpoints.
   void prune_checkpoints(int keep) const;
   const std::string& dir() const { return dir_; }

@@ -132,36 +132,24 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet, 
   ElmoLM& lm = s.lm;
   int64_t& step = s.step;
   // Resume from the newest intact checkpoint; a damaged one is moved aside, not deleted.
-  std::vector<std::string> ckpts = run_files::checkpoints(dir);
-  bool fell_back = false;
-  while (!ckpts.empty()) {
-    try {
-      restore_checkpoint(ckpts.back(), s);
-      break;
-    } catch (const VocabularyMismatch& e) {
-      fail("{}: {} (was vocab.txt changed or cut?)", run_files::vocab(dir), e.what());
-    } catch (const CheckpointDamaged& e) {  // truncated, malformed or missing a tensor
-      const std::string aside = ckpts.back() + ".damaged";
-      fs::rename(ckpts.back(), aside);
-      std::fprintf(stderr, "train: %s\ntrain: moved it aside to %s\n", e.what(), aside.c_str());
-      ckpts.pop_back();
-      SA_CHECK(!ckpts.empty(), "{}: no intact checkpoint left (the damaged ones end in .damaged); move them away to "
-               "start this run over", run_files::checkpoint_dir(dir));
-      std::fprintf(stderr, "train: resuming from the previous checkpoint, %s\n", ckpts.back().c_str());
-      s = fresh_state();
-      fell_back = true;
-    }
-  }
+  const auto [resumed, fell_back] = session.restore_newest(
+      [&](const std::string& p) {
+        try {
+          restore_checkpoint(p, s);
+        } catch (const VocabularyMismatch& e) {
+          fail("{}: {} (was vocab.txt changed or cut?)", run_files::vocab(dir), e.what());
+        }
+      },
+      [&] { s = fresh_state(); });
   // Metric lines after the step resumed from (or all, starting over) are dropped, and with them a
   // line a kill cut short.
   session.open_metrics(step);
-  if (!ckpts.empty()) {
+  if (!resumed.empty()) {
     // weights.hdf5 follows the newest checkpoint (a kill between the two, or a deleted file).
     const std::string weights = run_files::weights(dir);
-    if (fell_back || !fs::exists(weights) || fs::last_write_time(weights) < fs::last_write_time(ckpts.back()))
+    if (fell_back || !fs::exists(weights) || fs::last_write_time(weights) < fs::last_write_time(resumed))
       lm.bilm.save_bilm(weights);
-    if (!quiet)
-      std::printf("resuming %s from %s (step %ld)\n", dir.c_str(), fs::path(ckpts.back()).filename().c_str(), (long)step);
+    if (!quiet) std::printf("resuming %s from %s (step %ld)\n", dir.c_str(), fs::path(resumed).filename().c_str(), (long)step);
   }
   if (!quiet) print_setup(c, cfg, lm, vocab.size(), total, dev);
 
