@@ -9,7 +9,7 @@ namespace sa {
 Box text_box(const std::string& text, double x, double y, double size) {
   double chars = 0;
   for (unsigned char c : text) chars += (c & 0xC0) != 0x80;
-  return {x, y - 0.8 * size, x + 0.62 * size * chars, y + 0.25 * size};
+  return {x, y - 0.8 * size, x + 0.72 * size * chars, y + 0.25 * size};
 }
 
 namespace {

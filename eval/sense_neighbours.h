@@ -14,8 +14,10 @@
 namespace sa {
 
 // Enabled rows chosen at least min_selections times in their word's usage window (the last
-// context_record_window selections of the word); with min_selections 0, every enabled row.
-std::vector<uint8_t> neighbour_candidates(const SenseHead& h, int min_selections);
+// context_record_window selections of the word), of words with at least min_count selections in
+// that window (rare words' rows are barely trained: only as negatives); with both 0, every
+// enabled row.
+std::vector<uint8_t> neighbour_candidates(const SenseHead& h, int min_selections, int min_count = 0);
 
 // Rows of one word whose unit vectors have cosine above this are the same sense for display.
 constexpr double kSameRowCosine = 0.9999;

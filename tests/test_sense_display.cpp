@@ -89,6 +89,9 @@ TEST(SenseNeighbours, OnlySelectedSensesAreCandidates) {
   EXPECT_EQ(rows, (std::vector<int32_t>{t.row(0, 1), t.row(0, 2), t.row(1, 1)}));
   c = neighbour_candidates(f.h, 2);
   EXPECT_EQ(std::count(c.begin(), c.end(), 1), 1);  // only word 0's sense 1, chosen twice
+  c = neighbour_candidates(f.h, 1, 2);  // words with 2 or more selections: word 0 (3), not word 1 (1)
+  EXPECT_EQ(std::count(c.begin(), c.end(), 1), 2);
+  EXPECT_TRUE(c[t.row(0, 1)] && c[t.row(0, 2)]);
   c = neighbour_candidates(f.h, 0);
   EXPECT_EQ(std::count(c.begin(), c.end(), 1), 9);  // every enabled row: senses 1-3 of three words
   // Word 2's neighbours among all enabled rows: each word's identical pair comes as one.

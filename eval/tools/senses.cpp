@@ -1,7 +1,7 @@
 // bin/senses: inspect the senses of a trained SaELMo run, and the pseudo-word evaluation.
-//   bin/senses list --model RUN --word W [--top K] [--langs en,de] [--min-selections N]   enabled senses,
+//   bin/senses list --model RUN --word W [--top K] [--langs en,de] [--min-selections N] [--min-count N]
 //                      selection counts, nearest senses (a joint run: nearest in each language)
-//   bin/senses plot --model RUN --word W --output F.svg [--top K] [--direction D] [--min-selections N]
+//   bin/senses plot --model RUN --word W --output F.svg [--top K] [--direction D] [--min-selections N] [--min-count N]
 //                      2-D PCA picture, labels laid out without overlaps
 //   bin/senses memory [--vocab N --dim P --n-context C]   sense-table memory, before allocating anything
 //   bin/senses dump --model RUN --output F [--direction D]   sense vectors, word2vec text, "word#s"
@@ -69,7 +69,8 @@ std::array<std::string, 2> lang_names(const std::string& spec) {
   return {spec.substr(0, c), spec.substr(c + 1)};
 }
 
-void list(SenseModel& r, const std::string& word, int top, const std::string& langs_spec, int min_selections) {
+void list(SenseModel& r, const std::string& word, int top, const std::string& langs_spec, int min_selections,
+          int min_count) {
   SA_CHECK(r.sense(), "{}: not a SaELMo run (n_context = 0)", r.run_dir);
   SA_CHECK(r.vocab.contains(word), "'{}' is not in the vocabulary", word);
   const int w = r.vocab.id(word);
@@ -82,7 +83,7 @@ void list(SenseModel& r, const std::string& word, int top, const std::string& la
     if (const auto* win = h.usage.window_of(w))
       for (int32_t row : *win) ++counts[row - w * C];
     const Tensor unit = unit_rows(h.table.W);
-    const std::vector<uint8_t> candidates = neighbour_candidates(h, min_selections);
+    const std::vector<uint8_t> candidates = neighbour_candidates(h, min_selections, min_count);
     std::printf("%s direction, '%s':\n", d == 0 ? "forward" : "backward", word.c_str());
     std::vector<int32_t> own;
     for (int s = 0; s < C; ++s)
@@ -114,13 +115,13 @@ void list(SenseModel& r, const std::string& word, int top, const std::string& la
 // language's are drawn as squares with italic labels. Identical rows are one point with one
 // label ("bank#1,3,5"); labels are laid out so that none overlaps another or leaves the picture.
 void plot(SenseModel& r, const std::string& word, int top, int d, const std::string& out, const std::string& langs_spec,
-          int min_selections) {
+          int min_selections, int min_count) {
   SA_CHECK(r.sense(), "{}: not a SaELMo run (n_context = 0)", r.run_dir);
   SA_CHECK(r.vocab.contains(word), "'{}' is not in the vocabulary", word);
   SenseHead& h = r.heads[d];
   const int w = r.vocab.id(word), C = h.table.n_context();
   const Tensor unit = unit_rows(h.table.W);
-  const std::vector<uint8_t> candidates = neighbour_candidates(h, min_selections);
+  const std::vector<uint8_t> candidates = neighbour_candidates(h, min_selections, min_count);
   std::vector<std::vector<int32_t>> points;  // each point: a group of identical rows
   std::vector<int> group;                    // index of the word's sense a point belongs to; -1: one of them
   const std::vector<uint8_t> langs = word_languages(r);
@@ -171,24 +172,31 @@ void plot(SenseModel& r, const std::string& word, int top, int d, const std::str
   if (!langs.empty())
     f << "<text x=\"10\" y=\"46\" font-size=\"12\">circles: " << html_escape(names[0]) << ", squares and italics: "
       << html_escape(names[1]) << "</text>\n";
+  // Markers first, then the labels over them: a label is never hidden under a later point.
+  std::vector<const char*> colours;
   for (int64_t i = 0, g = -1; i < n; ++i) {
     if (group[i] < 0) ++g;
-    const char* colour = palette[(group[i] < 0 ? g : group[i]) % 8];
-    const bool own_point = group[i] < 0, l2 = second(points[i][0]);
+    colours.push_back(palette[(group[i] < 0 ? g : group[i]) % 8]);
+  }
+  for (int64_t i = 0; i < n; ++i) {
     const LabelRequest& q = requests[i];
     const PlacedLabel& p = placed[i];
-    if (p.leader) {  // from the point's edge to the nearest corner region of the label
+    if (p.leader) {  // from the point to the nearest edge of the label
       const double lx = std::clamp(q.px, p.box.x0, p.box.x1), ly = std::clamp(q.py, p.box.y0, p.box.y1);
-      f << "<line x1=\"" << q.px << "\" y1=\"" << q.py << "\" x2=\"" << lx << "\" y2=\"" << ly << "\" stroke=\"" << colour
-        << "\" stroke-width=\"0.6\" stroke-opacity=\"0.6\"/>\n";
+      f << "<line x1=\"" << q.px << "\" y1=\"" << q.py << "\" x2=\"" << lx << "\" y2=\"" << ly << "\" stroke=\""
+        << colours[i] << "\" stroke-width=\"0.6\" stroke-opacity=\"0.6\"/>\n";
     }
-    if (l2)
-      f << "<rect x=\"" << q.px - 4 << "\" y=\"" << q.py - 4 << "\" width=\"8\" height=\"8\" fill=\"" << colour << "\"/>\n";
+    if (second(points[i][0]))
+      f << "<rect x=\"" << q.px - 4 << "\" y=\"" << q.py - 4 << "\" width=\"8\" height=\"8\" fill=\"" << colours[i]
+        << "\"/>\n";
     else
-      f << "<circle cx=\"" << q.px << "\" cy=\"" << q.py << "\" r=\"" << q.radius << "\" fill=\"" << colour << "\"/>\n";
-    f << "<text x=\"" << p.x << "\" y=\"" << p.y << "\" font-size=\"" << q.size << "\" fill=\"" << colour << "\""
-      << (own_point ? " font-weight=\"bold\"" : "") << (l2 ? " font-style=\"italic\"" : "") << ">" << html_escape(q.text)
-      << "</text>\n";
+      f << "<circle cx=\"" << q.px << "\" cy=\"" << q.py << "\" r=\"" << q.radius << "\" fill=\"" << colours[i] << "\"/>\n";
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const LabelRequest& q = requests[i];
+    f << "<text x=\"" << placed[i].x << "\" y=\"" << placed[i].y << "\" font-size=\"" << q.size << "\" fill=\""
+      << colours[i] << "\"" << (group[i] < 0 ? " font-weight=\"bold\"" : "")
+      << (second(points[i][0]) ? " font-style=\"italic\"" : "") << ">" << html_escape(q.text) << "</text>\n";
   }
   f << "</svg>\n";
   write_file_atomically(out, f.str());
@@ -231,6 +239,10 @@ int main(int argc, char** argv) {
   l->add_option("--min-selections", min_selections,
                 "neighbours only among senses chosen at least this often in their word's selection window (0: all)")
       ->check(CLI::NonNegativeNumber);
+  int min_count = 10;
+  l->add_option("--min-count", min_count,
+                "neighbours only among words with at least this many selections in their window (0: all)")
+      ->check(CLI::NonNegativeNumber);
   auto* pl = app.add_subcommand("plot", "2-D PCA picture (SVG) of a word's senses and their nearest senses");
   pl->add_option("--model", model)->required();
   pl->add_option("--word", word)->required();
@@ -239,6 +251,7 @@ int main(int argc, char** argv) {
   pl->add_option("--output", out, "SVG file")->required();
   pl->add_option("--langs", langs, "names of a joint run's two languages, e.g. en,de (labels only)");
   pl->add_option("--min-selections", min_selections, "as for list")->check(CLI::NonNegativeNumber);
+  pl->add_option("--min-count", min_count, "as for list")->check(CLI::NonNegativeNumber);
   auto* mem = app.add_subcommand("memory", "sense-table memory for a vocabulary size, per n_context (nothing allocated)");
   int64_t mem_vocab = 793471;
   int mem_dim = 512, mem_context = 6;
@@ -281,8 +294,8 @@ int main(int argc, char** argv) {
       return 0;
     }
     SenseModel r = load_sense_model(model);
-    if (l->parsed()) list(r, word, top, langs, min_selections);
-    if (pl->parsed()) plot(r, word, top, direction, out, langs, min_selections);
+    if (l->parsed()) list(r, word, top, langs, min_selections, min_count);
+    if (pl->parsed()) plot(r, word, top, direction, out, langs, min_selections, min_count);
     if (d->parsed()) dump(r, out, direction);
     if (pe->parsed())
       print_pseudo_eval(pseudo_eval(r, read_word_pairs(pairs), corpus, {max_sentences, stateful, ceiling}),
