@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "data/run_files.h"
+#include "layers/bert_encoder.h"
 
 namespace sa {
 
@@ -38,6 +39,12 @@ std::unique_ptr<ElmoEncoder> load_elmo(const EncoderSource& s, Device dev) {
   return enc;
 }
 
-std::unique_ptr<ContextualEncoder> load_encoder(const EncoderSource& s, Device dev) { return load_elmo(s, dev); }
+std::unique_ptr<ContextualEncoder> load_encoder(const EncoderSource& s, Device dev) {
+  if (!s.run_dir.empty() && is_bert_dir(s.run_dir)) {
+    SA_CHECK(s.pieces == "mean" || s.pieces == "first", "--pieces {}: expected mean or first", s.pieces);
+    return load_bert_encoder(s.run_dir, dev, s.pieces == "first" ? PiecePooling::First : PiecePooling::Mean);
+  }
+  return load_elmo(s, dev);
+}
 
 }  // namespace sa

@@ -1,6 +1,7 @@
 // One factory for every model a tool can read: our run directory (options.json + weights.hdf5,
-// both rewritten with every checkpoint) or a bilm-tf/AllenNLP bundle (options.json +
-// weights.hdf5). Shared by bin/embed, bin/wsd_eval, bin/align and bin/senses.
+// both rewritten with every checkpoint), a bilm-tf/AllenNLP bundle (options.json +
+// weights.hdf5), or a BERT directory (ours or Hugging Face's: config.json of model_type "bert",
+// model.safetensors, vocab.txt). Shared by bin/embed, bin/wsd_eval, bin/align and bin/senses.
 #pragma once
 #include <memory>
 #include <string>
@@ -10,8 +11,9 @@
 namespace sa {
 
 struct EncoderSource {
-  std::string run_dir;           // ours; sets options and weights
+  std::string run_dir;           // ours (ELMo or BERT), or a Hugging Face BERT directory
   std::string options, weights;  // bilm-tf
+  std::string pieces = "mean";   // BERT: a word's vector is the mean of its pieces' or the first's
 };
 
 std::unique_ptr<ContextualEncoder> load_encoder(const EncoderSource& source, Device dev);

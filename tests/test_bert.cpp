@@ -10,6 +10,8 @@
 
 #include "data/safetensors.h"
 #include "layers/bert.h"
+#include "layers/bert_encoder.h"
+#include "layers/load_encoder.h"
 
 namespace sa {
 namespace {
@@ -113,6 +115,36 @@ TEST(Bert, AttentionOpEqualsTheUnfusedPath) {
     const std::vector<double> a = fused.values(), b = unfused.values();
     for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 1e-12) << "p " << p << " element " << i;
     EXPECT_EQ(g1.offset, g2.offset);
+  }
+}
+
+// The encoder every tool reads BERT through: one vector per word, the mean (or first) of its
+// pieces' vectors, equal to the model's own output on the same pieces.
+TEST(Bert, EncoderGivesOneVectorPerWord) {
+  EXPECT_TRUE(is_bert_dir(kFixture));
+  const std::unique_ptr<ContextualEncoder> enc = load_encoder({kFixture, "", "", "mean"}, Device::cpu());
+  const std::unique_ptr<ContextualEncoder> first = load_encoder({kFixture, "", "", "first"}, Device::cpu());
+  EXPECT_EQ(enc->n_layers(), 3);
+  EXPECT_EQ(enc->dim(), 16);
+  const Sentences s = {{"The", "banks", "of", "the", "river"}, {"we", "sat"}};
+  const std::vector<Tensor> out = enc->embed(s), out_first = first->embed(s);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].shape(), Shape({3, 5, 16}));
+  EXPECT_EQ(out[1].shape(), Shape({3, 2, 16}));
+  // The model on [CLS] the bank ##s of the river [SEP] (lowercased: the fixture has no tokenizer config).
+  BertModel m = BertModel::load_hf(kFixture);
+  const WordPieceVocab v = WordPieceVocab::load(kFixture + "/vocab.txt");
+  std::vector<int32_t> ids;
+  for (const char* p : {"[CLS]", "the", "bank", "##s", "of", "the", "river", "[SEP]"}) ids.push_back(v.id(p));
+  const int64_t T = static_cast<int64_t>(ids.size());
+  const std::vector<Tensor> h = m.forward({Tensor::from(ids, {1, T}), Tensor::zeros({1, T}, DType::I32),
+                                           Tensor::full({1, T}, 1.0, DType::U8)});
+  const std::vector<double> top = h[2].values(), got = out[0].values(), got_first = out_first[0].values();
+  for (int c = 0; c < 16; ++c) {
+    EXPECT_NEAR(got[(2 * 5 + 0) * 16 + c], top[1 * 16 + c], 1e-5);  // "The" -> the
+    EXPECT_NEAR(got[(2 * 5 + 1) * 16 + c], (top[2 * 16 + c] + top[3 * 16 + c]) / 2, 1e-5);  // bank ##s
+    EXPECT_NEAR(got_first[(2 * 5 + 1) * 16 + c], top[2 * 16 + c], 1e-5);
+    EXPECT_NEAR(got[(2 * 5 + 4) * 16 + c], top[6 * 16 + c], 1e-5);  // river
   }
 }
 

@@ -57,7 +57,10 @@ int main(int argc, char** argv) {
   std::string vocab, input, output, layers = "all", device = "auto", align;
   int batch = 64;
   bool stateful = false;
-  app.add_option("--model", files.run_dir, "a run directory (options.json + weights.hdf5)");
+  app.add_option("--model", files.run_dir,
+                 "a run directory (ELMo: options.json + weights.hdf5), or a BERT directory (ours or Hugging Face's)");
+  app.add_option("--pieces", files.pieces, "BERT: a word's vector is the mean of its WordPiece vectors, or the first")
+      ->check(CLI::IsMember({"mean", "first"}));
   app.add_option("--options", files.options, "bilm-tf options.json");
   app.add_option("--weights", files.weights, "bilm-tf weights.hdf5");
   app.add_option("--vocab", vocab, "bilm-tf vocabulary (checked, not needed for embeddings)");
