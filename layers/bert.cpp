@@ -159,9 +159,10 @@ std::vector<std::pair<std::string, Tensor>> bert_hf_tensors(const BertModel& mod
   return out;
 }
 
-void BertModel::save_hf_weights(const std::string& path) const {
+void BertModel::save_hf_weights(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& extra) const {
   std::vector<std::pair<std::string, Tensor>> t;
   for (auto& [name, tensor] : bert_hf_tensors(*this)) t.emplace_back(name, tensor.to(Device::cpu()).to(DType::F32).clone());
+  for (auto& [name, tensor] : extra) t.emplace_back(name, tensor.to(Device::cpu()).to(DType::F32).clone());
   save_safetensors(path, t, {{"format", "pt"}});
 }
 

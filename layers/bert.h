@@ -53,8 +53,9 @@ class BertModel {
   // A Hugging Face directory (config.json + model.safetensors), or our own checkpoint's tensors
   // under the same names. Fails naming the file and the tensor that is missing or misshaped.
   static BertModel load_hf(const std::string& dir, Device dev = Device::cpu(), DType dt = DType::F32);
-  // model.safetensors with Hugging Face's names (query, key, value apart), written atomically.
-  void save_hf_weights(const std::string& path) const;
+  // model.safetensors with Hugging Face's names (query, key, value apart), and `extra` tensors
+  // under their own names, written atomically.
+  void save_hf_weights(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& extra = {}) const;
 
   // Every parameter with our name (Hugging Face's, but "attention.self.qkv" for the fused matrix).
   std::vector<NamedTensor> named();

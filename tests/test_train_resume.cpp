@@ -140,6 +140,18 @@ TEST(TrainResume, BertSigkillThenRerunEqualsUninterruptedRun) {
                        "bert.hidden = 16\nbert.layers = 2\nbert.heads = 2\nbert.intermediate = 32\nbert.max_positions = 32\n");
 }
 
+// SaBERT: the sense head's centers, projection queue, usage windows and enabled rows resume with
+// the BERT state, through the warm-up's end and a pruning.
+TEST(TrainResume, SabertSigkillThenRerunEqualsUninterruptedRun) {
+  check_resume("sabert", "model = \"bert\"\nlowercase = true\nword_pieces = true\nmax_seq_length = 24\n"
+                         "max_predictions = 4\nlearning_rate = 1e-3\nwarmup_steps = 10\nall_clip_norm_val = 1.0\n"
+                         "n_context = 3\ncluster_proj_dim = 4\npca_sample = 500\npca_every = 7\npca_push_every = 2\n"
+                         "pca_queue_steps = 20\ncontextual_warmup = 15\nprune_first = 20\nprune_every = 12\n"
+                         "context_record_window = 10\nsense_negatives = \"full\"\nwarmup_init = \"data\"\n"
+                         "selection_mean = \"word_offset\"\ncenter_update = \"per_token\"\n"
+                         "bert.hidden = 16\nbert.layers = 2\nbert.heads = 2\nbert.intermediate = 32\nbert.max_positions = 32\n");
+}
+
 TEST(TrainResume, SaelmoFullSoftmaxResumes) {
   check_resume("saelmo-full", "n_context = 3\ncluster_proj_dim = 8\npca_sample = 500\npca_every = 7\n"
                               "contextual_warmup = 15\nprune_first = 20\nprune_every = 12\nsense_negatives = \"full\"\n");

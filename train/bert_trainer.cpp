@@ -4,12 +4,16 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <random>
 
 #include "data/atomic_file.h"
 #include "data/mlm_batches.h"
 #include "data/run_files.h"
 #include "data/safetensors.h"
 #include "data/wordpiece_trainer.h"
+#include "sense/selection.h"
+#include "sense/sense_head.h"
+#include "sense/sense_softmax.h"
 #include "train/optimizer.h"
 #include "train/run_session.h"
 
@@ -36,11 +40,21 @@ struct BertState {
   Adam opt;
   Generator dropout;
   int64_t step = 0;
+  std::unique_ptr<SenseHead> head;  // SaBERT: the sense-aware output layer over the MLM transform
+
+  // The trainable parameters with their names: BERT's, then the sense table's.
+  std::vector<NamedTensor> named() {
+    std::vector<NamedTensor> v = model.named();
+    if (head)
+      for (const NamedTensor& nt : head->params(kSensePrefix)) v.push_back(nt);
+    return v;
+  }
+  static constexpr const char* kSensePrefix = "sense/0/";
 };
 
 std::vector<std::pair<std::string, Tensor>> state_tensors(BertState& s) {
   std::vector<std::pair<std::string, Tensor>> t;
-  for (NamedTensor& nt : s.model.named()) {
+  for (NamedTensor& nt : s.named()) {
     auto& [m, v] = s.opt.moments(*nt.tensor);
     t.emplace_back(nt.name, *nt.tensor);
     t.emplace_back("adam/m/" + nt.name, m);
@@ -50,9 +64,11 @@ std::vector<std::pair<std::string, Tensor>> state_tensors(BertState& s) {
 }
 
 void save_state(const std::string& path, BertState& s, int vocab_size) {
-  save_safetensors(path, state_tensors(s),
+  std::vector<std::pair<std::string, Tensor>> t = state_tensors(s);
+  if (s.head) s.head->save(t, BertState::kSensePrefix);
+  save_safetensors(path, t,
                    {{"step", s.step}, {"dropout_offset", s.dropout.offset}, {"adam_steps", s.opt.steps()},
-                    {"vocab_size", vocab_size}});
+                    {"vocab_size", vocab_size}, {"pca_fitted", s.head && s.head->proj.fitted()}});
 }
 
 void restore_state(const std::string& path, BertState& s, int vocab_size) {
@@ -63,25 +79,52 @@ void restore_state(const std::string& path, BertState& s, int vocab_size) {
   s.step = f.metadata.at("step").get<int64_t>();
   s.dropout.offset = f.metadata.at("dropout_offset").get<uint64_t>();
   s.opt.set_steps(f.metadata.at("adam_steps").get<int64_t>());
+  if (s.head) s.head->restore(f, path, BertState::kSensePrefix, f.metadata.value("pca_fitted", false));
 }
 
-// Mean cross entropy of the predicted positions of a batch, and their count.
-Tensor mlm_loss(const BertModel& m, const MlmBatch& b, Generator* gen) {
+// The final hidden vectors [n, H] of a batch's predicted positions.
+Tensor predicted_hidden(const BertModel& m, const MlmBatch& b, Generator* gen) {
   const std::vector<Tensor> hidden = m.forward({b.ids, b.types, b.mask}, gen);
   const int64_t N = b.ids.numel(), n = static_cast<int64_t>(b.positions.size());
-  const Device dev = m.device();
   Tensor top = ops::reshape(hidden.back(), {N, m.config.hidden});
-  Tensor picked = ops::gather_rows(top, Tensor::from(b.positions, {n}, dev));
-  return ops::mean(ops::cross_entropy(m.mlm_logits(picked), Tensor::from(b.labels, {n}, dev)));
+  return ops::gather_rows(top, Tensor::from(b.positions, {n}, m.device()));
 }
 
-double heldout_perplexity(const BertModel& m, const MlmData& data, const TrainConfig& c, Device dev) {
+// Mean loss of the predicted positions. BERT: cross entropy over the vocabulary. SaBERT: the
+// masked position's final hidden vector selects a sense of the target word (the same selection,
+// centring, projection and seeding as SaELMo's, sense/selection.h), and the MLM transform's output
+// is scored against the enabled sense rows: all of them (sense_negatives = "full"), or the
+// selected row against uniform samples. In evaluation (no `step`), SaBERT's loss is the word's
+// probability summed over its senses, on BERT's scale.
+Tensor mlm_loss(BertState& s, const TrainConfig& c, const MlmBatch& b, Generator* gen, SenseStep* step,
+                std::mt19937_64* rng) {
+  const BertModel& m = s.model;
+  const Tensor h = predicted_hidden(m, b, gen);
+  const int64_t n = h.dim(0);
+  if (!s.head) return ops::mean(ops::cross_entropy(m.mlm_logits(h), Tensor::from(b.labels, {n}, m.device())));
+  SenseHead& head = *s.head;
+  const Tensor x = m.mlm_transform(h);
+  if (!step) return ops::mean(sense_word_nll(x, head.table, b.labels));
+  const SenseOptions& o = c.sense;
+  const Tensor ctx = h.detach();
+  const Tensor mean = selection_mean(head.table, o, head.proj.mean(), b.labels,
+                                     o.selection_mean == SenseOptions::SelectionMean::WordOffset ? ops::mean(ctx, 0, true)
+                                                                                                  : Tensor());
+  std::vector<int32_t> sel = select_senses(head.table, ctx, b.labels, head.proj.matrix(), mean, o.seed_centers());
+  Tensor per_row = o.negatives == SenseOptions::Negatives::Full
+                       ? sense_full_loss(x, head.table, sel)
+                       : sense_sampled_loss(x, head.table, sel, sample_enabled_rows(head.table, c.n_negative_samples_batch, *rng));
+  *step = {ctx, std::move(sel), b.labels};
+  return ops::mean(per_row);
+}
+
+double heldout_perplexity(BertState& s, const MlmData& data, const TrainConfig& c, Device dev) {
   NoGrad ng;
   double total = 0, count = 0;
   for (int i = 0; i < c.heldout_batches; ++i) {
     const MlmBatch b = data.batch(i, c.batch_size, dev);
     const double n = static_cast<double>(b.positions.size());
-    total += mlm_loss(m, b, nullptr).item() * n, count += n;
+    total += mlm_loss(s, c, b, nullptr, nullptr, nullptr).item() * n, count += n;
   }
   return std::exp(total / count);
 }
@@ -94,8 +137,9 @@ double bert_learning_rate(double peak, int64_t step, int64_t warmup, int64_t tot
 }
 
 TrainResult train_bert(const TrainConfig& c, int64_t max_new_steps, bool quiet) {
-  SA_CHECK(c.sense.n_context == 0, "{}: SaBERT (n_context >= 2 with model = \"bert\") is not implemented yet",
-           c.run_dir);
+  SA_CHECK(c.sense.negatives != SenseOptions::Negatives::LogUniform, "{}: SaBERT takes sense_negatives = \"full\" or "
+           "\"uniform\"", c.run_dir);
+  const bool sense = c.sense.n_context >= 2;
   TrainConfig cfg;
   RunSession session(c, cfg);
   const std::string& dir = c.run_dir;
@@ -118,9 +162,14 @@ TrainResult train_bert(const TrainConfig& c, int64_t max_new_steps, bool quiet) 
 
   auto fresh_state = [&] {
     BertState s{BertModel::init(cfg.bert, c.seed, dev), Adam(c.learning_rate, 0.9, 0.999, c.adam_eps, c.weight_decay),
-                Generator(c.seed * 7919 + 17), 0};
+                Generator(c.seed * 7919 + 17), 0, nullptr};
     s.opt.set_bias_correction(c.bias_correction);
-    for (NamedTensor& nt : s.model.named()) {
+    if (sense) {  // Adam is dense: the sense table's rows get dense gradients here
+      s.head = std::make_unique<SenseHead>(V, c.sense, cfg.bert.hidden, c.seed + 101, dev);
+      s.head->table.W.set_sparse_grad(false);
+      s.head->table.b.set_sparse_grad(false);
+    }
+    for (NamedTensor& nt : s.named()) {
       nt.tensor->set_requires_grad();
       if (nt.name.find("LayerNorm") != std::string::npos || nt.name.ends_with("bias")) s.opt.no_decay(*nt.tensor);
     }
@@ -131,22 +180,35 @@ TrainResult train_bert(const TrainConfig& c, int64_t max_new_steps, bool quiet) 
                                                       [&] { s = fresh_state(); }).first;
   session.open_metrics(s.step);
   const std::string hf_weights = dir + "/model.safetensors";
+  // SaBERT's sense tables go into model.safetensors under names of their own (Hugging Face's
+  // loader leaves unknown names alone).
+  auto hf_extra = [&] {
+    std::vector<std::pair<std::string, Tensor>> t;
+    if (!s.head) return t;
+    const SenseTable& st = s.head->table;
+    t = {{"sense.output.weight", st.W}, {"sense.output.bias", ops::reshape(st.b, {st.rows()})}, {"sense.centers", st.centers},
+         {"sense.enabled", Tensor::from(st.enabled, {st.rows()})}, {"sense.projection", s.head->proj.matrix()}};
+    return t;
+  };
   if (!resumed.empty() && (!fs::exists(hf_weights) || fs::last_write_time(hf_weights) < fs::last_write_time(resumed)))
-    s.model.save_hf_weights(hf_weights);
-  std::vector<Tensor> params = s.model.params();
+    s.model.save_hf_weights(hf_weights, hf_extra());
+  std::vector<Tensor> params = tensors_of(s.named());
   if (!quiet) {
     int64_t n_params = 0;
     for (const Tensor& p : params) n_params += p.numel();
     if (!resumed.empty())
       std::printf("resuming %s from %s (step %ld)\n", dir.c_str(), fs::path(resumed).filename().c_str(), (long)s.step);
-    std::printf("train: BERT, %d pieces, %.2fM parameters, %zu sequences of <= %d pieces (%ld pieces/epoch), "
+    if (sense)
+      std::printf("sense table: %d pieces x %d senses x %d dims (%s softmax over the enabled rows)\n", V, c.sense.n_context,
+                  cfg.bert.hidden, c.sense.negatives == SenseOptions::Negatives::Full ? "exact" : "sampled");
+    std::printf("train: %s, %d pieces, %.2fM parameters, %zu sequences of <= %d pieces (%ld pieces/epoch), "
                 "%ld steps of %d sequences, device %s\n",
-                V, n_params / 1e6, train.sequences(), c.max_seq_length, (long)train.pieces(), (long)total, c.batch_size,
+                sense ? "SaBERT" : "BERT", V, n_params / 1e6, train.sequences(), c.max_seq_length, (long)train.pieces(), (long)total, c.batch_size,
                 dev.str().c_str());
   }
   auto save = [&] {
     save_state(run_files::checkpoint(dir, s.step), s, V);
-    s.model.save_hf_weights(hf_weights);
+    s.model.save_hf_weights(hf_weights, hf_extra());
     session.prune_checkpoints(c.keep_checkpoints);
   };
   TrainResult res;
@@ -157,13 +219,23 @@ TrainResult train_bert(const TrainConfig& c, int64_t max_new_steps, bool quiet) 
   while (s.step < total && (max_new_steps <= 0 || s.step - first < max_new_steps)) {
     const MlmBatch b = train.batch(s.step, c.batch_size, dev);
     ++s.step;
-    Tensor loss = mlm_loss(s.model, b, &s.dropout);
+    std::mt19937_64 sample_rng(c.seed * 1000003 + static_cast<uint64_t>(s.step));
+    SenseStep picked;
+    Tensor loss = mlm_loss(s, c, b, &s.dropout, &picked, &sample_rng);
     const double lv = loss.item();
     SA_CHECK(std::isfinite(lv), "step {}: the loss is {} (lower learning_rate?)", s.step, lv);
     backward(loss);
     clip_global_norm(params, c.all_clip_norm_val);
     s.opt.set_lr(bert_learning_rate(c.learning_rate, s.step, c.warmup_steps, total));
     s.opt.step(params);
+    if (sense) {
+      const SenseEvents ev = after_step(*s.head, c.sense, s.step, picked);
+      if (ev.warmup_ended && !quiet) std::printf("step %ld: warm-up done, senses 1..%d enabled\n", (long)s.step, c.sense.n_context - 1);
+      if (ev.pruned >= 0) {
+        session.log({{"step", s.step}, {"senses_removed", ev.pruned}});
+        if (!quiet) std::printf("step %ld: pruning removed %d senses\n", (long)s.step, ev.pruned);
+      }
+    }
     pieces += b.pieces;
     smooth = s.step == first + 1 ? lv : 0.95 * smooth + 0.05 * lv;
     res.last_loss = lv;
@@ -182,7 +254,7 @@ TrainResult train_bert(const TrainConfig& c, int64_t max_new_steps, bool quiet) 
     }
     const bool final_step = s.step == total;
     if (heldout && ((c.heldout_every > 0 && s.step % c.heldout_every == 0) || final_step)) {
-      res.heldout_perplexity = heldout_perplexity(s.model, *heldout, c, dev);
+      res.heldout_perplexity = heldout_perplexity(s, *heldout, c, dev);
       session.log({{"step", s.step}, {"heldout_perplexity", res.heldout_perplexity}});
       if (!quiet) std::printf("step %ld: held-out MLM perplexity %.1f\n", (long)s.step, res.heldout_perplexity);
     }
