@@ -102,6 +102,19 @@ TEST(BertTraining, RunDirectoryIsAHuggingFaceDirectory) {
   const SafetensorsFile ckpt = load_safetensors(dir + "/checkpoints/ckpt-00000006.safetensors");
   EXPECT_EQ(ckpt.metadata.at("step").get<int64_t>(), 6);
   for (NamedTensor& nt : m.named()) EXPECT_EQ(nt.tensor->values(), ckpt.tensors.at(nt.name).values()) << nt.name;
+  // bin/export writes the same model as a standalone Hugging Face directory, with the standard
+  // names only (query/key/value apart) and the tokenizer's lowercasing.
+  const std::string out = ::testing::TempDir() + "/bert-hf-export";
+  std::filesystem::remove_all(out);
+  const testing::ToolRun e = testing::run_tool("./bin/export --model " + dir + " --output " + out);
+  ASSERT_EQ(e.rc, 0) << e.out;
+  BertModel x = BertModel::load_hf(out);
+  std::vector<NamedTensor> a = m.named(), b = x.named();
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].tensor->values(), b[i].tensor->values()) << a[i].name;
+  const SafetensorsFile written = load_safetensors(out + "/model.safetensors");
+  EXPECT_EQ(written.tensors.size(), 5u + 16u + 5u);
+  EXPECT_TRUE(written.tensors.count("bert.encoder.layer.0.attention.self.value.bias"));
+  EXPECT_TRUE(testing::contains(testing::run_tool("cat " + out + "/tokenizer_config.json").out, "\"do_lower_case\": false"));
 }
 
 TEST(BertSchedule, LinearWarmupThenLinearDecay) {
