@@ -214,7 +214,9 @@ TrainResult train_bert(const TrainConfig& c, int64_t max_new_steps, bool quiet) 
   TrainResult res;
   const int64_t first = s.step;
   const auto t0 = std::chrono::steady_clock::now();
-  int64_t pieces = 0;
+  auto t_warm = t0;
+  int64_t pieces = 0, pieces_warm = 0;
+  const int64_t warm = 5;  // steps before the steady rate is timed (allocation warm-up)
   double smooth = 0;
   while (s.step < total && (max_new_steps <= 0 || s.step - first < max_new_steps)) {
     const MlmBatch b = train.batch(s.step, c.batch_size, dev);
@@ -241,6 +243,10 @@ TrainResult train_bert(const TrainConfig& c, int64_t max_new_steps, bool quiet) 
     res.last_loss = lv;
     const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     res.tokens_per_s = static_cast<double>(pieces) / el;
+    if (s.step - first == warm) t_warm = std::chrono::steady_clock::now(), pieces_warm = pieces;
+    if (s.step - first > warm)
+      res.steady_tokens_per_s = static_cast<double>(pieces - pieces_warm) /
+                                std::chrono::duration<double>(std::chrono::steady_clock::now() - t_warm).count();
     if (s.step % c.log_every == 0 || s.step == total) {
       session.log({{"step", s.step}, {"loss", lv}, {"perplexity", std::exp(lv)}, {"tokens_per_s", res.tokens_per_s},
                    {"learning_rate", bert_learning_rate(c.learning_rate, s.step, c.warmup_steps, total)},

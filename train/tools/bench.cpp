@@ -19,6 +19,7 @@
 #include "engine/engine.h"
 #include "layers/lstm.h"
 #include "layers/softmax.h"
+#include "train/bert_trainer.h"
 #include "train/trainer.h"
 
 using namespace sa;
@@ -266,9 +267,14 @@ int bench_train(const std::string& config, const std::string& corpus, int steps,
   if (!corpus.empty()) sets.push_back("train_prefix=" + corpus);
   sets.insert(sets.end(), overrides.begin(), overrides.end());
   TrainConfig c = TrainConfig::load(config, sets);
-  std::printf("bench train: %s on %s, %d timed steps after 5 warm-up steps of %dx%d tokens\n", config.c_str(),
-              c.train_prefix.c_str(), steps, c.batch_size, c.unroll_steps);
-  TrainResult r = train_elmo(c, 0, true, time_phases);
+  if (c.is_bert())
+    std::printf("bench train: %s on %s, %d timed steps after 5 warm-up steps of %d sequences of <= %d pieces "
+                "(tokens = pieces)\n", config.c_str(), c.train_prefix.c_str(), steps, c.batch_size, c.max_seq_length);
+  else
+    std::printf("bench train: %s on %s, %d timed steps after 5 warm-up steps of %dx%d tokens\n", config.c_str(),
+                c.train_prefix.c_str(), steps, c.batch_size, c.unroll_steps);
+  SA_CHECK(!c.is_bert() || !time_phases, "bench train: --phases is for ELMo configs");
+  TrainResult r = c.is_bert() ? train_bert(c, 0, true) : train_elmo(c, 0, true, time_phases);
   std::filesystem::remove_all(dir);
   AllocatorStats hs = host_allocator().stats();
   std::printf("sensealign: %.0f tokens/s | peak RSS %.0f MiB | peak tensor memory %.0f MiB (host)",
@@ -293,7 +299,7 @@ int bench_train(const std::string& config, const std::string& corpus, int steps,
     for (size_t i = 0; i < ops.size() && i < 15; ++i)
       std::printf("  %-28s %8.2f ms\n", ops[i].first.c_str(), ops[i].second / steps * 1e3);
   }
-  if (peer.empty()) return 0;
+  if (peer.empty() || c.is_bert()) return 0;  // the PyTorch peer is an ELMo
   // The PyTorch peer, same corpus, same machine, same run.
   std::string probe = "/usr/bin/python3 -c 'import torch' >/dev/null 2>&1";
   if (!std::filesystem::exists(peer) || std::system(probe.c_str()) != 0) {
@@ -327,7 +333,7 @@ int main(int argc, char** argv) {
   bool quick = false;
   ops_cmd->add_option("--device", device, "cpu, cuda, cuda:N or all (cpu and every visible GPU)");
   ops_cmd->add_flag("--quick", quick, "small sizes and few iterations (a smoke run)");
-  CLI::App* train_cmd = app.add_subcommand("train", "ELMo training tokens/s and peak memory (and the PyTorch peer)");
+  CLI::App* train_cmd = app.add_subcommand("train", "training tokens/s and peak memory (ELMo: and the PyTorch peer; BERT configs too)");
   std::string config = "configs/bench-small.cfg", corpus, peer = "../shared/bench/elmo_torch.py", tdevice = "auto";
   int steps = 40;
   train_cmd->add_option("--config", config, "training config");
