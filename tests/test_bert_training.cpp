@@ -5,6 +5,7 @@
 #include "tests/test_util.h"
 
 #include <filesystem>
+#include <fstream>
 #include <set>
 
 #include "data/mlm_batches.h"
@@ -123,6 +124,35 @@ TEST(BertSchedule, LinearWarmupThenLinearDecay) {
   EXPECT_DOUBLE_EQ(bert_learning_rate(1e-4, 60, 10, 110), 5e-5);
   EXPECT_DOUBLE_EQ(bert_learning_rate(1e-4, 110, 10, 110), 0.0);
   EXPECT_DOUBLE_EQ(bert_learning_rate(1e-4, 1, 0, 2), 5e-5);
+}
+
+}  // namespace
+}  // namespace sa
+
+namespace sa {
+namespace {
+
+// wsd_eval and bin/embed take a BERT directory as they take an ELMo run: the fixture model (no
+// signal in it) scores its one test instance against the one training instance.
+TEST(BertTools, WsdEvalAndEmbedReadABertDirectory) {
+  const std::string dir = ::testing::TempDir() + "/bert-tools";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/t.data.xml")
+      << "<?xml version=\"1.0\" encoding=\"UTF-8\" ?>\n<corpus lang=\"en\" source=\"t\">\n<text id=\"d000\">\n"
+      << "<sentence id=\"d000.s000\">\n<wf lemma=\"the\" pos=\"DET\">The</wf>\n"
+      << "<instance id=\"d000.s000.t000\" lemma=\"bank\" pos=\"NOUN\">banks</instance>\n"
+      << "<wf lemma=\"of\" pos=\"ADP\">of</wf>\n<wf lemma=\"the\" pos=\"DET\">the</wf>\n<wf lemma=\"river\" pos=\"NOUN\">river</wf>\n"
+      << "</sentence>\n</text>\n</corpus>\n";
+  std::ofstream(dir + "/t.gold.key.txt") << "d000.s000.t000 bank%1:17:01::\n";
+  const testing::ToolRun w = testing::run_tool("./bin/wsd_eval --model tests/reference/bert_small --train " + dir +
+                                               "/t.data.xml --test " + dir + "/t.data.xml --filter-lemma --out " + dir + "/keys");
+  ASSERT_EQ(w.rc, 0) << w.out;
+  EXPECT_TRUE(testing::contains(w.out, "100.0%")) << w.out;  // the test instance is the training instance
+  std::ofstream(dir + "/in.txt") << "the banks of the river\nwe sat\n";
+  const testing::ToolRun e = testing::run_tool("./bin/embed --model tests/reference/bert_small --pieces first --input " +
+                                               dir + "/in.txt --output " + dir + "/e.hdf5");
+  ASSERT_EQ(e.rc, 0) << e.out;
+  EXPECT_TRUE(std::filesystem::exists(dir + "/e.hdf5"));
 }
 
 }  // namespace
