@@ -171,13 +171,35 @@ BertModel BertModel::load_hf(const std::string& dir, Device dev, DType dt) {
   const std::string path = dir + "/model.safetensors";
   const SafetensorsFile f = load_safetensors(path);
   BertModel m = allocate(c, Device::cpu(), DType::F32);
+  // Google's original checkpoints, converted, name LayerNorm parameters gamma and beta; a
+  // checkpoint of the bare encoder (BertModel) has no "bert." prefix and no MLM head.
+  auto find = [&](const std::string& name) {
+    std::vector<std::string> names = {name};
+    for (const auto& [ours, theirs] : {std::pair{"LayerNorm.weight", "LayerNorm.gamma"}, {"LayerNorm.bias", "LayerNorm.beta"}})
+      if (name.ends_with(ours)) names.push_back(name.substr(0, name.size() - std::string(ours).size()) + theirs);
+    for (size_t i = 0, n = names.size(); i < n; ++i)
+      if (names[i].rfind("bert.", 0) == 0) names.push_back(names[i].substr(5));
+    for (const std::string& k : names)
+      if (auto it = f.tensors.find(k); it != f.tensors.end()) return it;
+    return f.tensors.end();
+  };
+  bool head_missing = false;
   for (auto& [name, view] : bert_hf_tensors(m)) {
-    auto it = f.tensors.find(name);
+    auto it = find(name);
+    if (it == f.tensors.end() && name.rfind("cls.", 0) == 0) {  // the encoder alone: the head stays at BERT's init
+      head_missing = true;
+      continue;
+    }
     SA_CHECK(it != f.tensors.end(), "{}: tensor '{}' missing", path, name);
     SA_CHECK(it->second.shape() == view.shape(), "{}: tensor '{}' is {} but config.json needs {}", path, name,
              to_string(it->second.shape()), to_string(view.shape()));
     Tensor dst = view;  // a view into the model's tensor (query, key, value: rows of the fused matrix)
     dst.copy_from(it->second.to(DType::F32));
+  }
+  if (head_missing) {  // LayerNorm gains 1, the rest 0: an untrained head, harmless for embedding
+    for (Tensor* t : {&m.mlm_w, &m.mlm_b, &m.mlm_ln_b, &m.mlm_bias}) backend(Device::cpu()).fill(*t, 0.0);
+    backend(Device::cpu()).fill(m.mlm_ln_g, 1.0);
+    m.has_mlm_head = false;
   }
   BertModel out = m;
   for (NamedTensor& nt : out.named()) *nt.tensor = nt.tensor->to(dt).to(dev).clone();

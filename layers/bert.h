@@ -47,11 +47,14 @@ class BertModel {
   Tensor word_emb, pos_emb, type_emb, emb_ln_g, emb_ln_b;
   std::vector<BertLayer> layer;
   Tensor mlm_w, mlm_b, mlm_ln_g, mlm_ln_b, mlm_bias;  // the MLM head; its output matrix is word_emb
+  bool has_mlm_head = true;  // false when read from a checkpoint of the bare encoder
 
   // BERT's initializer: N(0, 0.02) matrices and embeddings, zero biases, LayerNorm 1 and 0.
   static BertModel init(const BertConfig& c, uint64_t seed, Device dev = Device::cpu(), DType dt = DType::F32);
   // A Hugging Face directory (config.json + model.safetensors), or our own checkpoint's tensors
-  // under the same names. Fails naming the file and the tensor that is missing or misshaped.
+  // under the same names. Also reads LayerNorm parameters named gamma/beta (Google's converted
+  // checkpoints) and the bare encoder's names (no "bert." prefix, no MLM head). Fails naming the
+  // file and the tensor that is missing or misshaped.
   static BertModel load_hf(const std::string& dir, Device dev = Device::cpu(), DType dt = DType::F32);
   // model.safetensors with Hugging Face's names (query, key, value apart), and `extra` tensors
   // under their own names, written atomically.

@@ -168,6 +168,28 @@ TEST(Bert, HuggingFaceFilesRoundTrip) {
   }
 }
 
+// Google's converted checkpoints name LayerNorm parameters gamma and beta, and a bare encoder
+// (BertModel) has no "bert." prefix and no MLM head: both read, with the same encoder outputs.
+TEST(Bert, LoaderReadsGammaBetaNamesAndBareEncoders) {
+  const std::string dir = ::testing::TempDir() + "/bert-google-names";
+  std::filesystem::create_directories(dir);
+  BertModel m = BertModel::load_hf(kFixture);
+  m.config.save_hf_json(dir + "/config.json");
+  std::vector<std::pair<std::string, Tensor>> renamed;
+  for (auto [name, t] : bert_hf_tensors(m)) {
+    if (name.rfind("cls.", 0) == 0) continue;
+    if (name.ends_with("LayerNorm.weight")) name = name.substr(0, name.size() - 6) + "gamma";
+    if (name.ends_with("LayerNorm.bias")) name = name.substr(0, name.size() - 4) + "beta";
+    renamed.emplace_back(name.substr(5), t);  // drop "bert."
+  }
+  save_safetensors(dir + "/model.safetensors", renamed, {});
+  BertModel back = BertModel::load_hf(dir);
+  EXPECT_FALSE(back.has_mlm_head);
+  const BertBatch b{Tensor::from(std::vector<int32_t>{2, 5, 6, 3}, {1, 4}), Tensor::zeros({1, 4}, DType::I32),
+                    Tensor::full({1, 4}, 1.0, DType::U8)};
+  EXPECT_EQ(back.forward(b).back().values(), m.forward(b).back().values());
+}
+
 TEST(Bert, LoaderNamesTheMissingTensorAndBadConfig) {
   const std::string dir = ::testing::TempDir() + "/bert-broken";
   std::filesystem::create_directories(dir);

@@ -171,7 +171,9 @@ TrainResult train_bert(const TrainConfig& c, int64_t max_new_steps, bool quiet) 
     }
     for (NamedTensor& nt : s.named()) {
       nt.tensor->set_requires_grad();
-      if (nt.name.find("LayerNorm") != std::string::npos || nt.name.ends_with("bias")) s.opt.no_decay(*nt.tensor);
+      // No decay on LayerNorm parameters and biases (the sense table's bias is "sense/0/b").
+      if (nt.name.find("LayerNorm") != std::string::npos || nt.name.ends_with("bias") || nt.name.ends_with("/b"))
+        s.opt.no_decay(*nt.tensor);
     }
     return s;
   };

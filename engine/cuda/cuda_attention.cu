@@ -75,7 +75,8 @@ __global__ void attention_forward_kernel(const T* q, const T* k, const T* v, con
   }
   if (!live) return;
   T* O = out + (bh * s.T + i) * s.d;
-  for (int c = 0; c < s.d; ++c) O[c] = acc[c] / l;
+  // A row with every key padded: 0, as the CPU gives (and lse = -inf).
+  for (int c = 0; c < s.d; ++c) O[c] = l > T(0) ? acc[c] / l : T(0);
   lse[bh * s.T + i] = m + log(l);
 }
 
@@ -172,6 +173,7 @@ void CudaBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, c
   const int64_t B = q.dim(0), H = q.dim(1), T = q.dim(2), d = q.dim(3);
   if (B * H * T == 0) return;
   const AttnShape s{H, T, d, scale, p, seed, offset};
+  if (B * H > 65535) fail_message("attention: " + std::to_string(B * H) + " heads in a batch exceed CUDA's grid (65535)");
   const dim3 grid(static_cast<unsigned>((T + kRows - 1) / kRows), static_cast<unsigned>(B * H));
   dispatch(q.dtype(), "attention", [&](auto tag) {
     using Tt = decltype(tag);
