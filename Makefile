@@ -30,7 +30,19 @@ BLAS_DIR ?= /usr/lib/x86_64-linux-gnu/openblas-openmp
 LDLIBS := -L$(BLAS_DIR) -Wl,-rpath,$(BLAS_DIR) -lopenblas -lfmt -lhdf5_serial -ltomlplusplus -lpugixml -lutf8proc -fopenmp -lpthread
 NVCCFLAGS := -std=c++20 -O3 -I. $(CUDA_ARCH) -Xcompiler -fopenmp --expt-relaxed-constexpr -MMD -MP
 
-ENGINE_SRC := engine/backend.cpp $(wildcard engine/core/*.cpp engine/ops/*.cpp engine/cpu/*.cpp)
+ENGINE_SRC := engine/backend.cpp $(wildcard engine/core/*.cpp engine/ops/*.cpp engine/cpu/*.cpp) engine/dist/tensor_collectives.cpp
+# MPI (data-parallel training, `mpirun -np N ./bin/train`) when OpenMPI's compiler wrapper is found;
+# `make MPI=0` builds single-process binaries. Only engine/dist/mpi_communicator.cpp sees mpi.h.
+ifeq ($(origin MPI), undefined)
+  MPI := $(if $(shell command -v mpicxx 2>/dev/null),1,0)
+endif
+ifeq ($(MPI),1)
+  ENGINE_SRC += engine/dist/mpi_communicator.cpp
+  MPI_CXXFLAGS := $(shell mpicxx --showme:compile)
+  LDLIBS += $(filter-out -lmpi_cxx,$(shell mpicxx --showme:link))
+else
+  ENGINE_SRC += engine/dist/single_process.cpp
+endif
 ifeq ($(CUDA),1)
   CUDA_SRC := $(wildcard engine/cuda/*.cu)
   CUDNN_SRC := $(if $(filter 1,$(CUDNN)),$(wildcard engine/cuda/cudnn_*.cpp))
@@ -62,7 +74,8 @@ all: $(TOOLS) bin/tests bin/fault_inject.so
 # missing ones (with sudo when not root).
 DEB_PACKAGES := g++ make python3 libopenblas-openmp-dev libfmt-dev libgtest-dev libcli11-dev libhdf5-dev \
   nlohmann-json3-dev libtomlplusplus-dev debian-handbook \
-  wordnet-base wordnet-sense-index libpugixml-dev edict trans-de-en man-db manpages-de libutf8proc-dev
+  wordnet-base wordnet-sense-index libpugixml-dev edict trans-de-en man-db manpages-de libutf8proc-dev \
+  libopenmpi-dev openmpi-bin
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
@@ -81,20 +94,23 @@ quickstart: deps
 	$(MAKE) -j$$(nproc) all corpus
 	./bin/train configs/quickstart.cfg
 
-# The CUDA flag set is part of every object: rebuild when it changes.
-$(BUILD)/.cuda-$(CUDA):
+# The CUDA flag set is part of every object: rebuild when it changes. (MPI changes only which
+# engine/dist file is built, and the link.)
+FLAGS_STAMP := $(BUILD)/.cuda-$(CUDA)
+$(FLAGS_STAMP):
 	@mkdir -p $(BUILD) && rm -f $(BUILD)/.cuda-* && touch $@
 
-$(BUILD)/%.o: %.cpp $(BUILD)/.cuda-$(CUDA)
+$(BUILD)/engine/dist/mpi_communicator.o: CXXFLAGS += $(MPI_CXXFLAGS)
+$(BUILD)/%.o: %.cpp $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) -c $< -o $@
 
 # cuDNN headers are slow to compile: cuDNN code lives in its own translation units.
-$(BUILD)/%.cudnn.o: %.cpp $(BUILD)/.cuda-$(CUDA)
+$(BUILD)/%.cudnn.o: %.cpp $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) -I$(CUDA_HOME)/include -I$(CUDNN_HOME)/include -c $< -o $@
 
-$(BUILD)/%.cu.o: %.cu $(BUILD)/.cuda-$(CUDA)
+$(BUILD)/%.cu.o: %.cu $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CUDA_HOME)/bin/nvcc $(NVCCFLAGS) -c $< -o $@
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "data/char_ids.h"
+#include "engine/core/error.h"
 
 namespace sa {
 
@@ -19,6 +20,17 @@ void LmStream::refill(Row& r) {
   r.ids.clear();
   for (const std::string& w : r.own) r.ids.push_back(vocab_.id(w));
   r.at = 0;
+}
+
+LmBatch batch_rows(const LmBatch& b, int first, int n) {
+  SA_CHECK(first >= 0 && n >= 0 && first + n <= b.rows, "batch_rows: rows [{}, {}) of a batch of {}", first, first + n, b.rows);
+  const size_t cells = static_cast<size_t>(b.steps), at = static_cast<size_t>(first) * cells, len = static_cast<size_t>(n) * cells;
+  LmBatch r;
+  r.rows = n;
+  r.steps = b.steps;
+  r.char_ids.assign(b.char_ids.begin() + at * chars::kPerToken, b.char_ids.begin() + (at + len) * chars::kPerToken);
+  r.targets.assign(b.targets.begin() + at, b.targets.begin() + at + len);
+  return r;
 }
 
 void LmStream::next(LmBatch& b) {

@@ -18,6 +18,9 @@ struct LmBatch {
   std::vector<int32_t> targets;   // [rows, steps] next-token word ids
 };
 
+// Rows [first, first + n) of a batch (a data-parallel rank's share of the global batch).
+LmBatch batch_rows(const LmBatch& b, int first, int n);
+
 class LmStream {
  public:
   LmStream(std::unique_ptr<ShardedCorpus> corpus, const Vocab& vocab, int rows, int steps, bool reverse);

@@ -17,15 +17,23 @@ void BilmState::detach() {
     for (LstmState& s : d) s = {s.c.detach(), s.m.detach()};
 }
 
-void BilmState::reset_rows(double p, uint64_t seed) {
+BilmState BilmState::rows(int64_t first, int64_t n) const {
+  BilmState s;
+  for (int d = 0; d < 2; ++d)
+    for (const LstmState& l : dir[d]) s.dir[d].push_back({l.c.rows(first, first + n).clone(), l.m.rows(first, first + n).clone()});
+  return s;
+}
+
+void BilmState::reset_rows(double p, uint64_t seed, int64_t first_row, int64_t all_rows) {
   if (p <= 0) return;
   std::mt19937_64 rng(seed);
   std::bernoulli_distribution reset(p);
   for (auto& d : dir) {
     if (d.empty()) continue;
-    const int64_t rows = d[0].c.dim(0);
-    std::vector<uint8_t> m(static_cast<size_t>(rows));
-    for (uint8_t& v : m) v = reset(rng) ? 1 : 0;
+    const int64_t rows = d[0].c.dim(0), drawn = std::max(all_rows, first_row + rows);
+    std::vector<uint8_t> all(static_cast<size_t>(drawn));
+    for (uint8_t& v : all) v = reset(rng) ? 1 : 0;
+    std::vector<uint8_t> m(all.begin() + first_row, all.begin() + first_row + rows);
     Tensor mask = Tensor::from(m, {rows, 1}, d[0].c.device());
     for (LstmState& s : d) s = {ops::masked_fill(s.c, mask, 0.0), ops::masked_fill(s.m, mask, 0.0)};
   }

@@ -16,8 +16,12 @@ struct BilmState {
   static BilmState zeros(const ElmoOptions& o, int64_t rows, Device dev, DType dt);
   void detach();
   // Zeroes each row's state (all layers, both directions) with probability p; the draw depends
-  // on `seed` only, so a resumed run resets the same rows.
-  void reset_rows(double p, uint64_t seed);
+  // on `seed` only, so a resumed run resets the same rows. A data-parallel rank holding rows
+  // [first_row, first_row + rows) of a batch of `all_rows` draws for all of them and keeps its own,
+  // so the ranks reset the rows one process with the whole batch would.
+  void reset_rows(double p, uint64_t seed, int64_t first_row = 0, int64_t all_rows = 0);
+  // Copies of rows [first, first + n) of every state.
+  BilmState rows(int64_t first, int64_t n) const;
 };
 
 struct BilmOutputs {

@@ -1,12 +1,14 @@
 #include "sense/sense_head.h"
 
+#include "engine/dist/communicator.h"
+#include "engine/dist/tensor_collectives.h"
 #include "sense/selection.h"
 #include "sense/sense_softmax.h"
 
 namespace sa {
 
-SenseHead::SenseHead(int vocab, const SenseOptions& o, int dim, uint64_t seed, Device dev)
-    : table(vocab, o.n_context, dim, seed, dev), proj(dim, o.cluster_proj_dim, o.pca_sample, seed ^ 0x9e3779b9ull),
+SenseHead::SenseHead(int vocab, const SenseOptions& o, int dim, uint64_t seed, Device dev, DType dt)
+    : table(vocab, o.n_context, dim, seed, dev, dt), proj(dim, o.cluster_proj_dim, o.pca_sample, seed ^ 0x9e3779b9ull),
       usage(o.context_record_window) {}
 
 std::string sense_head_prefix(size_t d) { return "sense/" + std::to_string(d) + "/"; }
@@ -63,7 +65,9 @@ Tensor sense_direction_loss(SenseHead& h, const Tensor& top, const LmBatch& b, c
   const int64_t B = top.dim(0), T = top.dim(1), P = top.dim(2);
   Tensor ctx = selection_context(select_top.defined() ? select_top : top);
   const bool offsets = o.selection_mean == SenseOptions::SelectionMean::WordOffset;
-  const Tensor batch_mean = offsets ? ops::mean(ctx, 0, true) : Tensor();
+  // Data-parallel training: the offsets' batch mean is the global batch's (every rank's rows).
+  // Evaluation runs on one rank and needs none of it.
+  const Tensor batch_mean = !offsets ? Tensor() : training ? dist::mean_rows(ctx) : ops::mean(ctx, 0, true);
   const WordMeans mean_of = [&](const std::vector<int32_t>& words) {
     return selection_mean(h.table, o, h.proj.mean(), words, batch_mean);
   };
@@ -76,7 +80,20 @@ Tensor sense_direction_loss(SenseHead& h, const Tensor& top, const LmBatch& b, c
   // tokens), the translation loss and the other negatives select first.
   const bool fused = training && !dict && o.negatives == N::Uniform && !o.seed_centers();
   std::vector<int32_t> sel;
-  if (!fused) sel = select_senses(h.table, ctx, b.targets, h.proj.matrix(), mean, training && o.seed_centers());
+  // Selection is per token, except that seeding sets a center for the tokens after it: data-parallel
+  // ranks then select over the global batch, in its order, and keep their own rows.
+  const bool seeding = training && o.seed_centers(), global = seeding && dist::size() > 1;
+  Tensor all_ctx;
+  std::vector<int32_t> all_targets;
+  if (global) {
+    all_ctx = dist::allgather_rows(ctx), all_targets = dist::allgather(b.targets);
+    const std::vector<int32_t> all_sel =
+        select_senses(h.table, all_ctx, all_targets, h.proj.matrix(), mean_of(all_targets), true);
+    const auto first = all_sel.begin() + static_cast<int64_t>(dist::rank()) * B * T;
+    sel.assign(first, first + B * T);
+  } else if (!fused) {
+    sel = select_senses(h.table, ctx, b.targets, h.proj.matrix(), mean, seeding);
+  }
   Tensor per_row;
   if (fused) {
     SelectedLoss r = select_and_sampled_loss(flat, h.table, ctx, b.targets, h.proj.matrix(), mean,
@@ -92,7 +109,12 @@ Tensor sense_direction_loss(SenseHead& h, const Tensor& top, const LmBatch& b, c
   } else {  // uniform negatives with seeding
     per_row = sense_sampled_loss(flat, h.table, sel, sample_enabled_rows(h.table, n_negatives, rng));
   }
-  if (step) *step = {ctx, std::move(sel), b.targets};
+  // after_step sees what every rank selected, so the ranks keep one sense state.
+  if (step && dist::size() > 1)
+    *step = {all_ctx.defined() ? all_ctx : dist::allgather_rows(ctx), dist::allgather(sel),
+             all_targets.empty() ? dist::allgather(b.targets) : all_targets};
+  else if (step)
+    *step = {ctx, std::move(sel), b.targets};
   return ops::mean(per_row);
 }
 

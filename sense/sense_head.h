@@ -22,7 +22,7 @@ struct SenseHead {
   SenseTable table;
   PcaProjection proj;
   SenseUsage usage;
-  SenseHead(int vocab, const SenseOptions& o, int dim, uint64_t seed, Device dev);
+  SenseHead(int vocab, const SenseOptions& o, int dim, uint64_t seed, Device dev, DType dt = DType::F32);
 
   // The trainable table, W and b, under `prefix`.
   std::vector<NamedTensor> params(const std::string& prefix);

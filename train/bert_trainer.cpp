@@ -11,6 +11,7 @@
 #include "data/run_files.h"
 #include "data/safetensors.h"
 #include "data/wordpiece_trainer.h"
+#include "engine/dist/communicator.h"
 #include "sense/selection.h"
 #include "sense/sense_head.h"
 #include "sense/sense_softmax.h"
@@ -137,6 +138,8 @@ double bert_learning_rate(double peak, int64_t step, int64_t warmup, int64_t tot
 }
 
 TrainResult train_bert(const TrainConfig& c, int64_t max_new_steps, bool quiet) {
+  SA_CHECK(dist::size() == 1, "{}: data-parallel training (mpirun) is implemented for ELMo and SaELMo; train BERT "
+           "in one process", c.run_dir);
   SA_CHECK(c.sense.negatives != SenseOptions::Negatives::LogUniform, "{}: SaBERT takes sense_negatives = \"full\" or "
            "\"uniform\"", c.run_dir);
   const bool sense = c.sense.n_context >= 2;

@@ -29,7 +29,8 @@ void save_checkpoint(const std::string& path, TrainingState& s) {
   for (size_t d = 0; d < s.lm.heads.size(); ++d) s.lm.heads[d].save(ts, sense_head_prefix(d));
   save_safetensors(path, ts,
                    {{"step", s.step}, {"dropout_offset", s.dropout.offset}, {"seed", s.seed},
-                    {"pca_fitted", s.lm.sense() && s.lm.heads[0].proj.fitted()}, {"vocab_checksum", s.vocab_checksum}});
+                    {"pca_fitted", s.lm.sense() && s.lm.heads[0].proj.fitted()}, {"vocab_checksum", s.vocab_checksum},
+                    {"ranks", s.ranks}});
 }
 
 void restore_checkpoint(const std::string& path, TrainingState& s) {
@@ -37,6 +38,11 @@ void restore_checkpoint(const std::string& path, TrainingState& s) {
   // Older checkpoints record no checksum.
   if (f.metadata.value("vocab_checksum", s.vocab_checksum) != s.vocab_checksum)
     throw VocabularyMismatch(fmt::format("the vocabulary differs from the one {} was trained with", path));
+  // The global batch, the data stream and the carried state are split by rank: another count
+  // would continue a different run.
+  if (const int saved = f.metadata.value("ranks", 1); saved != s.ranks)
+    fail("{}: written by a run of {} data-parallel rank{}; resume it with {} (this run has {})", path, saved,
+         saved == 1 ? "" : "s", saved == 1 ? "one process (no mpirun)" : fmt::format("mpirun -np {}", saved), s.ranks);
   restore_model(f, path, s.lm);
   for (NamedTensor& nt : s.lm.named()) take_tensor(f, path, adagrad_name(nt.name), s.opt.accumulator(*nt.tensor));
   for (int d = 0; d < 2; ++d)

@@ -5,7 +5,8 @@
 //   state/<d>/<layer>/c, state/<d>/<layer>/m                         the carried LSTM state
 //   sense/<d>/{centers,enabled,projection,pca_queue,usage}           the sense heads (SenseHead::save)
 //   metadata: step, dropout_offset (the dropout stream's position), seed, pca_fitted,
-//             vocab_checksum (so a changed vocab.txt is an error, not silent garbage)
+//             vocab_checksum (so a changed vocab.txt is an error, not silent garbage),
+//             ranks (data-parallel processes; a resume needs as many)
 // The data streams and per-step samplers are seeded from (seed, step), so `step` positions them.
 #pragma once
 #include <string>
@@ -24,6 +25,7 @@ struct TrainingState {
   int64_t step = 0;
   uint64_t seed = 0;
   uint64_t vocab_checksum = 0;  // Vocab::checksum of the run's vocabulary
+  int ranks = 1;                 // data-parallel ranks; `carried` holds the rows of all of them when saved
 };
 
 // A checkpoint that is intact but belongs to another vocabulary than the run's: not damage, so

@@ -292,8 +292,9 @@ void validate(const TrainConfig& c, const std::string& origin, const KeyLines& l
         fmt::format("must be 261 (training) or 262 (bilm-tf's inference value), got {}", c.model.n_characters));
   check(c.sense.n_context == 0 || c.sense.n_context >= 2, "n_context",
         fmt::format("must be 0 (plain ELMo) or at least 2 (sense 0 is the warm-up sense), got {}", c.sense.n_context));
-  check(c.precision == "f32" || c.precision == "tf32", "precision",
-        fmt::format("must be \"f32\" or \"tf32\", got \"{}\"", c.precision));
+  check(c.precision == "f32" || c.precision == "tf32" || c.precision == "f64", "precision",
+        fmt::format("must be \"f32\", \"tf32\" or \"f64\", got \"{}\"", c.precision));
+  check(c.precision != "f64" || c.model_type != "bert", "precision", "\"f64\" is for ELMo and SaELMo (BERT trains in f32)");
   check(c.model.cudnn == "auto" || c.model.cudnn == "on" || c.model.cudnn == "off", "lstm.cudnn",
         fmt::format("must be \"auto\", \"on\" or \"off\", got \"{}\"", c.model.cudnn));
   check(c.dictionary_format == "muse" || c.dictionary_format == "cedict" || c.dictionary_format == "edict" ||

@@ -63,7 +63,9 @@ struct TrainConfig {
   // run
   std::string run_dir;
   std::string device = "auto";
-  std::string precision = "f32";  // "f32" (exact) or "tf32" (CUDA matrix products on TF32 tensor cores)
+  // "f32", "tf32" (CUDA matrix products on TF32 tensor cores) or "f64" (ELMo and SaELMo: every
+  // parameter and activation in double, e.g. to compare runs to rounding)
+  std::string precision = "f32";
   uint64_t seed = 1;
   int64_t n_steps = 0;         // 0: n_epochs * n_train_tokens / (batch_size * unroll_steps)
   int log_every = 10;

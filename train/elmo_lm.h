@@ -19,9 +19,11 @@ struct ElmoLM {
   std::vector<SenseHead> heads;  // SaELMo: one sense head per direction instead
 
   static ElmoLM init(const ElmoOptions& opt, int vocab_size, uint64_t seed, Device dev, DType dt = DType::F32);
-  static ElmoLM init_sense(const ElmoOptions& opt, const SenseOptions& so, int vocab_size, uint64_t seed, Device dev);
+  static ElmoLM init_sense(const ElmoOptions& opt, const SenseOptions& so, int vocab_size, uint64_t seed, Device dev,
+                           DType dt = DType::F32);
   // init_sense when so.n_context >= 2 (SaELMo), init otherwise.
-  static ElmoLM make(const ElmoOptions& opt, const SenseOptions& so, int vocab_size, uint64_t seed, Device dev);
+  static ElmoLM make(const ElmoOptions& opt, const SenseOptions& so, int vocab_size, uint64_t seed, Device dev,
+                     DType dt = DType::F32);
   bool sense() const { return !heads.empty(); }
   // The bilm-tf names plus softmax/W and softmax/b (or sense/d/W and sense/d/b); the trainable tensors.
   std::vector<NamedTensor> named();

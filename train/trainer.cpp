@@ -7,10 +7,13 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "data/atomic_file.h"
 #include "data/dictionary.h"
 #include "data/run_files.h"
+#include "engine/dist/communicator.h"
+#include "engine/dist/tensor_collectives.h"
 #include "engine/engine.h"
 #include "train/checkpoint.h"
 #include "train/run_session.h"
@@ -22,7 +25,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-double heldout_perplexity(ElmoLM& lm, const TrainConfig& c, const Vocab& vocab, Device dev) {
+double heldout_perplexity(ElmoLM& lm, const TrainConfig& c, const Vocab& vocab, Device dev, DType dt) {
   NoGrad ng;
   Generator gen(0);
   LossOptions lo{false, 0.0, 0};
@@ -31,7 +34,7 @@ double heldout_perplexity(ElmoLM& lm, const TrainConfig& c, const Vocab& vocab, 
                     c.unroll_steps, reverse);
   };
   LmStream fwd = stream(false), bwd = stream(true);
-  BilmState st = BilmState::zeros(c.model, c.batch_size, dev, DType::F32);
+  BilmState st = BilmState::zeros(c.model, c.batch_size, dev, dt);
   std::mt19937_64 rng(0);
   double total[2] = {0, 0};
   LmBatch b[2];
@@ -99,16 +102,33 @@ void print_setup(const TrainConfig& c, const TrainConfig& cfg, const ElmoLM& lm,
 
 TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet, bool time_phases) {
   const std::string& dir = c.run_dir;
-  TrainConfig cfg;
-  RunSession session(c, cfg);
+  // Data parallel (mpirun -np N): every rank takes batch_size rows of a global batch of N x
+  // batch_size and the ranks average their gradients, so N ranks take the steps one process
+  // with the whole batch would (docs/design.md §6.8). Rank 0 owns the run directory.
+  const int ranks = dist::size(), rank = dist::rank();
+  const bool writer = rank == 0;
+  quiet = quiet || !writer;
+  TrainConfig cfg = c;
+  std::optional<RunSession> session;
+  if (writer) session.emplace(c, cfg);
   Device dev = resolve_device(c.device);
+  const DType dt = c.precision == "f64" ? DType::F64 : DType::F32;
   // The precision holds for this run only: the backend is shared with whatever runs next.
   struct Tf32Scope {
     Device dev;
     Tf32Scope(Device d, bool on) : dev(d) { backend(dev).set_tf32(on); }
     ~Tf32Scope() { backend(dev).set_tf32(false); }
   } tf32(dev, c.precision == "tf32");
-  Vocab vocab = run_vocab(c);
+  // The writer builds (or checks) the vocabulary and the saved config first; the others read them.
+  std::optional<Vocab> own_vocab;
+  if (writer) own_vocab = run_vocab(c);
+  dist::barrier();
+  if (!writer) {
+    own_vocab = Vocab::load(run_files::vocab(dir));
+    if (fs::exists(run_files::config(dir)) && cfg.n_train_tokens == 0)
+      cfg.n_train_tokens = TrainConfig::load(run_files::config(dir)).n_train_tokens;
+  }
+  const Vocab& vocab = *own_vocab;
   SA_CHECK(c.n_negative_samples_batch <= vocab.size(),
            "n_negative_samples_batch ({}) exceeds the vocabulary size ({})", c.n_negative_samples_batch, vocab.size());
 
@@ -117,34 +137,45 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet, 
     cfg.n_train_tokens = c.train_prefix_l2.empty() ? count_tokens(c.train_prefix, c.lowercase)
                                                    : 2 * std::max(count_tokens(c.train_prefix, c.lowercase),
                                                                   count_tokens(c.train_prefix_l2, c.lowercase));
-  const int64_t tokens_per_step = static_cast<int64_t>(c.batch_size) * c.unroll_steps;
+  const int64_t tokens_per_step = static_cast<int64_t>(c.batch_size) * c.unroll_steps * ranks;
   const int64_t total = c.n_steps > 0 ? c.n_steps : std::max<int64_t>(1, c.n_epochs * cfg.n_train_tokens / tokens_per_step);
-  write_file_atomically(run_files::config(dir), cfg.to_toml());
-  write_file_atomically(run_files::options(dir), cfg.bilm_options(vocab.size()).dump(2) + "\n");
+  if (writer) {
+    write_file_atomically(run_files::config(dir), cfg.to_toml());
+    write_file_atomically(run_files::options(dir), cfg.bilm_options(vocab.size()).dump(2) + "\n");
+  }
 
   const bool sense = c.sense.n_context >= 2;
+  // The carried LSTM state is checkpointed for the global batch (every rank's rows): a state holds
+  // all of them while it is saved or restored, and the rank's own rows while it trains. Each rank
+  // draws its own dropout masks (rank 0 those of a single process).
   auto fresh_state = [&] {
-    return TrainingState{ElmoLM::make(c.model, c.sense, vocab.size(), c.seed, dev), Adagrad(c.learning_rate, 1.0),
-                         BilmState::zeros(c.model, c.batch_size, dev, DType::F32), Generator(c.seed * 7919 + 17), 0,
-                         c.seed, vocab.checksum()};
+    return TrainingState{ElmoLM::make(c.model, c.sense, vocab.size(), c.seed, dev, dt), Adagrad(c.learning_rate, 1.0),
+                         BilmState::zeros(c.model, static_cast<int64_t>(c.batch_size) * ranks, dev, dt),
+                         Generator(c.seed * 7919 + 17 + 104729 * static_cast<uint64_t>(rank)), 0, c.seed,
+                         vocab.checksum(), ranks};
   };
   TrainingState s = fresh_state();
   ElmoLM& lm = s.lm;
   int64_t& step = s.step;
-  // Resume from the newest intact checkpoint; a damaged one is moved aside, not deleted.
-  const auto [resumed, fell_back] = session.restore_newest(
-      [&](const std::string& p) {
-        try {
-          restore_checkpoint(p, s);
-        } catch (const VocabularyMismatch& e) {
-          fail("{}: {} (was vocab.txt changed or cut?)", run_files::vocab(dir), e.what());
-        }
-      },
-      [&] { s = fresh_state(); });
+  auto restore = [&](const std::string& p) {
+    try {
+      restore_checkpoint(p, s);
+    } catch (const VocabularyMismatch& e) {
+      fail("{}: {} (was vocab.txt changed or cut?)", run_files::vocab(dir), e.what());
+    }
+  };
+  // Resume from the newest intact checkpoint; a damaged one is moved aside, not deleted. The
+  // writer chooses it; the others restore the same file.
+  std::string resumed;
+  bool fell_back = false;
+  if (writer) std::tie(resumed, fell_back) = session->restore_newest(restore, [&] { s = fresh_state(); });
+  dist::broadcast(resumed);
+  if (!writer && !resumed.empty()) restore(resumed);
+  s.carried = s.carried.rows(static_cast<int64_t>(rank) * c.batch_size, c.batch_size);
   // Metric lines after the step resumed from (or all, starting over) are dropped, and with them a
   // line a kill cut short.
-  session.open_metrics(step);
-  if (!resumed.empty()) {
+  if (writer) session->open_metrics(step);
+  if (writer && !resumed.empty()) {
     // weights.hdf5 follows the newest checkpoint (a kill between the two, or a deleted file).
     const std::string weights = run_files::weights(dir);
     if (fell_back || !fs::exists(weights) || fs::last_write_time(weights) < fs::last_write_time(resumed))
@@ -152,6 +183,9 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet, 
     if (!quiet) std::printf("resuming %s from %s (step %ld)\n", dir.c_str(), fs::path(resumed).filename().c_str(), (long)step);
   }
   if (!quiet) print_setup(c, cfg, lm, vocab.size(), total, dev);
+  if (!quiet && ranks > 1)
+    std::printf("data parallel: %d ranks x %d rows = batches of %d x %d; tokens/s below count all ranks\n", ranks,
+                c.batch_size, c.batch_size * ranks, c.unroll_steps);
 
   // Each direction draws its own sentences (bilingual: each picks the language independently).
   auto corpus = [&](uint64_t seed) {
@@ -160,18 +194,28 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet, 
       one->mix_with(std::make_unique<ShardedCorpus>(c.train_prefix_l2, seed + 1000003, c.lowercase), c.l1_sample_ratio);
     return one;
   };
-  LmStream fwd(corpus(c.seed * 2 + 1), vocab, c.batch_size, c.unroll_steps, false);
-  LmStream bwd(corpus(c.seed * 2 + 2), vocab, c.batch_size, c.unroll_steps, true);
+  // Every rank reads the global batch and keeps its rows: its share of the stream, in the order one
+  // process with the whole batch would see it.
+  const int global_rows = c.batch_size * ranks, first_row = c.batch_size * rank;
+  LmStream fwd(corpus(c.seed * 2 + 1), vocab, global_rows, c.unroll_steps, false);
+  LmStream bwd(corpus(c.seed * 2 + 2), vocab, global_rows, c.unroll_steps, true);
   std::unique_ptr<TranslationTable> dict = run_dictionary(c, vocab, quiet);
   LmBatch bf, bb;
   for (int64_t i = 0; i < step; ++i) {  // replay the data stream up to the checkpoint
     fwd.next(bf);
     bwd.next(bb);
   }
+  auto next_batches = [&] {
+    fwd.next(bf);
+    bwd.next(bb);
+    if (ranks > 1) bf = batch_rows(bf, first_row, c.batch_size), bb = batch_rows(bb, first_row, c.batch_size);
+  };
 
   LogUniformSampler sampler(vocab.size());
   LossOptions lo{true, c.dropout, c.n_negative_samples_batch};
-  auto log_metrics = [&](const nlohmann::json& j) { session.log(j); };
+  auto log_metrics = [&](const nlohmann::json& j) {
+    if (writer) session->log(j);
+  };
   TrainResult res;
   auto t0 = std::chrono::steady_clock::now();
   const int64_t first = step;
@@ -179,19 +223,27 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet, 
   auto t_warm = t0;
   double smooth = 0;
   auto save = [&]() {
-    save_checkpoint(run_files::checkpoint(dir, step), s);
+    if (ranks > 1) {  // the global batch's carried state, gathered on every rank, written by rank 0
+      BilmState own = s.carried;
+      for (auto& d : s.carried.dir)
+        for (LstmState& l : d) l = {dist::allgather_rows(l.c), dist::allgather_rows(l.m)};
+      if (writer) save_checkpoint(run_files::checkpoint(dir, step), s);
+      s.carried = own;
+    } else {
+      save_checkpoint(run_files::checkpoint(dir, step), s);
+    }
+    if (!writer) return;
     lm.bilm.save_bilm(run_files::weights(dir));  // bilm-tf bundle for bin/embed and AllenNLP
-    session.prune_checkpoints(c.keep_checkpoints);
+    session->prune_checkpoints(c.keep_checkpoints);
   };
 
   StepPhases phases(time_phases, dev);
   while (step < total && (max_new_steps <= 0 || step - first < max_new_steps)) {
     // batch
     phases.start();
-    fwd.next(bf);
-    bwd.next(bb);
+    next_batches();
     ++step;
-    s.carried.reset_rows(c.state_reset, c.seed * 998244353 + static_cast<uint64_t>(step));
+    s.carried.reset_rows(c.state_reset, c.seed * 998244353 + static_cast<uint64_t>(step), first_row, global_rows);
     std::mt19937_64 sample_rng(c.seed * 1000003 + static_cast<uint64_t>(step));
     phases.mark("batch");
     // forward
@@ -213,7 +265,7 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet, 
     }
     out = BilmOutputs();  // the tape keeps what backward needs; hold no other activations through it
     Tensor loss = ops::scale(ops::add(dir_loss[0], dir_loss[1]), 0.5);
-    double lv = loss.item();
+    double lv = dist::mean_over_ranks(loss.item());  // the global batch's loss (equal rows per rank)
     SA_CHECK(std::isfinite(lv), "step {}: the loss is {} (lower learning_rate or all_clip_norm_val?)", step, lv);
     phases.mark("loss");
     // backward (bilm-tf differentiates total_loss * unroll_steps), clip, update
@@ -222,6 +274,10 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet, 
     phases.profile_backward_ops(false);
     phases.mark("backward");
     std::vector<Tensor> params = lm.params();
+    if (ranks > 1) {
+      dist::average_gradients(params);
+      phases.mark("all-reduce gradients");
+    }
     coalesce_sparse_grads(params);
     phases.mark("coalesce sparse gradients");
     clip_global_norm(params, c.all_clip_norm_val);
@@ -264,8 +320,8 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet, 
         std::fflush(stdout);
       }
     }
-    if (!c.heldout_prefix.empty() && c.heldout_every > 0 && step % c.heldout_every == 0) {
-      res.heldout_perplexity = heldout_perplexity(lm, c, vocab, dev);
+    if (writer && !c.heldout_prefix.empty() && c.heldout_every > 0 && step % c.heldout_every == 0) {
+      res.heldout_perplexity = heldout_perplexity(lm, c, vocab, dev, dt);
       log_metrics({{"step", step}, {"heldout_perplexity", res.heldout_perplexity}});
       if (!quiet) std::printf("step %ld: held-out perplexity %.1f\n", (long)step, res.heldout_perplexity);
     }
@@ -273,8 +329,9 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet, 
     if (step % c.checkpoint_every == 0 || step == total) save();
   }
   // The final held-out line, once: a rerun of a finished run trains nothing and logs nothing.
-  if (step == total && first < total && !c.heldout_prefix.empty() && (c.heldout_every == 0 || total % c.heldout_every != 0)) {
-    res.heldout_perplexity = heldout_perplexity(lm, c, vocab, dev);
+  if (writer && step == total && first < total && !c.heldout_prefix.empty() &&
+      (c.heldout_every == 0 || total % c.heldout_every != 0)) {
+    res.heldout_perplexity = heldout_perplexity(lm, c, vocab, dev, dt);
     log_metrics({{"step", step}, {"heldout_perplexity", res.heldout_perplexity}});
     if (!quiet) std::printf("held-out perplexity %.1f\n", res.heldout_perplexity);
   }

@@ -1,0 +1,114 @@
+#include "engine/dist/tensor_collectives.h"
+
+#include <cstring>
+
+#include "engine/core/autograd.h"
+#include "engine/core/error.h"
+#include "engine/dist/communicator.h"
+#include "engine/ops/ops.h"
+
+namespace sa::dist {
+
+namespace {
+
+// A contiguous host copy (tensors are dense; a CPU tensor is copied so the buffer is private).
+Tensor host_copy(const Tensor& t) { return !t.device().is_cuda() ? t.clone() : t.to(Device::cpu()); }
+
+Tensor tensor_from_bytes(const std::vector<char>& bytes, Shape shape, DType dt, Device dev) {
+  Tensor h = Tensor::empty(shape, dt);
+  if (!bytes.empty()) std::memcpy(h.raw(), bytes.data(), bytes.size());
+  return h.to(dev);
+}
+
+// One flat host buffer for the dense gradients of one dtype.
+template <typename T>
+void reduce_dense(const std::vector<Tensor>& params, DType dt, double inv_ranks) {
+  std::vector<const Tensor*> ps;
+  int64_t n = 0;
+  for (const Tensor& p : params)
+    if (p.requires_grad() && !p.is_sparse_grad() && p.dtype() == dt) ps.push_back(&p), n += p.numel();
+  if (ps.empty()) return;
+  std::vector<T> flat(static_cast<size_t>(n), T(0));
+  int64_t at = 0;
+  for (const Tensor* p : ps) {  // a parameter this rank's loss did not reach adds zeros
+    if (Tensor g = p->grad(); g.defined()) std::memcpy(flat.data() + at, host_copy(g).raw(), g.nbytes());
+    at += p->numel();
+  }
+  allreduce_sum(flat.data(), n);
+  for (T& v : flat) v = static_cast<T>(v * inv_ranks);
+  at = 0;
+  for (const Tensor* p : ps) {
+    Tensor h = Tensor::empty(p->shape(), dt);
+    std::memcpy(h.raw(), flat.data() + at, h.nbytes());
+    at += p->numel();
+    if (Tensor g = p->grad(); g.defined())
+      g.copy_from(h);
+    else
+      p->impl()->grad = h.to(p->device()).impl_ptr();
+  }
+}
+
+void gather_sparse(const Tensor& p, double inv_ranks) {
+  SparseGrad& sg = p.sparse_grad();
+  const int64_t width = p.numel() / p.dim(0);
+  Tensor ids = Tensor::empty({0}, DType::I32), rows = Tensor::empty({0, width}, p.dtype());
+  if (!sg.empty()) std::tie(ids, rows) = sg.coalesce();
+  ids = host_copy(ids), rows = host_copy(rows);
+  std::vector<char> all_ids = allgather(ids.raw(), static_cast<int64_t>(ids.nbytes()));
+  std::vector<char> all_rows = allgather(rows.raw(), static_cast<int64_t>(rows.nbytes()));
+  const int64_t total = static_cast<int64_t>(all_ids.size() / sizeof(int32_t));
+  sg.clear();
+  if (total == 0) return;
+  NoGrad ng;
+  sg.indices = {tensor_from_bytes(all_ids, {total}, DType::I32, p.device())};
+  sg.rows = {ops::scale(tensor_from_bytes(all_rows, {total, width}, p.dtype(), p.device()), inv_ranks)};
+  sg.coalesced = false;
+  sg.coalesce_in_place();
+}
+
+}  // namespace
+
+Tensor allgather_rows(const Tensor& local) {
+  if (size() == 1) return local;
+  const Tensor h = host_copy(local);
+  std::vector<char> all = allgather(h.raw(), static_cast<int64_t>(h.nbytes()));
+  Shape s = local.shape();
+  int64_t width = 1;  // from the shape: a rank may hold no rows
+  for (size_t i = 1; i < s.size(); ++i) width *= s[i];
+  s[0] = static_cast<int64_t>(all.size() / (static_cast<size_t>(width) * dtype_size(local.dtype())));
+  return tensor_from_bytes(all, s, local.dtype(), local.device());
+}
+
+Tensor mean_rows(const Tensor& local) {
+  if (size() == 1) return ops::mean(local, 0, true);
+  NoGrad ng;
+  const Tensor s = host_copy(ops::sum(local, 0, true).to(DType::F64));
+  std::vector<double> buf(static_cast<size_t>(s.numel()) + 1);
+  std::memcpy(buf.data(), s.raw(), s.nbytes());
+  buf.back() = static_cast<double>(local.dim(0));
+  allreduce_sum(buf.data(), static_cast<int64_t>(buf.size()));
+  const double rows = buf.back();
+  buf.pop_back();
+  for (double& v : buf) v /= rows;
+  return Tensor::of(buf, s.shape(), local.dtype(), local.device());
+}
+
+void average_gradients(const std::vector<Tensor>& params) {
+  const int n = size();
+  if (n == 1) return;
+  for (const Tensor& p : params)
+    SA_CHECK(!p.requires_grad() || p.dtype() == DType::F32 || p.dtype() == DType::F64,
+             "dist: parameter '{}' has dtype {}; data-parallel gradients are f32 or f64", p.name(), dtype_name(p.dtype()));
+  const double inv = 1.0 / n;
+  reduce_dense<float>(params, DType::F32, inv);
+  reduce_dense<double>(params, DType::F64, inv);
+  for (const Tensor& p : params)
+    if (p.is_sparse_grad()) gather_sparse(p, inv);
+}
+
+double mean_over_ranks(double v) {
+  allreduce_sum(&v, 1);
+  return v / size();
+}
+
+}  // namespace sa::dist

@@ -1,0 +1,218 @@
+// Data-parallel training over MPI: `mpirun -np 2 ./bin/train` with batch_size B takes the same
+// steps as one process with batch 2B (in f64, to rounding: losses, weights, optimizer state,
+// carried LSTM state, sense state), and a run whose rank was killed resumes exactly on rerun.
+// The ranks run on this machine with one thread each.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "data/run_files.h"
+#include "data/safetensors.h"
+#include "engine/dist/communicator.h"
+#include "tests/test_util.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using sa::testing::contains;
+using sa::testing::run_tool;
+
+const char* kMpiEnv = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1";
+const char* kMpiArgs = "--oversubscribe --mca btl self,vader -x OMP_NUM_THREADS=1";
+
+// Why the MPI tests cannot run here ("" when they can).
+std::string mpi_missing() {
+  if (!sa::dist::available()) return "built without MPI (make MPI=0 or no libopenmpi-dev)";
+  if (std::system("command -v mpirun > /dev/null 2>&1") != 0) return "no mpirun (openmpi-bin)";
+  if (!fs::exists("../shared/data/corpus/brown.txt")) return "no ../shared/data here";
+  return "";
+}
+
+std::map<int64_t, double> losses(const std::string& run) {
+  std::map<int64_t, double> m;
+  std::ifstream f(sa::run_files::metrics(run));
+  for (std::string line; std::getline(f, line);) {
+    auto j = nlohmann::json::parse(line);
+    if (j.contains("loss")) m[j["step"].get<int64_t>()] = j["loss"].get<double>();
+  }
+  return m;
+}
+
+int64_t last_step(const std::string& run) {
+  std::ifstream f(sa::run_files::metrics(run));
+  int64_t s = 0;
+  for (std::string line; std::getline(f, line);) try {
+      s = std::max(s, nlohmann::json::parse(line).value("step", int64_t{0}));
+    } catch (...) {
+    }
+  return s;
+}
+
+struct DpRuns {
+  std::string dir, cfg;
+  // "./bin/train CFG --set run_dir=DIR/RUN" plus settings.
+  std::string train(const std::string& run, const std::string& sets = "") const {
+    return "./bin/train " + cfg + " --set run_dir=" + dir + "/" + run + " " + sets;
+  }
+  std::string mpirun(int ranks, const std::string& run, const std::string& sets = "") const {
+    return std::string(kMpiEnv) + " mpirun " + kMpiArgs + " -np " + std::to_string(ranks) + " " + train(run, sets);
+  }
+  std::string run(const std::string& name) const { return dir + "/" + name; }
+};
+
+// A tiny ELMo on the first 400 sentences of Brown, `extra` appended to its config.
+DpRuns make_setup(const std::string& name, const std::string& extra) {
+  DpRuns s;
+  s.dir = ::testing::TempDir() + "/dp-" + name;
+  fs::remove_all(s.dir);
+  fs::create_directories(s.dir);
+  {
+    std::ifstream in("../shared/data/corpus/brown.txt");
+    std::ofstream out(s.dir + "/corpus.txt");
+    std::string line;
+    for (int i = 0; i < 400 && std::getline(in, line); ++i) out << line << "\n";
+  }
+  s.cfg = s.dir + "/tiny.cfg";
+  std::ofstream(s.cfg) << "train_prefix = \"" << s.dir << "/corpus.txt\"\n"
+                       << "unroll_steps = 10\nn_negative_samples_batch = 64\nlog_every = 1\ncheckpoint_every = 10\n"
+                       << "seed = 7\ndevice = \"cpu\"\n"
+                       << extra << "[char_cnn]\nembedding.dim = 8\nfilters = [[1, 16], [2, 16], [3, 32]]\nn_highway = 1\n"
+                       << "[lstm]\ndim = 32\nprojection_dim = 16\nn_layers = 2\n";
+  return s;
+}
+
+// Every tensor of the two runs' final checkpoints agrees within rel (relative to max(1, |a|)).
+void expect_checkpoints_near(const std::string& a, const std::string& b, double rel) {
+  const auto ca = sa::run_files::checkpoints(a), cb = sa::run_files::checkpoints(b);
+  ASSERT_FALSE(ca.empty());
+  ASSERT_FALSE(cb.empty());
+  ASSERT_EQ(fs::path(ca.back()).filename(), fs::path(cb.back()).filename());
+  const sa::SafetensorsFile fa = sa::load_safetensors(ca.back()), fb = sa::load_safetensors(cb.back());
+  ASSERT_EQ(fa.tensors.size(), fb.tensors.size());
+  for (const auto& [name, ta] : fa.tensors) {
+    auto it = fb.tensors.find(name);
+    ASSERT_NE(it, fb.tensors.end()) << name;
+    ASSERT_EQ(ta.shape(), it->second.shape()) << name;
+    const std::vector<double> va = ta.values(), vb = it->second.values();
+    for (size_t i = 0; i < va.size(); ++i)
+      ASSERT_LE(std::abs(va[i] - vb[i]), rel * std::max(1.0, std::abs(va[i]))) << name << " element " << i;
+  }
+}
+
+// Two ranks of batch 4 against one process of batch 8, in f64 without dropout (each rank draws
+// its own dropout masks, so with dropout the runs differ by their masks).
+void check_two_ranks_equal_doubled_batch(const std::string& name, const std::string& extra) {
+  if (std::string why = mpi_missing(); !why.empty()) GTEST_SKIP() << why;
+  SCOPED_TRACE(name);
+  const DpRuns s = make_setup(name, "n_steps = 40\nprecision = \"f64\"\ndropout = 0\nstate_reset = 0.3\n" + extra);
+  const auto one = run_tool("OMP_NUM_THREADS=1 " + s.train("one", "--set batch_size=8"));
+  ASSERT_EQ(one.rc, 0) << one.out;
+  const auto two = run_tool(s.mpirun(2, "two", "--set batch_size=4"));
+  ASSERT_EQ(two.rc, 0) << two.out;
+  EXPECT_TRUE(contains(two.out, "data parallel: 2 ranks x 4 rows = batches of 8 x 10")) << two.out;
+  const auto a = losses(s.run("one")), b = losses(s.run("two"));
+  ASSERT_EQ(a.size(), 40u);
+  ASSERT_EQ(b.size(), 40u) << "rank 0 alone logs each step once";
+  for (auto& [step, loss] : a) EXPECT_NEAR(loss, b.at(step), 1e-9 * std::abs(loss)) << "step " << step;
+  // Weights, Adagrad's accumulators, the global batch's carried state and, for SaELMo, centers,
+  // enabled rows, projection, its queue and the usage windows.
+  expect_checkpoints_near(s.run("one"), s.run("two"), 1e-9);
+}
+
+TEST(DataParallel, TwoRanksEqualOneProcessWithTheDoubledBatch) { check_two_ranks_equal_doubled_batch("elmo", ""); }
+
+// Selection inside the fused softmax with word offsets from the global batch mean, per-token
+// center updates, projection refits, the end of the warm-up and pruning.
+TEST(DataParallel, SaelmoTwoRanksEqualOneProcessWithTheDoubledBatch) {
+  check_two_ranks_equal_doubled_batch(
+      "saelmo", "n_context = 3\ncluster_proj_dim = 4\npca_sample = 500\npca_every = 7\npca_push_every = 2\n"
+                "pca_queue_steps = 20\ncontextual_warmup = 15\nprune_first = 20\nprune_every = 12\n"
+                "context_record_window = 10\nselection_mean = \"word_offset\"\ncenter_update = \"per_token\"\n");
+}
+
+// Centers seeded from contexts (sequential over the global batch) with log-uniform negatives.
+TEST(DataParallel, SaelmoSeededCentersTwoRanksEqualOneProcess) {
+  check_two_ranks_equal_doubled_batch(
+      "saelmo-seeded", "n_context = 3\ncluster_proj_dim = 4\npca_sample = 500\npca_every = 7\ncontextual_warmup = 15\n"
+                       "prune_first = 20\nprune_every = 12\ncontext_record_window = 10\nwarmup_init = \"data\"\n"
+                       "selection_mean = \"word\"\nsense_negatives = \"log_uniform\"\n");
+}
+
+// The pid of rank `rank` among mpirun's children (-1 if none yet).
+pid_t rank_pid(pid_t mpirun, int rank) {
+  const auto kids = run_tool("pgrep -P " + std::to_string(mpirun));
+  std::istringstream in(kids.out);
+  for (long pid; in >> pid;) {
+    std::ifstream env("/proc/" + std::to_string(pid) + "/environ");
+    const std::string all((std::istreambuf_iterator<char>(env)), std::istreambuf_iterator<char>());
+    if (contains(all, std::string("OMPI_COMM_WORLD_RANK=") + std::to_string(rank) + '\0')) return static_cast<pid_t>(pid);
+  }
+  return -1;
+}
+
+// SIGKILL of one rank ends the job (mpirun stops the other); rerunning the command resumes from
+// the last checkpoint and continues exactly as an uninterrupted two-rank run. Rank 1 is killed
+// once the run has passed step 25; rank 0, which alone writes the run directory, in the middle of
+// its sixth rename (the second checkpoint's weights.hdf5).
+TEST(DataParallel, KilledRankThenRerunEqualsUninterruptedRun) {
+  if (std::string why = mpi_missing(); !why.empty()) GTEST_SKIP() << why;
+  const DpRuns s = make_setup("kill", "n_steps = 100\nbatch_size = 4\nn_context = 3\ncluster_proj_dim = 4\n"
+                                      "pca_sample = 500\npca_every = 7\ncontextual_warmup = 15\nstate_reset = 0.2\n");
+  const auto straight = run_tool(s.mpirun(2, "straight"));
+  ASSERT_EQ(straight.rc, 0) << straight.out;
+  const auto want = losses(s.run("straight"));
+  ASSERT_EQ(want.size(), 100u);
+  auto rerun_equals_straight = [&](const std::string& run) {
+    const int64_t reached = last_step(s.run(run));
+    ASSERT_LT(reached, 100);
+    const auto rerun = run_tool(s.mpirun(2, run));
+    ASSERT_EQ(rerun.rc, 0) << rerun.out;
+    EXPECT_TRUE(contains(rerun.out, "resuming")) << rerun.out;
+    const auto got = losses(s.run(run));
+    ASSERT_EQ(got.size(), 100u) << "every step logged once after the resume (killed at step " << reached << ")";
+    for (auto& [step, loss] : want) EXPECT_EQ(loss, got.at(step)) << "step " << step;
+    expect_checkpoints_near(s.run("straight"), s.run(run), 0.0);
+  };
+  {
+    SCOPED_TRACE("rank 1 killed");
+    const pid_t launcher = fork();
+    if (launcher == 0) {
+      const std::string cmd = "exec env " + s.mpirun(2, "rank1") + " < /dev/null > /dev/null 2>&1";  // env execs mpirun
+      execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    int status = 0;
+    for (int i = 0; i < 60000 && last_step(s.run("rank1")) < 25; ++i) {
+      ASSERT_EQ(waitpid(launcher, &status, WNOHANG), 0) << "mpirun ended before step 25";
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    const pid_t victim = rank_pid(launcher, 1);
+    ASSERT_GT(victim, 0) << "rank 1 not found among mpirun's children";
+    kill(victim, SIGKILL);
+    waitpid(launcher, &status, 0);
+    ASSERT_FALSE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the job finished before rank 1 could be killed";
+    rerun_equals_straight("rank1");
+  }
+  {
+    SCOPED_TRACE("rank 0 killed at a rename");
+    const std::string shim = "-x LD_PRELOAD=" + fs::absolute("bin/fault_inject.so").string() + " -x FAULT_KILL_AT_RENAME=6 ";
+    const auto killed = run_tool(std::string(kMpiEnv) + " mpirun " + kMpiArgs + " " + shim + "-np 2 " + s.train("rank0"));
+    ASSERT_NE(killed.rc, 0) << killed.out;
+    rerun_equals_straight("rank0");
+  }
+  // Resuming with another number of ranks would continue a different run: refused, with the count.
+  const auto one = run_tool(s.train("rank0", "--set n_steps=110"));
+  EXPECT_NE(one.rc, 0);
+  EXPECT_TRUE(contains(one.out, "2 data-parallel ranks; resume it with mpirun -np 2")) << one.out;
+}
+
+}  // namespace
