@@ -172,7 +172,7 @@ Tensor ElmoModel::encode(const Tensor& ids) const {
   return ops::reshape(x, lead);
 }
 
-Tensor ElmoModel::encode_tokens(const std::vector<int32_t>& char_ids, const Shape& lead) const {
+Tensor ElmoModel::encode_tokens(const std::vector<int32_t>& char_ids, const Shape& lead, int64_t* distinct) const {
   const int64_t n = numel(lead);
   SA_CHECK(static_cast<int64_t>(char_ids.size()) == n * chars::kPerToken, "encode: {} char ids for {} tokens",
            char_ids.size(), n);
@@ -187,6 +187,7 @@ Tensor ElmoModel::encode_tokens(const std::vector<int32_t>& char_ids, const Shap
     index[i] = it->second;
   }
   const int64_t u = static_cast<int64_t>(slot.size());
+  if (distinct) *distinct = u;
   Tensor vecs = encode(Tensor::from(uniq, {u, chars::kPerToken}, device()));  // [u, P]
   return ops::gather_rows(vecs, Tensor::from(index, lead, device()));
 }

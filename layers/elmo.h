@@ -49,7 +49,8 @@ class ElmoModel {
   Tensor encode(const Tensor& char_ids) const;
   // The same from host char ids ([lead..., 50] flattened), encoding each distinct token once and
   // gathering: batches repeat many words, and the char-CNN is a large share of the cost.
-  Tensor encode_tokens(const std::vector<int32_t>& char_ids, const Shape& lead) const;
+  // `distinct` (if given) gets the number of tokens encoded.
+  Tensor encode_tokens(const std::vector<int32_t>& char_ids, const Shape& lead, int64_t* distinct = nullptr) const;
 };
 
 }  // namespace sa

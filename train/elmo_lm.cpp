@@ -57,11 +57,11 @@ void ElmoLM::set_trainable() {
     if (nt.name.find("softmax/") == 0 || nt.name.find("sense/") == 0) nt.tensor->set_sparse_grad();
 }
 
-std::pair<Tensor, Tensor> encode_batches(const ElmoLM& lm, const LmBatch& f, const LmBatch& b) {
+std::pair<Tensor, Tensor> encode_batches(const ElmoLM& lm, const LmBatch& f, const LmBatch& b, int64_t* distinct) {
   SA_CHECK(f.rows == b.rows && f.steps == b.steps, "encode_batches: the two directions' batches differ in shape");
   std::vector<int32_t> ids(f.char_ids);
   ids.insert(ids.end(), b.char_ids.begin(), b.char_ids.end());
-  std::vector<Tensor> both = ops::unbind(lm.bilm.encode_tokens(ids, {2, f.rows, f.steps}));
+  std::vector<Tensor> both = ops::unbind(lm.bilm.encode_tokens(ids, {2, f.rows, f.steps}, distinct));
   return {both[0], both[1]};
 }
 

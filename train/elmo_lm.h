@@ -38,8 +38,9 @@ struct LossOptions {
 };
 
 // Token vectors [B, T, P] of the inputs of both directions' batches, each distinct token encoded
-// once (the encoder is shared by the two directions).
-std::pair<Tensor, Tensor> encode_batches(const ElmoLM& lm, const LmBatch& fwd, const LmBatch& bwd);
+// once (the encoder is shared by the two directions); `distinct` gets their number.
+std::pair<Tensor, Tensor> encode_batches(const ElmoLM& lm, const LmBatch& fwd, const LmBatch& bwd,
+                                         int64_t* distinct = nullptr);
 
 // Mean token loss of one direction from its top output [B, T, P] (bilm_forward's `top`).
 Tensor direction_loss(ElmoLM& lm, const Tensor& top, const LmBatch& batch, const LossOptions& o,

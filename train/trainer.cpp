@@ -112,6 +112,10 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet, 
   std::optional<RunSession> session;
   if (writer) session.emplace(c, cfg);
   Device dev = resolve_device(c.device);
+  // Ranks sharing a machine share its GPUs: rank r takes GPU (local rank mod GPUs) unless the
+  // config names one.
+  if (ranks > 1 && dev.is_cuda() && c.device.find(':') == std::string::npos)
+    dev = Device::cuda(dist::local_rank() % cuda_device_count());
   const DType dt = c.precision == "f64" ? DType::F64 : DType::F32;
   // The precision holds for this run only: the backend is shared with whatever runs next.
   struct Tf32Scope {
@@ -247,7 +251,9 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet, 
     std::mt19937_64 sample_rng(c.seed * 1000003 + static_cast<uint64_t>(step));
     phases.mark("batch");
     // forward
-    auto [tf, tb] = encode_batches(lm, bf, bb);
+    int64_t distinct = 0;
+    auto [tf, tb] = encode_batches(lm, bf, bb, &distinct);
+    if (step - first > warm) res.encoded_tokens += distinct;
     BilmOutputs out = bilm_forward(lm.bilm, {tf, tb}, s.carried, c.dropout, s.dropout);
     phases.mark("forward");
     // loss

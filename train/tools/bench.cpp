@@ -20,6 +20,7 @@
 #include "layers/lstm.h"
 #include "layers/softmax.h"
 #include "train/bert_trainer.h"
+#include "train/step_flops.h"
 #include "train/trainer.h"
 
 using namespace sa;
@@ -258,6 +259,28 @@ double peak_rss_mib(int who) {
   return u.ru_maxrss / 1024.0;
 }
 
+// The model's FLOPs per token and the fraction of this machine's GEMM throughput that training
+// reaches: each product of a step (train/step_flops.h) timed through the raw BLAS at its shape,
+// its backward counted as twice its forward, against the step's measured time.
+void report_gemm_fraction(const TrainConfig& c, const TrainResult& r, int steps, Device d) {
+  const std::vector<StepGemm> gemms = elmo_step_gemms(c, static_cast<double>(r.encoded_tokens) / steps);
+  const double tokens = static_cast<double>(c.batch_size) * c.unroll_steps;
+  double flops = 0, ideal = 0;
+  std::printf("model products per step (forward; the backward is two more of each size), at the raw BLAS's speed:\n");
+  for (const StepGemm& g : gemms) {
+    const double t = raw_gemm_seconds(d, g.m, g.n, g.k, 3);
+    flops += g.flops();
+    ideal += 3 * t * g.calls;
+    char shape[64];
+    std::snprintf(shape, sizeof shape, "%ldx%ldx%ld", (long)g.m, (long)g.n, (long)g.k);
+    std::printf("  %-22s %-18s x%-5g %8.1f GF/s\n", g.what.c_str(), shape, g.calls, 2.0 * g.m * g.n * g.k / t / 1e9);
+  }
+  const double step_s = tokens / r.steady_tokens_per_s;
+  std::printf("model: %.2f MFLOP per token in products (forward + backward), %.1f GFLOP/s achieved | a step at the "
+              "raw BLAS's speed for these shapes: %.1f ms, measured: %.1f ms | %.0f%% of GEMM throughput\n",
+              flops / tokens / 1e6, flops / step_s / 1e9, ideal * 1e3, step_s * 1e3, 100 * ideal / step_s);
+}
+
 int bench_train(const std::string& config, const std::string& corpus, int steps, const std::string& device,
                 const std::string& peer, const std::vector<std::string>& overrides, bool time_phases) {
   std::string dir = (std::filesystem::temp_directory_path() / ("sensealign-bench-" + std::to_string(::getpid()))).string();
@@ -286,6 +309,7 @@ int bench_train(const std::string& config, const std::string& corpus, int steps,
                 ds.peak_in_use / 1048576.0, ds.reserved / 1048576.0, d.str().c_str());
   }
   std::printf("\n");
+  if (!c.is_bert() && r.steady_tokens_per_s > 0) report_gemm_fraction(c, r, steps, d);
   if (time_phases) {
     double all = 0;
     for (const auto& [name, sec] : r.phase_seconds) all += sec;

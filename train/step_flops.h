@@ -1,0 +1,27 @@
+// The matrix products of one ELMo or SaELMo training step, counted from the config's shapes:
+// what `bench train` reports as the model's FLOPs per token, and times through the raw BLAS at
+// the same shapes to say what fraction of the machine's GEMM throughput training achieves.
+// Elementwise work (cells, activations, softmax normalizers) is not counted, as in the usual
+// model-FLOPs accounting.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "train/config.h"
+
+namespace sa {
+
+// A forward product [m, k] x [k, n], `calls` times per step. Its backward is two products of
+// the same size (the input's and the weight's gradients).
+struct StepGemm {
+  std::string what;
+  int64_t m, n, k;
+  double calls;
+  double flops() const { return 3 * 2.0 * static_cast<double>(m) * static_cast<double>(n) * k * calls; }
+};
+
+// One step's products. `encoded_tokens` is the number of distinct tokens the char CNN encoded per
+// step (the trainer encodes each once; TrainResult::encoded_tokens over the steps).
+std::vector<StepGemm> elmo_step_gemms(const TrainConfig& c, double encoded_tokens);
+
+}  // namespace sa
