@@ -37,15 +37,17 @@ std::string mpi_missing() {
   return "";
 }
 
-std::map<int64_t, double> losses(const std::string& run) {
+// Each step's value of a metric ("loss", "heldout_perplexity") in a run's metrics.jsonl.
+std::map<int64_t, double> metric(const std::string& run, const char* key) {
   std::map<int64_t, double> m;
   std::ifstream f(sa::run_files::metrics(run));
   for (std::string line; std::getline(f, line);) {
     auto j = nlohmann::json::parse(line);
-    if (j.contains("loss")) m[j["step"].get<int64_t>()] = j["loss"].get<double>();
+    if (j.contains(key)) m[j["step"].get<int64_t>()] = j[key].get<double>();
   }
   return m;
 }
+std::map<int64_t, double> losses(const std::string& run) { return metric(run, "loss"); }
 
 int64_t last_step(const std::string& run) {
   std::ifstream f(sa::run_files::metrics(run));
@@ -82,7 +84,7 @@ DpRuns make_setup(const std::string& name, const std::string& extra) {
     for (int i = 0; i < 400 && std::getline(in, line); ++i) out << line << "\n";
   }
   s.cfg = s.dir + "/tiny.cfg";
-  std::ofstream(s.cfg) << "train_prefix = \"" << s.dir << "/corpus.txt\"\n"
+  std::ofstream(s.cfg) << "train_prefix = \"" << s.dir << "/corpus.txt\"\nheldout_prefix = \"" << s.dir << "/corpus.txt\"\n"
                        << "unroll_steps = 10\nn_negative_samples_batch = 64\nlog_every = 1\ncheckpoint_every = 10\n"
                        << "seed = 7\ndevice = \"cpu\"\n"
                        << extra << "[char_cnn]\nembedding.dim = 8\nfilters = [[1, 16], [2, 16], [3, 32]]\nn_highway = 1\n"
@@ -113,7 +115,8 @@ void expect_checkpoints_near(const std::string& a, const std::string& b, double 
 void check_two_ranks_equal_doubled_batch(const std::string& name, const std::string& extra) {
   if (std::string why = mpi_missing(); !why.empty()) GTEST_SKIP() << why;
   SCOPED_TRACE(name);
-  const DpRuns s = make_setup(name, "n_steps = 40\nprecision = \"f64\"\ndropout = 0\nstate_reset = 0.3\n" + extra);
+  const DpRuns s = make_setup(name, "n_steps = 40\nprecision = \"f64\"\ndropout = 0\nstate_reset = 0.3\n"
+                                    "heldout_every = 20\nheldout_batches = 2\n" + extra);
   const auto one = run_tool("OMP_NUM_THREADS=1 " + s.train("one", "--set batch_size=8"));
   ASSERT_EQ(one.rc, 0) << one.out;
   const auto two = run_tool(s.mpirun(2, "two", "--set batch_size=4"));
@@ -123,6 +126,11 @@ void check_two_ranks_equal_doubled_batch(const std::string& name, const std::str
   ASSERT_EQ(a.size(), 40u);
   ASSERT_EQ(b.size(), 40u) << "rank 0 alone logs each step once";
   for (auto& [step, loss] : a) EXPECT_NEAR(loss, b.at(step), 1e-9 * std::abs(loss)) << "step " << step;
+  // Rank 0 scores the held-out text on the global batch's shape.
+  const auto ha = metric(s.run("one"), "heldout_perplexity"), hb = metric(s.run("two"), "heldout_perplexity");
+  ASSERT_EQ(ha.size(), 2u);
+  ASSERT_EQ(hb.size(), 2u);
+  for (auto& [step, ppl] : ha) EXPECT_NEAR(ppl, hb.at(step), 1e-9 * ppl) << "held-out, step " << step;
   // Weights, Adagrad's accumulators, the global batch's carried state and, for SaELMo, centers,
   // enabled rows, projection, its queue and the usage windows.
   expect_checkpoints_near(s.run("one"), s.run("two"), 1e-9);
@@ -157,6 +165,13 @@ pid_t rank_pid(pid_t mpirun, int rank) {
     if (contains(all, std::string("OMPI_COMM_WORLD_RANK=") + std::to_string(rank) + '\0')) return static_cast<pid_t>(pid);
   }
   return -1;
+}
+
+// The exact softmax over every enabled sense row gives the sense tables dense gradients.
+TEST(DataParallel, SaelmoFullSoftmaxTwoRanksEqualOneProcess) {
+  check_two_ranks_equal_doubled_batch(
+      "saelmo-full", "n_context = 3\ncluster_proj_dim = 4\npca_sample = 500\npca_every = 7\ncontextual_warmup = 15\n"
+                     "prune_first = 20\nprune_every = 12\ncontext_record_window = 10\nsense_negatives = \"full\"\n");
 }
 
 // SIGKILL of one rank ends the job (mpirun stops the other); rerunning the command resumes from
@@ -209,10 +224,15 @@ TEST(DataParallel, KilledRankThenRerunEqualsUninterruptedRun) {
     ASSERT_NE(killed.rc, 0) << killed.out;
     rerun_equals_straight("rank0");
   }
-  // Resuming with another number of ranks would continue a different run: refused, with the count.
+  // Resuming with another number of ranks would continue a different run: refused, with the count,
+  // by one process and by three ranks (rank 0 fails; the job ends instead of waiting for it).
   const auto one = run_tool(s.train("rank0", "--set n_steps=110"));
   EXPECT_NE(one.rc, 0);
   EXPECT_TRUE(contains(one.out, "2 data-parallel ranks; resume it with mpirun -np 2")) << one.out;
+  const auto three = run_tool("timeout 120 env " + s.mpirun(3, "rank0", "--set n_steps=110"));
+  EXPECT_NE(three.rc, 0);
+  EXPECT_NE(three.rc, 124) << "the job hung after rank 0 failed";
+  EXPECT_TRUE(contains(three.out, "(this run has 3)")) << three.out;
 }
 
 }  // namespace

@@ -25,16 +25,18 @@ namespace fs = std::filesystem;
 
 namespace {
 
-double heldout_perplexity(ElmoLM& lm, const TrainConfig& c, const Vocab& vocab, Device dev, DType dt) {
+// On `rows` rows: a data-parallel run's rank 0 scores the global batch's shape alone, as one
+// process with the whole batch would.
+double heldout_perplexity(ElmoLM& lm, const TrainConfig& c, const Vocab& vocab, Device dev, DType dt, int rows) {
   NoGrad ng;
   Generator gen(0);
   LossOptions lo{false, 0.0, 0};
   auto stream = [&](bool reverse) {
-    return LmStream(std::make_unique<ShardedCorpus>(c.heldout_prefix, 0, c.lowercase, false), vocab, c.batch_size,
+    return LmStream(std::make_unique<ShardedCorpus>(c.heldout_prefix, 0, c.lowercase, false), vocab, rows,
                     c.unroll_steps, reverse);
   };
   LmStream fwd = stream(false), bwd = stream(true);
-  BilmState st = BilmState::zeros(c.model, c.batch_size, dev, dt);
+  BilmState st = BilmState::zeros(c.model, rows, dev, dt);
   std::mt19937_64 rng(0);
   double total[2] = {0, 0};
   LmBatch b[2];
@@ -327,7 +329,7 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet, 
       }
     }
     if (writer && !c.heldout_prefix.empty() && c.heldout_every > 0 && step % c.heldout_every == 0) {
-      res.heldout_perplexity = heldout_perplexity(lm, c, vocab, dev, dt);
+      res.heldout_perplexity = heldout_perplexity(lm, c, vocab, dev, dt, global_rows);
       log_metrics({{"step", step}, {"heldout_perplexity", res.heldout_perplexity}});
       if (!quiet) std::printf("step %ld: held-out perplexity %.1f\n", (long)step, res.heldout_perplexity);
     }
@@ -337,7 +339,7 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet, 
   // The final held-out line, once: a rerun of a finished run trains nothing and logs nothing.
   if (writer && step == total && first < total && !c.heldout_prefix.empty() &&
       (c.heldout_every == 0 || total % c.heldout_every != 0)) {
-    res.heldout_perplexity = heldout_perplexity(lm, c, vocab, dev, dt);
+    res.heldout_perplexity = heldout_perplexity(lm, c, vocab, dev, dt, global_rows);
     log_metrics({{"step", step}, {"heldout_perplexity", res.heldout_perplexity}});
     if (!quiet) std::printf("held-out perplexity %.1f\n", res.heldout_perplexity);
   }

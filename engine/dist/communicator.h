@@ -25,6 +25,9 @@ std::vector<char> allgather(const void* data, int64_t bytes, std::vector<int64_t
 // Rank `root`'s value of s, on every rank.
 void broadcast(std::string& s, int root = 0);
 void barrier();
+// Ends every rank of the job with `code` (an error on one rank must not leave the others waiting
+// in a collective); a single process just exits.
+[[noreturn]] void abort_all(int code);
 
 // Gathers vectors of trivially copyable T in rank order.
 template <typename T>

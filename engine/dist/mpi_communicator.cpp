@@ -6,6 +6,7 @@
 #include <mpi.h>
 
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -99,6 +100,12 @@ void broadcast(std::string& s, int root) {
 
 void barrier() {
   if (world().mpi) MPI_Barrier(MPI_COMM_WORLD);
+}
+
+void abort_all(int code) {
+  std::fflush(nullptr);
+  if (world().mpi && world().size > 1) MPI_Abort(MPI_COMM_WORLD, code);
+  std::exit(code);
 }
 
 }  // namespace sa::dist

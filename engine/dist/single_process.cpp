@@ -1,5 +1,6 @@
 // dist/communicator.h for builds without MPI (MPI=0): always one process. Started by a launcher
 // as one of several ranks, it stops rather than train the same model N times side by side.
+#include <cstdlib>
 #include <cstring>
 
 #include "engine/core/error.h"
@@ -31,5 +32,6 @@ std::vector<char> allgather(const void* data, int64_t bytes, std::vector<int64_t
 
 void broadcast(std::string&, int) { size(); }
 void barrier() { size(); }
+void abort_all(int code) { std::exit(code); }
 
 }  // namespace sa::dist

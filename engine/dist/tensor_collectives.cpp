@@ -20,13 +20,14 @@ Tensor tensor_from_bytes(const std::vector<char>& bytes, Shape shape, DType dt, 
   return h.to(dev);
 }
 
-// One flat host buffer for the dense gradients of one dtype.
+// One flat host buffer for the dense gradients of one dtype. `dense[i]`: whether params[i] has a
+// dense gradient on some rank (a table read by row gets one from a full softmax).
 template <typename T>
-void reduce_dense(const std::vector<Tensor>& params, DType dt, double inv_ranks) {
+void reduce_dense(const std::vector<Tensor>& params, const std::vector<double>& dense, DType dt, double inv_ranks) {
   std::vector<const Tensor*> ps;
   int64_t n = 0;
-  for (const Tensor& p : params)
-    if (p.requires_grad() && !p.is_sparse_grad() && p.dtype() == dt) ps.push_back(&p), n += p.numel();
+  for (size_t i = 0; i < params.size(); ++i)
+    if (dense[i] > 0 && params[i].dtype() == dt) ps.push_back(&params[i]), n += params[i].numel();
   if (ps.empty()) return;
   std::vector<T> flat(static_cast<size_t>(n), T(0));
   int64_t at = 0;
@@ -100,8 +101,14 @@ void average_gradients(const std::vector<Tensor>& params) {
     SA_CHECK(!p.requires_grad() || p.dtype() == DType::F32 || p.dtype() == DType::F64,
              "dist: parameter '{}' has dtype {}; data-parallel gradients are f32 or f64", p.name(), dtype_name(p.dtype()));
   const double inv = 1.0 / n;
-  reduce_dense<float>(params, DType::F32, inv);
-  reduce_dense<double>(params, DType::F64, inv);
+  // Which parameters have dense gradients: every row-free one, and a row-read table with one on
+  // any rank; the ranks agree on the list before the flat buffers are laid out.
+  std::vector<double> dense(params.size(), 0.0);
+  for (size_t i = 0; i < params.size(); ++i)
+    dense[i] = params[i].requires_grad() && (!params[i].is_sparse_grad() || params[i].grad().defined()) ? 1 : 0;
+  allreduce_sum(dense.data(), static_cast<int64_t>(dense.size()));
+  reduce_dense<float>(params, dense, DType::F32, inv);
+  reduce_dense<double>(params, dense, DType::F64, inv);
   for (const Tensor& p : params)
     if (p.is_sparse_grad()) gather_sparse(p, inv);
 }

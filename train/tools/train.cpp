@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "engine/core/error.h"
+#include "engine/dist/communicator.h"
 #include "train/bert_trainer.h"
 #include "train/trainer.h"
 
@@ -27,7 +28,13 @@ int main(int argc, char** argv) {
     else
       sa::train_elmo(c);
   } catch (const std::exception& e) {
-    return sa::tool_failure("train", e);
+    const int rc = sa::tool_failure("train", e);
+    // Under mpirun the other ranks may be waiting in a collective: end the whole job.
+    try {
+      if (sa::dist::size() > 1) sa::dist::abort_all(rc);
+    } catch (const std::exception&) {  // a build without MPI started by a launcher: said above
+    }
+    return rc;
   }
   return 0;
 }
