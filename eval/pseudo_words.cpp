@@ -7,6 +7,7 @@
 
 #include "data/atomic_file.h"
 #include "data/corpus.h"
+#include "data/progress_line.h"
 #include "sense/selection.h"
 
 namespace sa {
@@ -59,6 +60,7 @@ std::vector<std::array<Occurrences, 2>> pseudo_occurrences(const SenseModel& r, 
   std::unique_ptr<EncoderState> state = opt.stateful ? r.encoder->new_state(batch_size) : nullptr;
   std::vector<double> sum(static_cast<size_t>(2 * P), 0.0);
   int64_t tokens = 0;
+  ProgressLine progress;
   for (size_t b = 0; b < items.size(); b += batch_size) {
     Sentences batch;
     for (size_t i = b; i < std::min(items.size(), b + batch_size); ++i) batch.push_back(items[i].merged);
@@ -77,9 +79,9 @@ std::vector<std::array<Occurrences, 2>> pseudo_occurrences(const SenseModel& r, 
           o.labels.push_back(label);
         }
     }
-    std::fprintf(stderr, "\rpseudo-eval: %zu/%zu sentences", std::min(items.size(), b + batch_size), items.size());
+    const size_t done = std::min(items.size(), b + batch_size);
+    progress.update(fmt::format("pseudo-eval: {}/{} sentences", done, items.size()), done == items.size());
   }
-  std::fprintf(stderr, "\n");
   for (int d = 0; d < 2; ++d) {
     std::vector<double> m(sum.begin() + d * P, sum.begin() + (d + 1) * P);
     for (double& v : m) v /= static_cast<double>(std::max<int64_t>(tokens, 1));

@@ -4,6 +4,10 @@
 #include <chrono>
 #include <cstdio>
 
+#include <fmt/format.h>
+
+#include "data/progress_line.h"
+
 namespace sa {
 
 void embed_all(const ContextualEncoder& encoder, const Sentences& sentences, int batch_size, const std::string& label,
@@ -15,6 +19,7 @@ void embed_all(const ContextualEncoder& encoder, const Sentences& sentences, int
                    [&](size_t a, size_t b) { return sentences[a].size() > sentences[b].size(); });
   const auto t0 = std::chrono::steady_clock::now();
   size_t tokens = 0;
+  ProgressLine progress;
   for (size_t b = 0; b < order.size(); b += static_cast<size_t>(batch_size)) {
     const size_t e = std::min(order.size(), b + static_cast<size_t>(batch_size));
     Sentences batch;
@@ -23,10 +28,10 @@ void embed_all(const ContextualEncoder& encoder, const Sentences& sentences, int
     for (size_t i = b; i < e; ++i) f(order[i], embs[i - b]);
     if (label.empty()) continue;
     const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::fprintf(stderr, "\r%s: %zu/%zu sentences | %.0f tokens/s | ETA %.0f s   ", label.c_str(), e, order.size(),
-                 tokens / std::max(el, 1e-9), el / e * (order.size() - e));
+    progress.update(fmt::format("{}: {}/{} sentences | {:.0f} tokens/s | ETA {:.0f} s", label, e, order.size(),
+                                tokens / std::max(el, 1e-9), el / e * (order.size() - e)),
+                    e == order.size());
   }
-  if (!label.empty()) std::fprintf(stderr, "\n");
 }
 
 }  // namespace sa

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "data/nli_corpus.h"
+#include "data/progress_line.h"
 #include "data/review_corpus.h"
 #include "tests/test_util.h"
 
@@ -95,3 +96,11 @@ TEST(TaskData, TheSharedFilesReadWhole) {
 
 }  // namespace
 }  // namespace sa
+
+// Progress in a log: the first line and the last, not one per batch.
+TEST(ProgressLine, InALogPrintsPlainLinesAtItsInterval) {
+  ::testing::internal::CaptureStderr();
+  sa::ProgressLine p(false);
+  for (int i = 0; i < 100; ++i) p.update("step " + std::to_string(i), i == 99);
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "step 0\nstep 99\n");
+}

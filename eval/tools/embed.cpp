@@ -13,6 +13,7 @@
 
 #include "data/corpus.h"
 #include "data/hdf5_file.h"
+#include "data/progress_line.h"
 #include "data/vocab.h"
 #include "eval/aligned_encoder.h"
 #include "layers/load_encoder.h"
@@ -85,6 +86,7 @@ int main(int argc, char** argv) {
     write_hdf5_atomically(output, [&](H5File& out) {
       nlohmann::json index = nlohmann::json::object();
       auto t0 = std::chrono::steady_clock::now();
+      ProgressLine progress;
       size_t tokens = 0;
       for (size_t b = 0; b < sents.size(); b += static_cast<size_t>(batch)) {
         std::vector<std::vector<std::string>> chunk(sents.begin() + static_cast<long>(b),
@@ -102,10 +104,10 @@ int main(int argc, char** argv) {
           tokens += chunk[i].size();
         }
         double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        std::fprintf(stderr, "\rembed: %zu/%zu sentences, %.0f tokens/s", std::min(sents.size(), b + batch), sents.size(),
-                     tokens / std::max(el, 1e-9));
+        const size_t done = std::min(sents.size(), b + batch);
+        progress.update(fmt::format("embed: {}/{} sentences, {:.0f} tokens/s", done, sents.size(), tokens / std::max(el, 1e-9)),
+                        done == sents.size());
       }
-      std::fprintf(stderr, "\n");
       out.write_string("sentence_to_index", index.dump());
     });
   } catch (const std::exception& e) {
