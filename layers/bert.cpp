@@ -12,6 +12,9 @@ namespace sa {
 
 namespace {
 
+// The configured GELU.
+Tensor gelu_of(const BertConfig& c, const Tensor& x) { return c.exact_gelu ? ops::gelu_erf(x) : ops::gelu(x); }
+
 // x [N, in] times W [out, in] (Hugging Face's layout) plus b [out].
 Tensor dense(const Tensor& x, const Tensor& W, const Tensor& b) { return ops::add(ops::matmul(x, W, false, true), b); }
 
@@ -60,6 +63,7 @@ BertConfig BertConfig::from_hf_json(const std::string& path) {
              "{}: hidden_act '{}' is not supported (GELU only)", path, act);
     SA_CHECK(j.value("position_embedding_type", std::string("absolute")) == "absolute",
              "{}: only absolute position embeddings are supported", path);
+    c.exact_gelu = act == "gelu";
     c.vocab_size = j.at("vocab_size").get<int>();
     c.hidden = j.at("hidden_size").get<int>();
     c.layers = j.at("num_hidden_layers").get<int>();
@@ -85,7 +89,7 @@ void BertConfig::save_hf_json(const std::string& path) const {
                             {"num_hidden_layers", layers},
                             {"num_attention_heads", heads},
                             {"intermediate_size", intermediate},
-                            {"hidden_act", "gelu_new"},  // the tanh form, which is what we compute
+                            {"hidden_act", exact_gelu ? "gelu" : "gelu_new"},
                             {"hidden_dropout_prob", hidden_dropout},
                             {"attention_probs_dropout_prob", attention_dropout},
                             {"max_position_embeddings", max_positions},
@@ -227,7 +231,7 @@ std::vector<Tensor> BertModel::forward(const BertBatch& b, Generator* gen) const
     ctx = ops::reshape(ops::permute(ctx, {0, 2, 1, 3}), {B * T, H});
     Tensor a = maybe_dropout(dense(ctx, l.attn_out_w, l.attn_out_b), config.hidden_dropout, gen);
     Tensor y = ops::layer_norm(ops::add(a, flat), l.attn_ln_g, l.attn_ln_b, eps);
-    Tensor f = maybe_dropout(dense(ops::gelu(dense(y, l.ff_in_w, l.ff_in_b)), l.ff_out_w, l.ff_out_b),
+    Tensor f = maybe_dropout(dense(gelu_of(config, dense(y, l.ff_in_w, l.ff_in_b)), l.ff_out_w, l.ff_out_b),
                              config.hidden_dropout, gen);
     x = ops::reshape(ops::layer_norm(ops::add(f, y), l.ff_ln_g, l.ff_ln_b, eps), {B, T, H});
     outputs.push_back(x);
@@ -236,7 +240,7 @@ std::vector<Tensor> BertModel::forward(const BertBatch& b, Generator* gen) const
 }
 
 Tensor BertModel::mlm_transform(const Tensor& h) const {
-  return ops::layer_norm(ops::gelu(dense(h, mlm_w, mlm_b)), mlm_ln_g, mlm_ln_b, config.layer_norm_eps);
+  return ops::layer_norm(gelu_of(config, dense(h, mlm_w, mlm_b)), mlm_ln_g, mlm_ln_b, config.layer_norm_eps);
 }
 
 Tensor BertModel::mlm_logits(const Tensor& h) const {

@@ -1,9 +1,10 @@
 // BERT for masked LM (Devlin et al.), post-LN, as Hugging Face's BertForMaskedLM computes it:
 // token + position + segment embeddings, LayerNorm, dropout; N layers of self-attention (fused
 // QKV projection, scaled dot product with the padding mask, dropout on the probabilities, output
-// projection, residual + LayerNorm) and feed-forward (GELU, tanh form; residual + LayerNorm); the
-// MLM head (dense + GELU + LayerNorm, then the word embeddings, tied, plus a bias). LayerNorm eps
-// 1e-12. Matrices are stored [out, in] as in Hugging Face's files.
+// projection, residual + LayerNorm) and feed-forward (GELU; residual + LayerNorm); the MLM head
+// (dense + GELU + LayerNorm, then the word embeddings, tied, plus a bias). LayerNorm eps 1e-12.
+// GELU is the tanh form (BERT's reference code; what we train) unless a Hugging Face config says
+// "gelu", the exact erf form most published checkpoints use. Matrices are stored [out, in] as in Hugging Face's files.
 #pragma once
 #include <string>
 #include <vector>
@@ -19,6 +20,7 @@ struct BertConfig {
   int max_positions = 128, type_vocab = 2;
   double layer_norm_eps = 1e-12;
   double hidden_dropout = 0.1, attention_dropout = 0.1;
+  bool exact_gelu = false;  // hidden_act "gelu" (erf); "gelu_new" / "gelu_pytorch_tanh" is the tanh form
 
   int head_dim() const { return hidden / heads; }
   // Hugging Face's config.json (model_type "bert"; hidden_act must be GELU). Fails naming the file.

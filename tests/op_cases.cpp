@@ -107,6 +107,7 @@ std::vector<OpCase> build() {
       {Op::sigmoid, ops::sigmoid, -3, 3},
       {Op::tanh, ops::tanh, -3, 3},
       {Op::gelu, ops::gelu, -3, 3},
+      {Op::gelu_erf, ops::gelu_erf, -3, 3},
       {Op::exp, ops::exp, -2, 2},
       {Op::log, ops::log, 0.2, 3},
       {Op::neg, ops::neg, -1, 1},

@@ -19,7 +19,8 @@ namespace {
 const std::string kFixture = "tests/reference/bert_small";
 
 struct Reference {
-  SafetensorsFile f = load_safetensors(kFixture + "/reference.safetensors");
+  explicit Reference(const std::string& fixture) : f(load_safetensors(fixture + "/reference.safetensors")) {}
+  SafetensorsFile f;
   const Tensor& operator[](const std::string& name) const { return f.tensors.at(name); }
 };
 
@@ -39,9 +40,9 @@ double max_abs(const std::vector<double>& v) {
   return m;
 }
 
-void check_against_reference(DType dt, double forward_tol, double grad_rel_tol) {
-  Reference ref;
-  BertModel m = BertModel::load_hf(kFixture, Device::cpu(), dt);
+void check_against_reference(DType dt, double forward_tol, double grad_rel_tol, const std::string& fixture = kFixture) {
+  Reference ref(fixture);
+  BertModel m = BertModel::load_hf(fixture, Device::cpu(), dt);
   for (Tensor& p : m.params()) p.set_requires_grad();
   std::vector<uint8_t> mask;
   for (double v : ref["attention_mask"].values()) mask.push_back(static_cast<uint8_t>(v));
@@ -88,6 +89,21 @@ void check_against_reference(DType dt, double forward_tol, double grad_rel_tol) 
 
 TEST(Bert, Float32MatchesTheTorchReference) { check_against_reference(DType::F32, 1e-5, 1e-4); }
 TEST(Bert, Float64MatchesTheTorchReferenceClosely) { check_against_reference(DType::F64, 1e-10, 1e-9); }
+
+// The same weights with hidden_act "gelu" (the erf form of most published checkpoints), whose
+// reference differs from the tanh form's; the config round trip keeps the form.
+TEST(Bert, ExactGeluCheckpointMatchesItsTorchReference) {
+  const std::string erf = "tests/reference/bert_small_erf";
+  check_against_reference(DType::F32, 1e-5, 1e-4, erf);
+  check_against_reference(DType::F64, 1e-10, 1e-9, erf);
+  EXPECT_GT(std::abs(Reference(erf)["loss"].item() - Reference(kFixture)["loss"].item()), 1e-6);
+  const BertModel m = BertModel::load_hf(erf);
+  EXPECT_TRUE(m.config.exact_gelu);
+  EXPECT_FALSE(BertModel::load_hf(kFixture).config.exact_gelu);
+  const std::string saved = ::testing::TempDir() + "/bert-erf-config.json";
+  m.config.save_hf_json(saved);
+  EXPECT_TRUE(BertConfig::from_hf_json(saved).exact_gelu);
+}
 
 // The attention op equals the unfused ops it replaces, dropout included: the same Philox elements
 // drop the same probabilities.

@@ -4,7 +4,7 @@
 
 namespace sa {
 
-enum class UnaryOp { Relu, Sigmoid, Tanh, Gelu, Exp, Log, Neg, Sqrt, Square, Clip, Scale, AddScalar };
+enum class UnaryOp { Relu, Sigmoid, Tanh, Gelu, GeluErf, Exp, Log, Neg, Sqrt, Square, Clip, Scale, AddScalar };
 enum class BinaryOp { Add, Sub, Mul, Div };
 enum class ReduceOp { Sum, Max };
 

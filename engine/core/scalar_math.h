@@ -62,6 +62,8 @@ SA_HD float tanh(float x) {
 }
 SA_HD double tanh(double x) { return ::tanh(x); }
 SA_HD float sqrt(float x) { return ::sqrtf(x); }
+SA_HD float erf(float x) { return ::erff(x); }
+SA_HD double erf(double x) { return ::erf(x); }
 SA_HD double sqrt(double x) { return ::sqrt(x); }
 
 template <typename T>
@@ -82,6 +84,7 @@ SA_HD T unary(UnaryOp op, T x, T p0, T p1) {
     case UnaryOp::Sigmoid: return sigmoid(x);
     case UnaryOp::Tanh: return tanh(x);
     case UnaryOp::Gelu: return T(0.5) * x * (T(1) + tanh(gelu_inner(x)));
+    case UnaryOp::GeluErf: return T(0.5) * x * (T(1) + erf(x * T(0.7071067811865476)));
     case UnaryOp::Exp: return exp(x);
     case UnaryOp::Log: return log(x);
     case UnaryOp::Neg: return -x;
@@ -106,6 +109,8 @@ SA_HD T unary_grad(UnaryOp op, T x, T y, T p0, T p1) {
       return T(0.5) * (T(1) + u) +
              T(0.5) * x * (T(1) - u * u) * T(0.7978845608028654) * (T(1) + T(3 * 0.044715) * x * x);
     }
+    case UnaryOp::GeluErf:  // Phi(x) + x phi(x)
+      return T(0.5) * (T(1) + erf(x * T(0.7071067811865476))) + x * T(0.3989422804014327) * exp(T(-0.5) * x * x);
     case UnaryOp::Exp: return y;
     case UnaryOp::Log: return T(1) / x;
     case UnaryOp::Neg: return T(-1);

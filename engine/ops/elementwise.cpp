@@ -71,6 +71,7 @@ Tensor relu(const Tensor& x) { return unary(Op::relu, UnaryOp::Relu, x); }
 Tensor sigmoid(const Tensor& x) { return unary(Op::sigmoid, UnaryOp::Sigmoid, x); }
 Tensor tanh(const Tensor& x) { return unary(Op::tanh, UnaryOp::Tanh, x); }
 Tensor gelu(const Tensor& x) { return unary(Op::gelu, UnaryOp::Gelu, x); }
+Tensor gelu_erf(const Tensor& x) { return unary(Op::gelu_erf, UnaryOp::GeluErf, x); }
 Tensor exp(const Tensor& x) { return unary(Op::exp, UnaryOp::Exp, x); }
 Tensor log(const Tensor& x) { return unary(Op::log, UnaryOp::Log, x); }
 Tensor neg(const Tensor& x) { return unary(Op::neg, UnaryOp::Neg, x); }

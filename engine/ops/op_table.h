@@ -10,7 +10,7 @@
 #define SA_DIFFERENTIABLE_OPS(X)                                                                          \
   X(matmul) X(bmm) X(linear)                                                                              \
   X(add) X(sub) X(mul) X(div) X(scale) X(add_scalar)                                                      \
-  X(relu) X(sigmoid) X(tanh) X(gelu) X(exp) X(log) X(neg) X(sqrt) X(square) X(clip) X(cast)              \
+  X(relu) X(sigmoid) X(tanh) X(gelu) X(gelu_erf) X(exp) X(log) X(neg) X(sqrt) X(square) X(clip) X(cast)              \
   X(masked_fill) X(dropout)                                                                               \
   X(softmax) X(log_softmax) X(logsumexp) X(cross_entropy) X(soft_cross_entropy)                           \
   X(gather_rows) X(scatter_add_rows) X(conv1d_max)                                                        \

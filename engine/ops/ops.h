@@ -43,7 +43,8 @@ Tensor add_scalar(const Tensor& x, double s);
 Tensor relu(const Tensor& x);
 Tensor sigmoid(const Tensor& x);
 Tensor tanh(const Tensor& x);
-Tensor gelu(const Tensor& x);  // tanh approximation
+Tensor gelu(const Tensor& x);      // tanh approximation (BERT's reference code, Hugging Face's "gelu_new")
+Tensor gelu_erf(const Tensor& x);  // exact: x Phi(x) (Hugging Face's "gelu")
 Tensor exp(const Tensor& x);
 Tensor log(const Tensor& x);
 Tensor neg(const Tensor& x);

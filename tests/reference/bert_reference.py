@@ -2,11 +2,12 @@
 """Reference numerics for our BERT: a small BERT for masked LM in plain torch ops (no transformers),
 with seeded random weights saved in Hugging Face's layout, and what the C++ test compares against.
 
-Writes into OUT (default: tests/reference/bert_small):
+Writes into OUT (default: tests/reference/bert_small; with --exact-gelu the erf form of GELU,
+hidden_act "gelu", as most published checkpoints, default tests/reference/bert_small_erf):
   config.json, vocab.txt, model.safetensors   the model, as `BertForMaskedLM.from_pretrained` reads it
   reference.safetensors                       inputs, every layer's output, the MLM loss, every gradient
 
-Run with Debian's python3-torch:  /usr/bin/python3 tests/reference/bert_reference.py
+Run with Debian's python3-torch:  /usr/bin/python3 tests/reference/bert_reference.py [OUT] [--exact-gelu]
 The computation is in float64 on weights rounded to float32 (the file's precision), so the C++
 float32 forward can be held to 1e-5 and its gradients to 1e-4 relative.
 """
@@ -86,6 +87,13 @@ def gelu_tanh(x):
     return 0.5 * x * (1 + torch.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
 
 
+def gelu_erf(x):
+    return 0.5 * x * (1 + torch.erf(x / math.sqrt(2)))
+
+
+GELU = gelu_tanh
+
+
 def layer_norm(x, g, b):
     mu = x.mean(-1, keepdim=True)
     var = ((x - mu) ** 2).mean(-1, keepdim=True)
@@ -119,11 +127,11 @@ def forward(p, ids, types, mask, labels):
         ctx = (torch.softmax(scores, -1) @ V).transpose(1, 2).reshape(B, T, HIDDEN)
         a = linear(ctx, p[q + "attention.output.dense.weight"], p[q + "attention.output.dense.bias"])
         x = layer_norm(a + x, p[q + "attention.output.LayerNorm.weight"], p[q + "attention.output.LayerNorm.bias"])
-        h = gelu_tanh(linear(x, p[q + "intermediate.dense.weight"], p[q + "intermediate.dense.bias"]))
+        h = GELU(linear(x, p[q + "intermediate.dense.weight"], p[q + "intermediate.dense.bias"]))
         o = linear(h, p[q + "output.dense.weight"], p[q + "output.dense.bias"])
         x = layer_norm(o + x, p[q + "output.LayerNorm.weight"], p[q + "output.LayerNorm.bias"])
         outputs.append(x)
-    t = gelu_tanh(linear(x, p["cls.predictions.transform.dense.weight"], p["cls.predictions.transform.dense.bias"]))
+    t = GELU(linear(x, p["cls.predictions.transform.dense.weight"], p["cls.predictions.transform.dense.bias"]))
     t = layer_norm(t, p["cls.predictions.transform.LayerNorm.weight"], p["cls.predictions.transform.LayerNorm.bias"])
     logits = t @ p["bert.embeddings.word_embeddings.weight"].t() + p["cls.predictions.bias"]  # tied decoder
     loss = torch.nn.functional.cross_entropy(logits.view(-1, len(VOCAB)), labels.view(-1), ignore_index=-100)
@@ -131,7 +139,11 @@ def forward(p, ids, types, mask, labels):
 
 
 def main():
-    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "bert_small")
+    global GELU
+    exact = "--exact-gelu" in sys.argv[1:]
+    GELU = gelu_erf if exact else gelu_tanh
+    args = [a for a in sys.argv[1:] if a != "--exact-gelu"]
+    out = args[0] if args else os.path.join(os.path.dirname(__file__), "bert_small_erf" if exact else "bert_small")
     os.makedirs(out, exist_ok=True)
     gen = torch.Generator().manual_seed(20261123)
     weights = make_weights(gen)
@@ -165,7 +177,7 @@ def main():
     save_safetensors(os.path.join(out, "reference.safetensors"), ref)
     config = {"architectures": ["BertForMaskedLM"], "model_type": "bert", "vocab_size": len(VOCAB),
               "hidden_size": HIDDEN, "num_hidden_layers": LAYERS, "num_attention_heads": HEADS,
-              "intermediate_size": INTERMEDIATE, "hidden_act": "gelu_new", "hidden_dropout_prob": 0.1,
+              "intermediate_size": INTERMEDIATE, "hidden_act": "gelu" if exact else "gelu_new", "hidden_dropout_prob": 0.1,
               "attention_probs_dropout_prob": 0.1, "max_position_embeddings": POSITIONS, "type_vocab_size": TYPES,
               "initializer_range": 0.02, "layer_norm_eps": EPS, "pad_token_id": 0,
               "position_embedding_type": "absolute", "tie_word_embeddings": True}

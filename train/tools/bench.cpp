@@ -218,6 +218,7 @@ void bench_ops(Device d, bool quick) {
   bw("add (broadcast row)", 8.0 * n, [&] { Tensor z = ops::add(x, row); });
   bw("relu", 8.0 * n, [&] { Tensor z = ops::relu(x); });
   bw("gelu", 8.0 * n, [&] { Tensor z = ops::gelu(x); });
+  bw("gelu (erf)", 8.0 * n, [&] { Tensor z = ops::gelu_erf(x); });
   bw("softmax (rows of 1024)", 8.0 * n, [&] { Tensor z = ops::softmax(x); });
   bw("sum (all)", 4.0 * n, [&] { Tensor z = ops::sum(x); });
 
