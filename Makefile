@@ -56,9 +56,17 @@ ifeq ($(CUDA),1)
 else
   ENGINE_SRC += engine/cuda/cuda_stub.cpp
 endif
+# NCCL (data-parallel GPU ranks) when the toolkit has its header; the library is opened at run time.
+NCCL := $(if $(and $(filter 1,$(CUDA)),$(wildcard $(CUDA_HOME)/include/nccl.h)),1,0)
+ifeq ($(NCCL),1)
+  NCCL_SRC := engine/cuda/nccl_allreduce.cpp
+else
+  ENGINE_SRC += engine/dist/nccl_stub.cpp
+endif
 
 LIB_SRC := $(ENGINE_SRC) $(wildcard layers/*.cpp sense/*.cpp train/*.cpp data/*.cpp eval/*.cpp)
-LIB_OBJ := $(LIB_SRC:%.cpp=$(BUILD)/%.o) $(CUDA_SRC:%.cu=$(BUILD)/%.cu.o) $(CUDNN_SRC:%.cpp=$(BUILD)/%.cudnn.o)
+LIB_OBJ := $(LIB_SRC:%.cpp=$(BUILD)/%.o) $(CUDA_SRC:%.cu=$(BUILD)/%.cu.o) $(CUDNN_SRC:%.cpp=$(BUILD)/%.cudnn.o) \
+  $(NCCL_SRC:%.cpp=$(BUILD)/%.cuda.o)
 LIB := $(BUILD)/libsensealign.a
 
 # Each module's command-line tools live in MODULE/tools/NAME.cpp and build to bin/NAME.
@@ -109,6 +117,11 @@ $(BUILD)/%.o: %.cpp $(FLAGS_STAMP)
 $(BUILD)/%.cudnn.o: %.cpp $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) -I$(CUDA_HOME)/include -I$(CUDNN_HOME)/include -c $< -o $@
+
+# C++ that includes CUDA toolkit headers (NCCL's) but no kernels.
+$(BUILD)/%.cuda.o: %.cpp $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) -I$(CUDA_HOME)/include -c $< -o $@
 
 $(BUILD)/%.cu.o: %.cu $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)

@@ -18,6 +18,7 @@
 #include "data/run_files.h"
 #include "data/safetensors.h"
 #include "engine/dist/communicator.h"
+#include "engine/dist/nccl.h"
 #include "tests/test_util.h"
 
 namespace {
@@ -172,6 +173,34 @@ TEST(DataParallel, SaelmoFullSoftmaxTwoRanksEqualOneProcess) {
   check_two_ranks_equal_doubled_batch(
       "saelmo-full", "n_context = 3\ncluster_proj_dim = 4\npca_sample = 500\npca_every = 7\ncontextual_warmup = 15\n"
                      "prune_first = 20\nprune_every = 12\ncontext_record_window = 10\nsense_negatives = \"full\"\n");
+}
+
+// NCCL on one GPU: the library loads, a one-rank communicator forms, and its sum is the identity.
+TEST(DataParallel, NcclAllReduceOnOneGpu) {
+  if (sa::cuda_device_count() == 0) GTEST_SKIP() << "no GPU";
+  if (!sa::dist::nccl_available()) GTEST_SKIP() << "no NCCL (built without its header, or libnccl.so.2 not loadable)";
+  const std::vector<double> v = {1.5, -2.0, 3.25, 0.0, 7.0};
+  for (sa::DType dt : {sa::DType::F32, sa::DType::F64}) {
+    sa::Tensor t = sa::Tensor::of(v, {5}, dt, sa::Device::cuda(0));
+    sa::dist::nccl_allreduce_sum(0, t.raw(), 5, dt);
+    EXPECT_EQ(t.values(), v);
+  }
+}
+
+// Two GPU ranks (NCCL sums the dense gradients on the devices) against one GPU with the doubled
+// batch, in f32: equal to rounding.
+TEST(DataParallel, TwoGpuRanksEqualOneGpuWithTheDoubledBatch) {
+  if (std::string why = mpi_missing(); !why.empty()) GTEST_SKIP() << why;
+  if (sa::cuda_device_count() < 2) GTEST_SKIP() << "needs 2 GPUs (NCCL takes one GPU per rank)";
+  const DpRuns s = make_setup("gpu", "n_steps = 20\ndropout = 0\n");
+  const auto one = run_tool(s.train("one", "--set batch_size=8 --set device=cuda:0"));
+  ASSERT_EQ(one.rc, 0) << one.out;
+  const auto two = run_tool(s.mpirun(2, "two", "--set batch_size=4 --set device=cuda"));
+  ASSERT_EQ(two.rc, 0) << two.out;
+  EXPECT_TRUE(contains(two.out, "summed on the GPUs by NCCL")) << two.out;
+  const auto a = losses(s.run("one")), b = losses(s.run("two"));
+  ASSERT_EQ(b.size(), a.size());
+  for (auto& [step, loss] : a) EXPECT_NEAR(loss, b.at(step), 1e-4 * std::abs(loss)) << "step " << step;
 }
 
 // SIGKILL of one rank ends the job (mpirun stops the other); rerunning the command resumes from

@@ -4,7 +4,9 @@
 
 #include "engine/core/autograd.h"
 #include "engine/core/error.h"
+#include "engine/backend.h"
 #include "engine/dist/communicator.h"
+#include "engine/dist/nccl.h"
 #include "engine/ops/ops.h"
 
 namespace sa::dist {
@@ -29,6 +31,30 @@ void reduce_dense(const std::vector<Tensor>& params, const std::vector<double>& 
   for (size_t i = 0; i < params.size(); ++i)
     if (dense[i] > 0 && params[i].dtype() == dt) ps.push_back(&params[i]), n += params[i].numel();
   if (ps.empty()) return;
+  const Device dev = ps[0]->device();
+  bool one_gpu = dev.is_cuda();
+  for (const Tensor* p : ps) one_gpu = one_gpu && p->device() == dev;
+  if (one_gpu && nccl_available()) {  // one flat device buffer, summed by NCCL
+    NoGrad ng;
+    Tensor flat = Tensor::zeros({n}, dt, dev);
+    int64_t at = 0;
+    for (const Tensor* p : ps) {
+      if (Tensor g = p->grad(); g.defined()) flat.rows(at, at + p->numel()).copy_from(g.view({p->numel()}));
+      at += p->numel();
+    }
+    nccl_allreduce_sum(dev.index, flat.raw(), n, dt);
+    backend(dev).unary(UnaryOp::Scale, flat, flat, inv_ranks, 0);
+    at = 0;
+    for (const Tensor* p : ps) {
+      const Tensor part = flat.rows(at, at + p->numel()).view(p->shape());
+      at += p->numel();
+      if (Tensor g = p->grad(); g.defined())
+        g.copy_from(part);
+      else
+        p->impl()->grad = part.clone().impl_ptr();
+    }
+    return;
+  }
   std::vector<T> flat(static_cast<size_t>(n), T(0));
   int64_t at = 0;
   for (const Tensor* p : ps) {  // a parameter this rank's loss did not reach adds zeros

@@ -1,0 +1,21 @@
+// All-reduce of device memory between data-parallel ranks on GPUs, over NCCL (no CUDA header
+// here). NCCL is opened with dlopen when first needed (it is large and optional: no link
+// dependency). One NCCL communicator per process, made on first use from a unique id that rank 0
+// broadcasts over MPI; it runs on the GPU's stream, so the sum is ordered with the step's kernels.
+#pragma once
+#include <cstdint>
+
+#include "engine/core/dtype.h"
+
+namespace sa::dist {
+
+// Whether NCCL can be used: a CUDA build whose toolkit had nccl.h, and libnccl.so.2 loadable at
+// run time. Data-parallel GPU ranks then reduce dense gradients on the device; otherwise through
+// host memory and MPI.
+bool nccl_available();
+
+// In place: the sum over all ranks of `n` elements of f32 or f64 at `data` on GPU `device`. Every
+// rank must use one GPU and call it in the same order.
+void nccl_allreduce_sum(int device, void* data, int64_t n, DType dt);
+
+}  // namespace sa::dist
