@@ -35,6 +35,9 @@ std::string mpi_missing() {
   if (!sa::dist::available()) return "built without MPI (make MPI=0 or no libopenmpi-dev)";
   if (std::system("command -v mpirun > /dev/null 2>&1") != 0) return "no mpirun (openmpi-bin)";
   if (!fs::exists("../shared/data/corpus/brown.txt")) return "no ../shared/data here";
+  // The launcher itself must work here (a container may forbid what it needs).
+  static const auto probe = run_tool(std::string(kMpiEnv) + " mpirun " + kMpiArgs + " -np 2 true");
+  if (probe.rc != 0) return "mpirun cannot start 2 processes here: " + probe.out;
   return "";
 }
 
