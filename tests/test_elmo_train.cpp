@@ -314,11 +314,12 @@ TEST(StepFlops, CountsEveryProductOfAStep) {
   c.batch_size = 2, c.unroll_steps = 3, c.n_negative_samples_batch = 7;
   c.model.char_dim = 3, c.model.filters = {{1, 4}, {2, 5}}, c.model.n_highway = 1;
   c.model.projection_dim = 4, c.model.lstm_dim = 6, c.model.n_layers = 2;
-  double forward = 0;
-  for (const sa::StepGemm& g : sa::elmo_step_gemms(c, 5)) forward += g.flops() / 3;
-  // char CNN 2*(5*50)*4*3 + 2*(5*49)*5*6; highway 2*5*18*9; token projection 2*5*4*9; per LSTM
-  // layer, two directions: inputs 2*6*24*4*2, recurrence 2*2*24*4*6, projection 2*2*4*6*6;
-  // softmax 2*6*7*4*2.
-  const double want = 6000 + 14700 + 1620 + 360 + 2 * (2304 + 2304 + 576) + 672;
-  EXPECT_DOUBLE_EQ(forward, want);
+  double step = 0;
+  for (const sa::StepGemm& g : sa::elmo_step_gemms(c, 5)) step += g.flops();
+  // Forward: char CNN 2*(5*50)*4*3 + 2*(5*49)*5*6; highway 2*5*18*9; token projection 2*5*4*9;
+  // per LSTM layer, two directions: inputs 2*6*24*4*2, recurrence 2*2*24*4*6, projection
+  // 2*2*4*6*6; softmax 2*6*7*4*2. Backward: twice each product, and the CNN's winning windows
+  // (2/50 and 2/49 of its forward).
+  const double products = 1620 + 360 + 2 * (2304 + 2304 + 576) + 672;
+  EXPECT_DOUBLE_EQ(step, 3 * products + 6000 * (1 + 2.0 / 50) + 14700 * (1 + 2.0 / 49));
 }

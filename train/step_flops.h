@@ -1,4 +1,5 @@
-// The matrix products of one ELMo or SaELMo training step, counted from the config's shapes:
+// The matrix products of one ELMo or SaELMo training step (SaELMo's sense softmax has the sampled
+// softmax's shape; selection is not counted), counted from the config's shapes:
 // what `bench train` reports as the model's FLOPs per token, and times through the raw BLAS at
 // the same shapes to say what fraction of the machine's GEMM throughput training achieves.
 // Elementwise work (cells, activations, softmax normalizers) is not counted, as in the usual
@@ -11,13 +12,15 @@
 
 namespace sa {
 
-// A forward product [m, k] x [k, n], `calls` times per step. Its backward is two products of
-// the same size (the input's and the weight's gradients).
+// A forward product [m, k] x [k, n], `calls` times per step. Its backward does `backward` times
+// the forward's work: 2 for a product (the input's and the weight's gradients); the char CNN's
+// max-pooled convolution back-propagates through each filter's winning window only.
 struct StepGemm {
   std::string what;
   int64_t m, n, k;
   double calls;
-  double flops() const { return 3 * 2.0 * static_cast<double>(m) * static_cast<double>(n) * k * calls; }
+  double backward = 2;
+  double flops() const { return (1 + backward) * 2.0 * static_cast<double>(m) * static_cast<double>(n) * k * calls; }
 };
 
 // One step's products. `encoded_tokens` is the number of distinct tokens the char CNN encoded per

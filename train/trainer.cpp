@@ -13,7 +13,6 @@
 #include "data/dictionary.h"
 #include "data/run_files.h"
 #include "engine/dist/communicator.h"
-#include "engine/dist/nccl.h"
 #include "engine/dist/tensor_collectives.h"
 #include "engine/engine.h"
 #include "train/checkpoint.h"
@@ -190,12 +189,13 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet, 
     if (!quiet) std::printf("resuming %s from %s (step %ld)\n", dir.c_str(), fs::path(resumed).filename().c_str(), (long)step);
   }
   if (!quiet) print_setup(c, cfg, lm, vocab.size(), total, dev);
+  const bool nccl = ranks > 1 && dist::gradients_use_nccl(dev);  // every rank: the ranks decide together
   if (!quiet && ranks > 1)
     std::printf("data parallel: %d ranks x %d rows = batches of %d x %d; tokens/s below count all ranks%s\n", ranks,
                 c.batch_size, c.batch_size * ranks, c.unroll_steps,
-                !dev.is_cuda()        ? ""
-                : dist::nccl_available() ? "; dense gradients summed on the GPUs by NCCL"
-                                         : "; dense gradients summed through host memory (no libnccl.so.2)");
+                !dev.is_cuda() ? ""
+                : nccl         ? "; dense gradients summed on the GPUs by NCCL"
+                               : "; dense gradients summed through host memory (NCCL needs libnccl.so.2 and a GPU per rank)");
 
   // Each direction draws its own sentences (bilingual: each picks the language independently).
   auto corpus = [&](uint64_t seed) {

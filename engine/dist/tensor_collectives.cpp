@@ -1,6 +1,11 @@
 #include "engine/dist/tensor_collectives.h"
 
+#include <unistd.h>
+
 #include <cstring>
+#include <functional>
+#include <set>
+#include <string>
 
 #include "engine/core/autograd.h"
 #include "engine/core/error.h"
@@ -22,6 +27,27 @@ Tensor tensor_from_bytes(const std::vector<char>& bytes, Shape shape, DType dt, 
   return h.to(dev);
 }
 
+}  // namespace
+
+bool gradients_use_nccl(Device dev) {
+  static const bool use = [&] {
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    const int64_t mine[3] = {dev.is_cuda() && nccl_available() ? 1 : 0, dev.is_cuda() ? dev.index : -1,
+                             static_cast<int64_t>(std::hash<std::string>{}(host))};
+    std::vector<char> all = allgather(mine, sizeof mine);
+    std::vector<int64_t> v(all.size() / sizeof(int64_t));
+    std::memcpy(v.data(), all.data(), all.size());
+    std::set<std::pair<int64_t, int64_t>> gpus;  // (host, device)
+    for (size_t r = 0; r + 2 < v.size(); r += 3)
+      if (!v[r] || !gpus.insert({v[r + 2], v[r + 1]}).second) return false;
+    return true;
+  }();
+  return use;
+}
+
+namespace {
+
 // One flat host buffer for the dense gradients of one dtype. `dense[i]`: whether params[i] has a
 // dense gradient on some rank (a table read by row gets one from a full softmax).
 template <typename T>
@@ -34,7 +60,7 @@ void reduce_dense(const std::vector<Tensor>& params, const std::vector<double>& 
   const Device dev = ps[0]->device();
   bool one_gpu = dev.is_cuda();
   for (const Tensor* p : ps) one_gpu = one_gpu && p->device() == dev;
-  if (one_gpu && nccl_available()) {  // one flat device buffer, summed by NCCL
+  if (one_gpu && gradients_use_nccl(dev)) {  // one flat device buffer, summed by NCCL
     NoGrad ng;
     Tensor flat = Tensor::zeros({n}, dt, dev);
     int64_t at = 0;
@@ -127,6 +153,7 @@ void average_gradients(const std::vector<Tensor>& params) {
     SA_CHECK(!p.requires_grad() || p.dtype() == DType::F32 || p.dtype() == DType::F64,
              "dist: parameter '{}' has dtype {}; data-parallel gradients are f32 or f64", p.name(), dtype_name(p.dtype()));
   const double inv = 1.0 / n;
+  if (!params.empty()) gradients_use_nccl(params[0].device());  // the ranks decide together, on the first step
   // Which parameters have dense gradients: every row-free one, and a row-read table with one on
   // any rank; the ranks agree on the list before the flat buffers are laid out.
   std::vector<double> dense(params.size(), 0.0);

@@ -281,7 +281,7 @@ void report_gemm_fraction(const TrainConfig& c, const TrainResult& r, int steps,
   for (const StepGemm& g : gemms) {
     const double t = raw(g.m, g.n, g.k);
     flops += g.flops();
-    ideal += 3 * t * g.calls;
+    ideal += (1 + g.backward) * t * g.calls;  // the backward timed as products of the forward's shape
     char shape[64];
     std::snprintf(shape, sizeof shape, "%ldx%ldx%ld", (long)g.m, (long)g.n, (long)g.k);
     std::printf("  %-22s %-18s x%-5g %8.1f GF/s\n", g.what.c_str(), shape, g.calls, 2.0 * g.m * g.n * g.k / t / 1e9);
