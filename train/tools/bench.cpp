@@ -263,7 +263,7 @@ double peak_rss_mib(int who) {
 
 // The model's FLOPs per token and the fraction of this machine's GEMM throughput that training
 // reaches: each product of a step (train/step_flops.h) timed through the raw BLAS at its shape,
-// its backward counted as twice its forward, against the step's measured time.
+// its backward as StepGemm::backward times its forward, against the step's measured time.
 void report_gemm_fraction(const TrainConfig& c, const TrainResult& r, int steps, Device d) {
   const std::vector<StepGemm> gemms = elmo_step_gemms(c, static_cast<double>(r.encoded_tokens) / steps);
   const double tokens = static_cast<double>(c.batch_size) * c.unroll_steps;
@@ -277,7 +277,7 @@ void report_gemm_fraction(const TrainConfig& c, const TrainResult& r, int steps,
     }
     return it->second;
   };
-  std::printf("model products per step (forward; the backward is two more of each size), at the raw BLAS's speed:\n");
+  std::printf("model products per step (forward; the backward twice each, the char CNN's only its winning windows), at the raw BLAS's speed:\n");
   for (const StepGemm& g : gemms) {
     const double t = raw(g.m, g.n, g.k);
     flops += g.flops();
