@@ -7,8 +7,8 @@
 
 namespace sa {
 
-SenseHead::SenseHead(int vocab, const SenseOptions& o, int dim, uint64_t seed, Device dev, DType dt)
-    : table(vocab, o.n_context, dim, seed, dev, dt), proj(dim, o.cluster_proj_dim, o.pca_sample, seed ^ 0x9e3779b9ull),
+SenseHead::SenseHead(int vocab, const SenseOptions& o, int dim, uint64_t seed, Device dev, DType dt, TableShard shard)
+    : table(vocab, o.n_context, dim, seed, dev, dt, shard), proj(dim, o.cluster_proj_dim, o.pca_sample, seed ^ 0x9e3779b9ull),
       usage(o.context_record_window) {}
 
 std::string sense_head_prefix(size_t d) { return "sense/" + std::to_string(d) + "/"; }
@@ -26,7 +26,7 @@ void SenseHead::save(std::vector<std::pair<std::string, Tensor>>& out, const std
 }
 
 void SenseHead::restore(const SafetensorsFile& f, const std::string& origin, const std::string& p, bool pca_fitted) {
-  take_tensor(f, origin, p + "centers", table.centers);
+  table.take(f, origin, p + "centers", table.centers);
   Tensor en = Tensor::empty({table.rows()});
   take_tensor(f, origin, p + "enabled", en);
   std::vector<double> ev = en.values();
@@ -44,9 +44,16 @@ void SenseHead::restore(const SafetensorsFile& f, const std::string& origin, con
   proj.restore(q->second, optional("pca_queue_steps"), optional("pca_mean"), matrix, pca_fitted);
 }
 
+void take_param(const SafetensorsFile& f, const std::string& origin, const std::string& name,
+                const std::vector<SenseHead>& heads, const Tensor& param, Tensor& dst) {
+  for (const SenseHead& h : heads)
+    if (param.impl() == h.table.W.impl() || param.impl() == h.table.b.impl()) return h.table.take(f, origin, name, dst);
+  take_tensor(f, origin, name, dst);
+}
+
 void restore_trained_model(const SafetensorsFile& f, const std::string& origin, const std::vector<NamedTensor>& params,
                            std::vector<SenseHead>& heads) {
-  for (const NamedTensor& nt : params) take_tensor(f, origin, nt.name, *nt.tensor);
+  for (const NamedTensor& nt : params) take_param(f, origin, nt.name, heads, *nt.tensor, *nt.tensor);
   const bool fitted = f.metadata.value("pca_fitted", false);
   for (size_t d = 0; d < heads.size(); ++d) heads[d].restore(f, origin, sense_head_prefix(d), fitted);
 }
@@ -61,21 +68,28 @@ Tensor selection_context(const Tensor& top) {
 
 Tensor sense_direction_loss(SenseHead& h, const Tensor& top, const LmBatch& b, const SenseOptions& o, int n_negatives,
                             bool training, std::mt19937_64& rng, SenseStep* step, const TranslationTable* dict,
-                            const Tensor& select_top) {
+                            const Tensor& select_top, WorkingTable* work) {
   const int64_t B = top.dim(0), T = top.dim(1), P = top.dim(2);
+  SA_CHECK(work || !training || h.table.stores_all(), "sense_direction_loss: a sharded table trains through a WorkingTable");
+  SenseTable& table = work ? work->table : h.table;
+  const std::vector<int32_t> targets = work ? work->words(b.targets) : b.targets;
+  if (work && work->dict) dict = &*work->dict;
   Tensor ctx = selection_context(select_top.defined() ? select_top : top);
   const bool offsets = o.selection_mean == SenseOptions::SelectionMean::WordOffset;
   // Data-parallel training: the offsets' batch mean is the global batch's (every rank's rows).
   // Evaluation runs on one rank and needs none of it.
   const Tensor batch_mean = !offsets ? Tensor() : training ? dist::mean_rows(ctx) : ops::mean(ctx, 0, true);
   const WordMeans mean_of = [&](const std::vector<int32_t>& words) {
-    return selection_mean(h.table, o, h.proj.mean(), words, batch_mean);
+    return selection_mean(table, o, h.proj.mean(), words, batch_mean);
   };
-  const Tensor mean = mean_of(b.targets);
   Tensor flat = ops::reshape(top, {B * T, P});
   // Evaluation: the word's probability, summed over its senses (ELMo's scale).
-  if (!training) return ops::mean(sense_word_nll(flat, h.table, b.targets));
+  if (!training)
+    return ops::mean(table.stores_all() ? sense_word_nll(flat, table, targets) : sharded_word_nll(flat, table, targets));
+  const Tensor mean = mean_of(targets);
   using N = SenseOptions::Negatives;
+  // Negatives: drawn here, or for a working table when its rows were gathered.
+  auto uniform = [&] { return work ? work->negatives.rows : sample_enabled_rows(table, n_negatives, rng); };
   // The common training case runs selection inside the fused softmax; seeding (sequential over
   // tokens), the translation loss and the other negatives select first.
   const bool fused = training && !dict && o.negatives == N::Uniform && !o.seed_centers();
@@ -86,42 +100,43 @@ Tensor sense_direction_loss(SenseHead& h, const Tensor& top, const LmBatch& b, c
   Tensor all_ctx;
   std::vector<int32_t> all_targets;
   if (global) {
-    all_ctx = dist::allgather_rows(ctx), all_targets = dist::allgather(b.targets);
+    all_ctx = dist::allgather_rows(ctx), all_targets = dist::allgather(targets);
     const std::vector<int32_t> all_sel =
-        select_senses(h.table, all_ctx, all_targets, h.proj.matrix(), mean_of(all_targets), true);
+        select_senses(table, all_ctx, all_targets, h.proj.matrix(), mean_of(all_targets), true);
     const auto first = all_sel.begin() + static_cast<int64_t>(dist::rank()) * B * T;
     sel.assign(first, first + B * T);
   } else if (!fused) {
-    sel = select_senses(h.table, ctx, b.targets, h.proj.matrix(), mean, seeding);
+    sel = select_senses(table, ctx, targets, h.proj.matrix(), mean, seeding);
   }
   Tensor per_row;
   if (fused) {
-    SelectedLoss r = select_and_sampled_loss(flat, h.table, ctx, b.targets, h.proj.matrix(), mean,
-                                             sample_enabled_rows(h.table, n_negatives, rng));
+    SelectedLoss r = select_and_sampled_loss(flat, table, ctx, targets, h.proj.matrix(), mean, uniform());
     per_row = r.per_row, sel = std::move(r.selected);
   } else if (dict) {  // Bi-SaELMo (the config allows only uniform negatives with a dictionary)
-    TranslationCandidates cand = translation_candidates(h.table, *dict, b.targets, ctx, h.proj.matrix(), mean_of);
-    per_row = sense_translation_loss(flat, h.table, sel, cand, sample_enabled_rows(h.table, n_negatives, rng));
+    TranslationCandidates cand = translation_candidates(table, *dict, targets, ctx, h.proj.matrix(), mean_of);
+    per_row = sense_translation_loss(flat, table, sel, cand, uniform());
   } else if (o.negatives == N::Full) {
-    per_row = sense_full_loss(flat, h.table, sel);
+    per_row = sense_full_loss(flat, table, sel);
   } else if (o.negatives == N::LogUniform) {
-    per_row = sense_sampled_loss(flat, h.table, sel, sample_log_uniform_senses(h.table, n_negatives, b.targets, rng));
+    per_row = sense_sampled_loss(flat, table, sel,
+                                 work ? work->negatives : sample_log_uniform_senses(table, n_negatives, targets, rng));
   } else {  // uniform negatives with seeding
-    per_row = sense_sampled_loss(flat, h.table, sel, sample_enabled_rows(h.table, n_negatives, rng));
+    per_row = sense_sampled_loss(flat, table, sel, uniform());
   }
   // after_step sees what every rank selected, so the ranks keep one sense state.
   if (step && dist::size() > 1)
     *step = {all_ctx.defined() ? all_ctx : dist::allgather_rows(ctx), dist::allgather(sel),
-             all_targets.empty() ? dist::allgather(b.targets) : all_targets};
+             all_targets.empty() ? dist::allgather(targets) : all_targets};
   else if (step)
-    *step = {ctx, std::move(sel), b.targets};
+    *step = {ctx, std::move(sel), targets};
   return ops::mean(per_row);
 }
 
-SenseEvents after_step(SenseHead& h, const SenseOptions& o, int64_t step, const SenseStep& s) {
+SenseEvents after_step(SenseHead& h, const SenseOptions& o, int64_t step, const SenseStep& s, WorkingTable* work) {
   SenseEvents ev;
-  update_sense_centers(h.table, o, s.ctx, s.selected, s.targets);
-  h.usage.record(s.selected, h.table.n_context());
+  update_sense_centers(work ? work->table : h.table, o, s.ctx, s.selected, s.targets);
+  if (work) work->store_centers(h.table);
+  h.usage.record(work ? work->global_rows(s.selected) : s.selected, h.table.n_context());
   // Refits at steps 1, 1 + M, 1 + 2M, ... (a fitted projection from the start); pushes at those and
   // every pca_push_every steps from step 1; a refit sees only the last pca_queue_steps steps.
   const bool refit = (step - 1) % o.pca_every == 0;

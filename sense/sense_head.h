@@ -15,6 +15,7 @@
 #include "sense/pruning.h"
 #include "sense/sense_table.h"
 #include "sense/translation.h"
+#include "sense/working_table.h"
 
 namespace sa {
 
@@ -22,7 +23,8 @@ struct SenseHead {
   SenseTable table;
   PcaProjection proj;
   SenseUsage usage;
-  SenseHead(int vocab, const SenseOptions& o, int dim, uint64_t seed, Device dev, DType dt = DType::F32);
+  SenseHead(int vocab, const SenseOptions& o, int dim, uint64_t seed, Device dev, DType dt = DType::F32,
+            TableShard shard = {});
 
   // The trainable table, W and b, under `prefix`.
   std::vector<NamedTensor> params(const std::string& prefix);
@@ -34,6 +36,11 @@ struct SenseHead {
 
 // Where direction d's head lives in a checkpoint: "sense/<d>/".
 std::string sense_head_prefix(size_t d);
+
+// Reads tensor `name` of a checkpoint into dst, which belongs to `param`: when param is a sharded
+// head's W or b, only the rows its table stores.
+void take_param(const SafetensorsFile& f, const std::string& origin, const std::string& name,
+                const std::vector<SenseHead>& heads, const Tensor& param, Tensor& dst);
 
 // Reads a trained model from a checkpoint: `params` by name (the biLM's and the heads' W and b)
 // and each head's state under sense_head_prefix(d). The trainer's restore and load_sense_model
@@ -62,14 +69,19 @@ Tensor selection_context(const Tensor& top);
 // over `n_negatives` uniform enabled rows, the step's selections going to `step` for after_step.
 // Otherwise the exact softmax over the enabled rows. With `dict` (Bi-SaELMo), training adds the
 // sense-level translation loss (sense/translation.h). `select_top`: the top output selection
-// reads instead of `top` (select_after_dropout = false).
+// reads instead of `top` (select_after_dropout = false). With `work` (a sharded table), training
+// reads the step's working table, its negatives and dictionary instead of the head's, and `step`
+// gets that table's rows; evaluation of a sharded table is collective (sharded_word_nll).
 Tensor sense_direction_loss(SenseHead& head, const Tensor& top, const LmBatch& b, const SenseOptions& o,
                             int n_negatives, bool training, std::mt19937_64& rng, SenseStep* step = nullptr,
-                            const TranslationTable* dict = nullptr, const Tensor& select_top = Tensor());
+                            const TranslationTable* dict = nullptr, const Tensor& select_top = Tensor(),
+                            WorkingTable* work = nullptr);
 
 // Everything a head does between training steps, in order: the center update and usage record of
 // `s`; a projection refit on the first step and every pca_every steps after it (Alg. 2); the end
 // of the warm-up at step contextual_warmup; pruning every prune_every steps from prune_first on.
-SenseEvents after_step(SenseHead& head, const SenseOptions& o, int64_t step, const SenseStep& s);
+// With `work`, `s` holds the working table's rows: its centers move and are written back.
+SenseEvents after_step(SenseHead& head, const SenseOptions& o, int64_t step, const SenseStep& s,
+                       WorkingTable* work = nullptr);
 
 }  // namespace sa

@@ -5,7 +5,9 @@
 #include <limits>
 
 #include "layers/softmax.h"
+#include "engine/dist/communicator.h"
 #include "sense/selection.h"
+#include "sense/working_table.h"
 
 namespace sa {
 
@@ -64,32 +66,38 @@ SelectedLoss select_and_sampled_loss(const Tensor& x, const SenseTable& t, const
   return {loss, std::vector<int32_t>(sel.begin(), sel.end())};
 }
 
-Tensor sense_word_nll(const Tensor& x, const SenseTable& t, const std::vector<int32_t>& words,
-                      int64_t rows_per_chunk) {
-  NoGrad ng;
-  const int64_t N = x.dim(0), R = t.rows(), C = t.n_context();
-  SA_CHECK(static_cast<int64_t>(words.size()) == N, "sense_word_nll: {} words for {} rows", words.size(), N);
+namespace {
+
+// log(e^a + e^b), either may be -inf.
+double log_add(double a, double b) {
+  if (a == -std::numeric_limits<double>::infinity()) return b;
+  if (b == -std::numeric_limits<double>::infinity()) return a;
+  return std::max(a, b) + std::log1p(std::exp(-std::abs(a - b)));
+}
+
+// Per row of x: the log of the sum of exp(logit) over the enabled rows `t` stores, in chunks.
+std::vector<double> stored_log_normalizer(const Tensor& x, const SenseTable& t, int64_t rows_per_chunk) {
+  const int64_t N = x.dim(0), R = t.stored_rows(), first = t.first_row();
   const Device dev = x.device();
-  const double kInf = std::numeric_limits<double>::infinity();
-  // log of a sum of exps kept as a running value per row: log(e^a + e^b).
-  auto log_add = [](double a, double b) {
-    if (a == -std::numeric_limits<double>::infinity()) return b;
-    if (b == -std::numeric_limits<double>::infinity()) return a;
-    return std::max(a, b) + std::log1p(std::exp(-std::abs(a - b)));
-  };
-  std::vector<double> log_z(static_cast<size_t>(N), -kInf);
+  std::vector<double> log_z(static_cast<size_t>(N), -std::numeric_limits<double>::infinity());
   const int64_t chunk =
       rows_per_chunk > 0 ? rows_per_chunk : std::max<int64_t>(1, (int64_t{1} << 22) / std::max<int64_t>(N, 1));
   for (int64_t r0 = 0; r0 < R; r0 += chunk) {
     const int64_t r1 = std::min(R, r0 + chunk);
     std::vector<uint8_t> disabled(static_cast<size_t>(r1 - r0));
-    for (int64_t r = r0; r < r1; ++r) disabled[static_cast<size_t>(r - r0)] = !t.is_enabled(static_cast<int>(r));
+    for (int64_t r = r0; r < r1; ++r) disabled[static_cast<size_t>(r - r0)] = !t.is_enabled(static_cast<int>(first + r));
     Tensor logits = ops::add(ops::matmul(x, t.W.rows(r0, r1), false, true), ops::reshape(t.b.rows(r0, r1), {1, r1 - r0}));
-    logits = ops::masked_fill(logits, Tensor::from(disabled, {1, r1 - r0}, dev), -kInf);
+    logits = ops::masked_fill(logits, Tensor::from(disabled, {1, r1 - r0}, dev), -std::numeric_limits<double>::infinity());
     const std::vector<double> part = ops::logsumexp(logits).values();
     for (int64_t n = 0; n < N; ++n) log_z[static_cast<size_t>(n)] = log_add(log_z[static_cast<size_t>(n)], part[static_cast<size_t>(n)]);
   }
-  // The word's own senses: its C rows, the disabled ones left out.
+  return log_z;
+}
+
+// Per row of x: the log of the sum of exp(logit) over its word's enabled senses (t stores them).
+std::vector<double> own_log_mass(const Tensor& x, const SenseTable& t, const std::vector<int32_t>& words) {
+  const int64_t N = x.dim(0), C = t.n_context();
+  const Device dev = x.device();
   std::vector<int32_t> rows(static_cast<size_t>(N * C));
   std::vector<uint8_t> off(static_cast<size_t>(N * C));
   for (int64_t n = 0; n < N; ++n)
@@ -102,11 +110,37 @@ Tensor sense_word_nll(const Tensor& x, const SenseTable& t, const std::vector<in
                                           ops::reshape(x, {N, 1, x.dim(1)})),
                                  2),
                         ops::reshape(ops::gather_rows(t.b, idx), {N, C}));
-  own = ops::masked_fill(own, Tensor::from(off, {N, C}, dev), -kInf);
-  const std::vector<double> log_w = ops::logsumexp(own).values();
-  std::vector<double> nll(static_cast<size_t>(N));
+  own = ops::masked_fill(own, Tensor::from(off, {N, C}, dev), -std::numeric_limits<double>::infinity());
+  return ops::logsumexp(own).values();
+}
+
+Tensor nll_of(const std::vector<double>& log_z, const std::vector<double>& log_w, const Tensor& x) {
+  std::vector<double> nll(log_z.size());
   for (size_t n = 0; n < nll.size(); ++n) nll[n] = log_z[n] - log_w[n];
-  return Tensor::of(nll, {N}, x.dtype(), dev);
+  return Tensor::of(nll, {x.dim(0)}, x.dtype(), x.device());
+}
+
+}  // namespace
+
+Tensor sense_word_nll(const Tensor& x, const SenseTable& t, const std::vector<int32_t>& words,
+                      int64_t rows_per_chunk) {
+  NoGrad ng;
+  SA_CHECK(static_cast<int64_t>(words.size()) == x.dim(0), "sense_word_nll: {} words for {} rows", words.size(), x.dim(0));
+  SA_CHECK(t.stores_all(), "sense_word_nll: the table stores part of its rows (sharded_word_nll reads a sharded one)");
+  return nll_of(stored_log_normalizer(x, t, rows_per_chunk), own_log_mass(x, t, words), x);
+}
+
+Tensor sharded_word_nll(const Tensor& x, const SenseTable& shard, const std::vector<int32_t>& words,
+                        int64_t rows_per_chunk) {
+  NoGrad ng;
+  SA_CHECK(static_cast<int64_t>(words.size()) == x.dim(0), "sharded_word_nll: {} words for {} rows", words.size(), x.dim(0));
+  const size_t N = words.size();
+  const std::vector<double> parts = dist::allgather(stored_log_normalizer(x, shard, rows_per_chunk));
+  std::vector<double> log_z(N, -std::numeric_limits<double>::infinity());
+  for (size_t r = 0; r < parts.size() / std::max<size_t>(N, 1); ++r)
+    for (size_t n = 0; n < N; ++n) log_z[n] = log_add(log_z[n], parts[r * N + n]);
+  const WorkingTable own(shard, words);
+  return nll_of(log_z, own_log_mass(x, own.table, own.words(words)), x);
 }
 
 Tensor sense_full_loss(const Tensor& x, const SenseTable& t, const std::vector<int32_t>& selected) {

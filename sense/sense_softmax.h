@@ -50,5 +50,10 @@ Tensor sense_full_loss(const Tensor& x, const SenseTable& table, const std::vect
 // building all [N, V*C] logits. No gradient.
 Tensor sense_word_nll(const Tensor& x, const SenseTable& table, const std::vector<int32_t>& words,
                       int64_t rows_per_chunk = 0);
+// sense_word_nll of a sharded table (collective: every rank passes the same x and words): each
+// rank sums over the rows it stores, the partial normalizers are added in rank order, and the
+// words' own senses come through a WorkingTable.
+Tensor sharded_word_nll(const Tensor& x, const SenseTable& shard, const std::vector<int32_t>& words,
+                        int64_t rows_per_chunk = 0);
 
 }  // namespace sa

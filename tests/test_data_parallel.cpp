@@ -159,6 +159,84 @@ TEST(DataParallel, SaelmoSeededCentersTwoRanksEqualOneProcess) {
                        "selection_mean = \"word\"\nsense_negatives = \"log_uniform\"\n");
 }
 
+// SaELMo settings that exercise every part of a sharded step: selection inside the fused softmax
+// with word offsets, per-token center updates, projection refits, the warm-up's end, pruning.
+const char* kShardedSaelmo =
+    "n_context = 3\ncluster_proj_dim = 4\npca_sample = 500\npca_every = 7\npca_push_every = 2\n"
+    "pca_queue_steps = 20\ncontextual_warmup = 15\nwarmup_init = \"copy\"\nprune_first = 20\nprune_every = 12\n"
+    "context_record_window = 10\nselection_mean = \"word_offset\"\ncenter_update = \"per_token\"\n";
+
+// Sense tables sharded over the ranks (each stores half the words' rows; a step gathers the rows
+// it reads) train the model a replicated run trains: one process, and two ranks against one
+// process with the doubled batch, in f64. The checkpoints have the same tensors.
+void check_sharded_equals_replicated(const std::string& name, const std::string& extra) {
+  if (std::string why = mpi_missing(); !why.empty()) GTEST_SKIP() << why;
+  SCOPED_TRACE(name);
+  const DpRuns s = make_setup(name, "n_steps = 40\nprecision = \"f64\"\ndropout = 0\nstate_reset = 0.3\n"
+                                    "heldout_every = 20\nheldout_batches = 2\n" + extra);
+  const auto one = run_tool("OMP_NUM_THREADS=1 " + s.train("one", "--set batch_size=8"));
+  ASSERT_EQ(one.rc, 0) << one.out;
+  const auto one_sharded = run_tool("OMP_NUM_THREADS=1 " + s.train("one-sharded", "--set batch_size=8 --set sense_tables=sharded"));
+  ASSERT_EQ(one_sharded.rc, 0) << one_sharded.out;
+  const auto two = run_tool(s.mpirun(2, "two-sharded", "--set batch_size=4 --set sense_tables=sharded"));
+  ASSERT_EQ(two.rc, 0) << two.out;
+  EXPECT_TRUE(contains(two.out, "per rank, sharded over 2 ranks")) << two.out;
+  const auto want = losses(s.run("one"));
+  ASSERT_EQ(want.size(), 40u);
+  for (const char* run : {"one-sharded", "two-sharded"}) {
+    SCOPED_TRACE(run);
+    const auto got = losses(s.run(run));
+    ASSERT_EQ(got.size(), 40u);
+    for (auto& [step, loss] : want) EXPECT_NEAR(loss, got.at(step), 1e-9 * std::abs(loss)) << "step " << step;
+    const auto ha = metric(s.run("one"), "heldout_perplexity"), hb = metric(s.run(run), "heldout_perplexity");
+    ASSERT_EQ(ha.size(), 2u);
+    ASSERT_EQ(hb.size(), 2u) << "rank 0 alone logs the held-out score";
+    for (auto& [step, ppl] : ha) EXPECT_NEAR(ppl, hb.at(step), 1e-9 * ppl) << "held-out, step " << step;
+    expect_checkpoints_near(s.run("one"), s.run(run), 1e-9);
+  }
+}
+
+TEST(DataParallel, ShardedSenseTablesEqualReplicated) { check_sharded_equals_replicated("sharded", kShardedSaelmo); }
+
+// Log-uniform negatives (with their log-Q shifts) and centers seeded from contexts.
+TEST(DataParallel, ShardedSenseTablesWithLogUniformNegativesEqualReplicated) {
+  check_sharded_equals_replicated(
+      "sharded-loguniform", "n_context = 3\ncluster_proj_dim = 4\npca_sample = 500\npca_every = 7\ncontextual_warmup = 15\n"
+                            "prune_first = 20\nprune_every = 12\ncontext_record_window = 10\nwarmup_init = \"data\"\n"
+                            "selection_mean = \"word\"\nsense_negatives = \"log_uniform\"\n");
+}
+
+// Bi-SaELMo: the translation loss reads the targets' dictionary translations, which the working
+// table gathers too. The "second language" is the same text; the dictionary pairs frequent words.
+TEST(DataParallel, ShardedBilingualSenseTablesEqualReplicated) {
+  if (std::string why = mpi_missing(); !why.empty()) GTEST_SKIP() << why;
+  const std::string dict = ::testing::TempDir() + "/dp-sharded-dict.txt";
+  std::ofstream(dict) << "the of\nof the\nand a\na and\nin to\nto in\nhe it\nit he\nthat is\nis was\n";
+  check_sharded_equals_replicated("sharded-bi", std::string(kShardedSaelmo) + "train_prefix_l2 = \"" +
+                                                    ::testing::TempDir() + "/dp-sharded-bi/corpus.txt\"\ndictionary = \"" +
+                                                    dict + "\"\n");
+}
+
+// A sharded run whose rank 0 is killed while it writes a checkpoint resumes exactly.
+TEST(DataParallel, ShardedRunKilledAtRenameResumesExactly) {
+  if (std::string why = mpi_missing(); !why.empty()) GTEST_SKIP() << why;
+  const DpRuns s = make_setup("sharded-kill", std::string("n_steps = 60\nbatch_size = 4\nsense_tables = \"sharded\"\n") +
+                                                  kShardedSaelmo);
+  const auto straight = run_tool(s.mpirun(2, "straight"));
+  ASSERT_EQ(straight.rc, 0) << straight.out;
+  const std::string shim = "-x LD_PRELOAD=" + fs::absolute("bin/fault_inject.so").string() + " -x FAULT_KILL_AT_RENAME=6 ";
+  const auto killed = run_tool(std::string(kMpiEnv) + " mpirun " + kMpiArgs + " " + shim + "-np 2 " + s.train("killed"));
+  ASSERT_NE(killed.rc, 0) << killed.out;
+  ASSERT_LT(last_step(s.run("killed")), 60);
+  const auto rerun = run_tool(s.mpirun(2, "killed"));
+  ASSERT_EQ(rerun.rc, 0) << rerun.out;
+  EXPECT_TRUE(contains(rerun.out, "resuming")) << rerun.out;
+  const auto want = losses(s.run("straight")), got = losses(s.run("killed"));
+  ASSERT_EQ(got.size(), 60u);
+  for (auto& [step, loss] : want) EXPECT_EQ(loss, got.at(step)) << "step " << step;
+  expect_checkpoints_near(s.run("straight"), s.run("killed"), 0.0);
+}
+
 // The pid of rank `rank` among mpirun's children (-1 if none yet).
 pid_t rank_pid(pid_t mpirun, int rank) {
   const auto kids = run_tool("pgrep -P " + std::to_string(mpirun));

@@ -625,3 +625,60 @@ TEST(SenseWordNll, SumsTheWordsEnabledSensesInChunks) {
 
 }  // namespace
 }  // namespace sa
+
+namespace sa {
+namespace {
+
+// A sharded table stores exactly the rows of the unsharded one in its word range, and keeps the
+// global row ids and enabled scores; the end of the warm-up copies within the shard as whole.
+TEST(ShardedSenseTable, StoresTheUnshardedRowsOfItsWords) {
+  const SenseTable whole(10, 3, 4, 5, Device::cpu(), DType::F64);
+  for (int r = 0; r < 3; ++r) {
+    SCOPED_TRACE(r);
+    SenseTable part(10, 3, 4, 5, Device::cpu(), DType::F64, TableShard{r, 3});
+    const int first = 10 * r / 3, words = 10 * (r + 1) / 3 - first;
+    EXPECT_EQ(part.first_word(), first);
+    EXPECT_EQ(part.stored_rows(), words * 3);
+    EXPECT_EQ(part.rows(), 30);
+    EXPECT_EQ(part.enabled.size(), 30u);
+    EXPECT_FALSE(part.stores_all());
+    EXPECT_EQ(part.W.values(), whole.W.rows(first * 3, (first + words) * 3).values());
+    EXPECT_EQ(part.centers.values(), whole.centers.rows(first * 3, (first + words) * 3).values());
+    SenseTable copy = whole;
+    copy.W = whole.W.clone(), copy.b = whole.b.clone(), copy.centers = whole.centers.clone();
+    copy.end_warmup(true);
+    part.end_warmup(true);
+    EXPECT_EQ(part.W.values(), copy.W.rows(first * 3, (first + words) * 3).values());
+    EXPECT_EQ(part.enabled, copy.enabled);
+  }
+}
+
+// On one process a working table is the whole table's rows of its words, in increasing word
+// order, with the ids mapped both ways; its gradient goes back to the stored rows.
+TEST(ShardedSenseTable, WorkingTableGathersTheWordsRowsAndMapsIds) {
+  SenseTable whole(10, 3, 4, 5, Device::cpu(), DType::F64);
+  whole.end_warmup(false);
+  whole.enabled[whole.row(7, 2)] = 0;
+  WorkingTable work(whole, {7, 2, 7, 9});
+  EXPECT_EQ(work.table.vocab(), 3);
+  EXPECT_EQ(work.words({2, 7, 9, 7}), (std::vector<int32_t>{0, 1, 2, 1}));
+  EXPECT_EQ(work.find_word(3), -1);
+  EXPECT_EQ(work.rows({whole.row(9, 1), whole.row(2, 0)}), (std::vector<int32_t>{7, 0}));
+  EXPECT_EQ(work.global_rows({7, 0}), (std::vector<int32_t>{whole.row(9, 1), whole.row(2, 0)}));
+  EXPECT_FALSE(work.table.is_enabled(work.table.row(1, 2)));
+  const std::vector<double> w = whole.W.values(), g = work.table.W.values();
+  for (int i = 0; i < 3; ++i)
+    for (int s = 0; s < 3; ++s)
+      for (int k = 0; k < 4; ++k)
+        EXPECT_EQ(g[(i * 3 + s) * 4 + k], w[(std::vector<int>{2, 7, 9}[i] * 3 + s) * 4 + k]);
+  // A loss on two rows: the stored gradient names the global rows (one process stores them all).
+  Tensor loss = ops::sum(ops::gather_rows(work.table.W, Tensor::from(std::vector<int32_t>{7, 1}, {2})));
+  backward(loss);
+  auto [ids, rows] = work.stored_gradient(work.table.W);
+  ASSERT_TRUE(ids.defined());
+  EXPECT_EQ(ids.values(), (std::vector<double>{static_cast<double>(whole.row(2, 1)), static_cast<double>(whole.row(9, 1))}));
+  EXPECT_EQ(rows.values(), std::vector<double>(8, 1.0));
+}
+
+}  // namespace
+}  // namespace sa

@@ -119,6 +119,21 @@ TEST(SensesTool, ListPlotAndMemory) {
   EXPECT_NEAR(std::stod(m6[1]), 6 * std::stod(m1[1]), 0.2);
   // 793,471 x 512 x 4 bytes x (W + its accumulator + centers) + b and its accumulator, per sense.
   EXPECT_NEAR(std::stod(m1[1]), 793471.0 * (3 * 512 + 2) * 4 / 1048576.0, 0.1);
+  // Per device: replicated, every rank holds the whole tables; sharded over 4 ranks, the largest
+  // shard holds a quarter of the words (rounded up), and each step's working tables are printed.
+  const auto six = [&](const std::string& args) {
+    const std::string out = run("./bin/senses memory --vocab 793471 --dim 512 --n-context 6 " + args);
+    std::smatch m;
+    EXPECT_TRUE(std::regex_search(out, m, std::regex("\\n +6 +([0-9.]+)"))) << out;
+    return std::make_pair(m.size() > 1 ? std::stod(m[1]) : 0.0, out);
+  };
+  const auto [replicated, r_out] = six("--ranks 4");
+  const auto [sharded, s_out] = six("--ranks 4 --sense-tables sharded");
+  EXPECT_DOUBLE_EQ(replicated, std::stod(m6[1]));
+  EXPECT_NEAR(sharded, 198368.0 * 6 * (3 * 512 + 2) * 4 / 1048576.0, 0.1);
+  EXPECT_NE(s_out.find("sharded over 4 ranks: bytes per rank"), std::string::npos) << s_out;
+  EXPECT_NE(s_out.find("each step's working tables"), std::string::npos) << s_out;
+  EXPECT_EQ(r_out.find("working tables"), std::string::npos) << r_out;
 }
 
 // A joint (bilingual) run: list gives each sense's nearest senses per language, and every word

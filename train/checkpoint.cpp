@@ -1,5 +1,9 @@
 #include "train/checkpoint.h"
 
+#include <unordered_set>
+
+#include "engine/dist/tensor_collectives.h"
+
 namespace sa {
 
 namespace {
@@ -15,7 +19,7 @@ void restore_model(const SafetensorsFile& f, const std::string& origin, ElmoLM& 
 
 }  // namespace
 
-void save_checkpoint(const std::string& path, TrainingState& s) {
+void save_checkpoint(const std::string& path, TrainingState& s, bool write) {
   std::vector<std::pair<std::string, Tensor>> ts;
   for (NamedTensor& nt : s.lm.named()) {
     ts.emplace_back(nt.name, *nt.tensor);
@@ -27,6 +31,16 @@ void save_checkpoint(const std::string& path, TrainingState& s) {
       ts.emplace_back(carried_name(d, l, "m"), s.carried.dir[d][l].m);
     }
   for (size_t d = 0; d < s.lm.heads.size(); ++d) s.lm.heads[d].save(ts, sense_head_prefix(d));
+  // A sharded table's rows, gathered in rank order (the shards are contiguous) on the host.
+  std::unordered_set<const TensorImpl*> part;
+  for (SenseHead& h : s.lm.heads)
+    if (!h.table.stores_all())
+      for (const Tensor* t : {&h.table.W, &h.table.b, &h.table.centers, &s.opt.accumulator(h.table.W),
+                              &s.opt.accumulator(h.table.b)})
+        part.insert(t->impl());
+  for (auto& [name, t] : ts)
+    if (part.count(t.impl())) t = dist::allgather_rows(t.to(Device::cpu()));
+  if (!write) return;
   save_safetensors(path, ts,
                    {{"step", s.step}, {"dropout_offset", s.dropout.offset}, {"seed", s.seed},
                     {"pca_fitted", s.lm.sense() && s.lm.heads[0].proj.fitted()}, {"vocab_checksum", s.vocab_checksum},
@@ -44,7 +58,7 @@ void restore_checkpoint(const std::string& path, TrainingState& s) {
     fail("{}: written by a run of {} data-parallel rank{}; resume it with {} (this run has {})", path, saved,
          saved == 1 ? "" : "s", saved == 1 ? "one process (no mpirun)" : fmt::format("mpirun -np {}", saved), s.ranks);
   restore_model(f, path, s.lm);
-  for (NamedTensor& nt : s.lm.named()) take_tensor(f, path, adagrad_name(nt.name), s.opt.accumulator(*nt.tensor));
+  for (NamedTensor& nt : s.lm.named()) take_param(f, path, adagrad_name(nt.name), s.lm.heads, *nt.tensor, s.opt.accumulator(*nt.tensor));
   for (int d = 0; d < 2; ++d)
     for (size_t l = 0; l < s.carried.dir[d].size(); ++l) {
       take_tensor(f, path, carried_name(d, l, "c"), s.carried.dir[d][l].c);

@@ -34,7 +34,9 @@ struct VocabularyMismatch : Error {
   using Error::Error;
 };
 
-void save_checkpoint(const std::string& path, TrainingState& s);
+// With sharded sense tables the ranks' rows are gathered first (collective: every rank calls it,
+// and only the one with `write` writes). The file is the same as an unsharded run's.
+void save_checkpoint(const std::string& path, TrainingState& s, bool write = true);
 // Restores every part of `s` (allocated with the run's shapes) from the checkpoint at `path`.
 // Throws VocabularyMismatch when the checkpoint records another vocabulary than s.vocab_checksum.
 void restore_checkpoint(const std::string& path, TrainingState& s);

@@ -110,6 +110,7 @@ const std::vector<Key>& schema() {
         SA_KEY(std::string, "a string", "run_dir", run_dir),
         SA_KEY(std::string, "a string", "device", device),
         SA_KEY(std::string, "a string", "precision", precision),
+        SA_KEY(std::string, "a string", "sense_tables", sense_tables),
         SA_KEY(int64_t, "an integer", "seed", seed),
         SA_KEY(int64_t, "an integer", "n_steps", n_steps),
         SA_KEY(int64_t, "an integer", "log_every", log_every),
@@ -295,6 +296,15 @@ void validate(const TrainConfig& c, const std::string& origin, const KeyLines& l
   check(c.precision == "f32" || c.precision == "tf32" || c.precision == "f64", "precision",
         fmt::format("must be \"f32\", \"tf32\" or \"f64\", got \"{}\"", c.precision));
   check(c.precision != "f64" || c.model_type != "bert", "precision", "\"f64\" is for ELMo and SaELMo (BERT trains in f32)");
+  check(c.sense_tables == "replicated" || c.sense_tables == "sharded", "sense_tables",
+        fmt::format("must be \"replicated\" or \"sharded\", got \"{}\"", c.sense_tables));
+  if (c.sense_tables == "sharded") {
+    check(c.model_type != "bert" && c.sense.n_context >= 2, "sense_tables", "\"sharded\" is for SaELMo's sense tables");
+    check(c.sense.negatives != SenseOptions::Negatives::Full, "sense_tables",
+          "\"sharded\" needs sampled negatives (sense_negatives = \"full\" reads every row each step)");
+    check(c.sense.center_update != SenseOptions::CenterUpdate::Released, "sense_tables",
+          "\"sharded\" needs center_update = \"paper\" or \"per_token\" (\"released\" decays every center each step)");
+  }
   check(c.model.cudnn == "auto" || c.model.cudnn == "on" || c.model.cudnn == "off", "lstm.cudnn",
         fmt::format("must be \"auto\", \"on\" or \"off\", got \"{}\"", c.model.cudnn));
   check(c.dictionary_format == "muse" || c.dictionary_format == "cedict" || c.dictionary_format == "edict" ||
@@ -338,7 +348,8 @@ std::vector<std::string> TrainConfig::keys() {
 const std::vector<std::string>& TrainConfig::resumable_keys() {
   static const std::vector<std::string> k = {"n_steps",       "n_epochs",       "log_every",       "checkpoint_every",
                                              "keep_checkpoints", "heldout_every", "heldout_batches", "heldout_prefix",
-                                             "device",        "run_dir",        "lstm.cudnn",     "precision"};
+                                             "device",        "run_dir",        "lstm.cudnn",     "precision",
+                                             "sense_tables"};
   return k;
 }
 

@@ -66,6 +66,10 @@ struct TrainConfig {
   // "f32", "tf32" (CUDA matrix products on TF32 tensor cores) or "f64" (ELMo and SaELMo: every
   // parameter and activation in double, e.g. to compare runs to rounding)
   std::string precision = "f32";
+  // SaELMo's sense tables: "replicated" (every data-parallel rank holds them whole) or "sharded"
+  // (rank r of N stores the rows of words [V*r/N, V*(r+1)/N); each step gathers the rows it reads,
+  // docs/design.md §6.9). The checkpoints are the same, so a run may switch when it resumes.
+  std::string sense_tables = "replicated";
   uint64_t seed = 1;
   int64_t n_steps = 0;         // 0: n_epochs * n_train_tokens / (batch_size * unroll_steps)
   int log_every = 10;

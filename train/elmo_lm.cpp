@@ -18,17 +18,17 @@ ElmoLM ElmoLM::init(const ElmoOptions& opt, int vocab_size, uint64_t seed, Devic
 }
 
 ElmoLM ElmoLM::init_sense(const ElmoOptions& opt, const SenseOptions& so, int vocab_size, uint64_t seed, Device dev,
-                          DType dt) {
+                          DType dt, TableShard shard) {
   ElmoLM lm;
   lm.bilm = ElmoModel::init(opt, seed, dev, dt);
-  for (int d = 0; d < 2; ++d) lm.heads.emplace_back(vocab_size, so, opt.projection_dim, seed * 31 + 7 + d, dev, dt);
+  for (int d = 0; d < 2; ++d) lm.heads.emplace_back(vocab_size, so, opt.projection_dim, seed * 31 + 7 + d, dev, dt, shard);
   lm.set_trainable();
   return lm;
 }
 
 ElmoLM ElmoLM::make(const ElmoOptions& opt, const SenseOptions& so, int vocab_size, uint64_t seed, Device dev,
-                    DType dt) {
-  return so.n_context >= 2 ? init_sense(opt, so, vocab_size, seed, dev, dt) : init(opt, vocab_size, seed, dev, dt);
+                    DType dt, TableShard shard) {
+  return so.n_context >= 2 ? init_sense(opt, so, vocab_size, seed, dev, dt, shard) : init(opt, vocab_size, seed, dev, dt);
 }
 
 std::vector<NamedTensor> ElmoLM::named() {

@@ -19,11 +19,12 @@ struct ElmoLM {
   std::vector<SenseHead> heads;  // SaELMo: one sense head per direction instead
 
   static ElmoLM init(const ElmoOptions& opt, int vocab_size, uint64_t seed, Device dev, DType dt = DType::F32);
+  // `shard`: the part of the sense tables this rank stores (sense_tables = "sharded").
   static ElmoLM init_sense(const ElmoOptions& opt, const SenseOptions& so, int vocab_size, uint64_t seed, Device dev,
-                           DType dt = DType::F32);
+                           DType dt = DType::F32, TableShard shard = {});
   // init_sense when so.n_context >= 2 (SaELMo), init otherwise.
   static ElmoLM make(const ElmoOptions& opt, const SenseOptions& so, int vocab_size, uint64_t seed, Device dev,
-                     DType dt = DType::F32);
+                     DType dt = DType::F32, TableShard shard = {});
   bool sense() const { return !heads.empty(); }
   // The bilm-tf names plus softmax/W and softmax/b (or sense/d/W and sense/d/b); the trainable tensors.
   std::vector<NamedTensor> named();

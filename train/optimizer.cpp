@@ -55,6 +55,12 @@ void Adagrad::step(const std::vector<Tensor>& params) {
   }
 }
 
+void Adagrad::step_rows(const Tensor& p, const Tensor& ids, const Tensor& g) {
+  NoGrad ng;
+  Tensor w = p;
+  backend(p.device()).adagrad_rows(w, accumulator(p), ids, g, lr_);
+}
+
 std::pair<Tensor, Tensor>& Adam::moments(const Tensor& p) {
   auto it = moments_.find(p.impl());
   if (it == moments_.end())

@@ -22,6 +22,8 @@ class Adagrad {
   Adagrad(double lr, double initial_accumulator = 1.0) : lr_(lr), init_(initial_accumulator) {}
   // Applies and clears the gradients of `params` (dense or row-sparse).
   void step(const std::vector<Tensor>& params);
+  // Applies a row gradient given apart from p: rows `ids` (unique, i32) of p get g [n_ids, width].
+  void step_rows(const Tensor& p, const Tensor& ids, const Tensor& g);
   // The accumulator of a parameter (created on first use), e.g. for checkpoints.
   Tensor& accumulator(const Tensor& p);
 

@@ -78,10 +78,13 @@ std::unique_ptr<TranslationTable> run_dictionary(const TrainConfig& c, const Voc
 }
 
 void print_setup(const TrainConfig& c, const TrainConfig& cfg, const ElmoLM& lm, int vocab, int64_t total, Device dev) {
-  if (lm.sense())
-    std::printf("sense tables: 2 directions x %d words x %d senses x %d dims: %.1f MiB each (W, b, centers, Adagrad)\n",
+  if (lm.sense()) {
+    const int shards = c.sense_tables == "sharded" ? dist::size() : 1;
+    std::printf("sense tables: 2 directions x %d words x %d senses x %d dims: %.1f MiB each (W, b, centers, Adagrad)%s\n",
                 vocab, c.sense.n_context, c.model.projection_dim,
-                SenseTable::bytes_needed(vocab, c.sense.n_context, c.model.projection_dim, DType::F32) / 1048576.0);
+                SenseTable::bytes_needed(vocab, c.sense.n_context, c.model.projection_dim, DType::F32, shards) / 1048576.0,
+                c.sense_tables == "sharded" ? fmt::format(" per rank, sharded over {} rank{}", shards, shards == 1 ? "" : "s").c_str() : "");
+  }
   int64_t n_params = 0;
   for (const Tensor& p : const_cast<ElmoLM&>(lm).params()) n_params += p.numel();
   std::printf("train: vocab %d, %.2fM parameters (%.1f MiB + as much for Adagrad), %ld tokens/epoch, %ld steps of %dx%d, device %s\n",
@@ -151,11 +154,15 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet, 
   }
 
   const bool sense = c.sense.n_context >= 2;
+  // Sharded sense tables: each rank stores a slice of the words' rows and a step gathers the rows
+  // it reads into a working table per direction (sense/working_table.h).
+  const bool sharded = sense && c.sense_tables == "sharded";
+  const TableShard shard = sharded ? TableShard{rank, ranks} : TableShard{};
   // The carried LSTM state is checkpointed for the global batch (every rank's rows): a state holds
   // all of them while it is saved or restored, and the rank's own rows while it trains. Each rank
   // draws its own dropout masks (rank 0 those of a single process).
   auto fresh_state = [&] {
-    return TrainingState{ElmoLM::make(c.model, c.sense, vocab.size(), c.seed, dev, dt), Adagrad(c.learning_rate, 1.0),
+    return TrainingState{ElmoLM::make(c.model, c.sense, vocab.size(), c.seed, dev, dt, shard), Adagrad(c.learning_rate, 1.0),
                          BilmState::zeros(c.model, static_cast<int64_t>(c.batch_size) * ranks, dev, dt),
                          Generator(c.seed * 7919 + 17 + 104729 * static_cast<uint64_t>(rank)), 0, c.seed,
                          vocab.checksum(), ranks};
@@ -233,15 +240,13 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet, 
   auto t_warm = t0;
   double smooth = 0;
   auto save = [&]() {
-    if (ranks > 1) {  // the global batch's carried state, gathered on every rank, written by rank 0
-      BilmState own = s.carried;
+    // The global batch's carried state and sharded tables, gathered on every rank, written by rank 0.
+    const BilmState own = s.carried;
+    if (ranks > 1)
       for (auto& d : s.carried.dir)
         for (LstmState& l : d) l = {dist::allgather_rows(l.c), dist::allgather_rows(l.m)};
-      if (writer) save_checkpoint(run_files::checkpoint(dir, step), s);
-      s.carried = own;
-    } else {
-      save_checkpoint(run_files::checkpoint(dir, step), s);
-    }
+    save_checkpoint(run_files::checkpoint(dir, step), s, writer);
+    s.carried = own;
     if (!writer) return;
     lm.bilm.save_bilm(run_files::weights(dir));  // bilm-tf bundle for bin/embed and AllenNLP
     session->prune_checkpoints(c.keep_checkpoints);
@@ -266,11 +271,16 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet, 
     const LmBatch* batches[2] = {&bf, &bb};
     Tensor dir_loss[2];
     SenseStep picked[2];
+    std::optional<WorkingTable> work[2];
     for (int d = 0; d < 2; ++d) {
       if (sense) {
         const Tensor select_top = c.sense.select_after_dropout ? Tensor() : out.clean_top(d);
+        if (sharded)
+          work[d].emplace(step_working_table(lm.heads[d].table, c.sense, batches[d]->targets, c.n_negative_samples_batch,
+                                             sample_rng, dict.get()));
         dir_loss[d] = sense_direction_loss(lm.heads[d], out.top[d], *batches[d], c.sense, c.n_negative_samples_batch,
-                                           true, sample_rng, &picked[d], dict.get(), select_top);
+                                           true, sample_rng, &picked[d], dict.get(), select_top,
+                                           work[d] ? &*work[d] : nullptr);
       } else {
         dir_loss[d] = direction_loss(lm, out.top[d], *batches[d], lo, &sampler, &sample_rng);
       }
@@ -286,6 +296,8 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet, 
     phases.profile_backward_ops(false);
     phases.mark("backward");
     std::vector<Tensor> params = lm.params();
+    for (auto& w : work)  // the working tables carry the sense tables' gradients
+      if (w) params.insert(params.end(), {w->table.W, w->table.b});
     if (ranks > 1) {
       dist::average_gradients(params);
       phases.mark("all-reduce gradients");
@@ -294,13 +306,17 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet, 
     phases.mark("coalesce sparse gradients");
     clip_global_norm(params, c.all_clip_norm_val);
     phases.mark("clip");
-    s.opt.step(params);
+    for (int d = 0; d < 2; ++d)  // each rank updates the rows it stores
+      if (work[d])
+        for (auto [from, to] : {std::pair{work[d]->table.W, lm.heads[d].table.W}, std::pair{work[d]->table.b, lm.heads[d].table.b}})
+          if (auto [ids, g] = work[d]->stored_gradient(from); ids.defined()) s.opt.step_rows(to, ids, g);
+    s.opt.step(sharded ? lm.params() : params);
     s.carried.detach();
     phases.mark("update");
     // sense schedule
     if (sense) {
       SenseEvents ev[2];
-      for (int d = 0; d < 2; ++d) ev[d] = after_step(lm.heads[d], c.sense, step, picked[d]);
+      for (int d = 0; d < 2; ++d) ev[d] = after_step(lm.heads[d], c.sense, step, picked[d], work[d] ? &*work[d] : nullptr);
       if (ev[0].warmup_ended && !quiet)
         std::printf("step %ld: warm-up done, senses 1..%d enabled\n", (long)step, c.sense.n_context - 1);
       if (ev[0].pruned >= 0) {
@@ -332,7 +348,8 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet, 
         std::fflush(stdout);
       }
     }
-    if (writer && !c.heldout_prefix.empty() && c.heldout_every > 0 && step % c.heldout_every == 0) {
+    // A sharded table's held-out score is collective: every rank scores, rank 0 logs.
+    if ((writer || sharded) && !c.heldout_prefix.empty() && c.heldout_every > 0 && step % c.heldout_every == 0) {
       res.heldout_perplexity = heldout_perplexity(lm, c, vocab, dev, dt, global_rows);
       log_metrics({{"step", step}, {"heldout_perplexity", res.heldout_perplexity}});
       if (!quiet) std::printf("step %ld: held-out perplexity %.1f\n", (long)step, res.heldout_perplexity);
@@ -341,7 +358,7 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet, 
     if (step % c.checkpoint_every == 0 || step == total) save();
   }
   // The final held-out line, once: a rerun of a finished run trains nothing and logs nothing.
-  if (writer && step == total && first < total && !c.heldout_prefix.empty() &&
+  if ((writer || sharded) && step == total && first < total && !c.heldout_prefix.empty() &&
       (c.heldout_every == 0 || total % c.heldout_every != 0)) {
     res.heldout_perplexity = heldout_perplexity(lm, c, vocab, dev, dt, global_rows);
     log_metrics({{"step", step}, {"heldout_perplexity", res.heldout_perplexity}});

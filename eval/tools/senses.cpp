@@ -3,7 +3,8 @@
 //                      selection counts, nearest senses (a joint run: nearest in each language)
 //   bin/senses plot --model RUN --word W --output F.svg [--top K] [--direction D] [--min-selections N] [--min-count N]
 //                      2-D PCA picture, labels laid out without overlaps
-//   bin/senses memory [--vocab N --dim P --n-context C]   sense-table memory, before allocating anything
+//   bin/senses memory [--vocab N --dim P --n-context C --ranks R --sense-tables M]   per-device sense-table
+//                                                         memory, before allocating anything
 //   bin/senses dump --model RUN --output F [--direction D]   sense vectors, word2vec text, "word#s"
 //   bin/senses pseudo-corpus --pairs P --corpus C --output F  merge each pair into one token "a_b"
 //   bin/senses pseudo-eval --model RUN --pairs P --corpus C   purity / V-measure of the selected senses
@@ -258,6 +259,14 @@ int main(int argc, char** argv) {
   mem->add_option("--vocab", mem_vocab, "words (default: the paper's 793,471)");
   mem->add_option("--dim", mem_dim, "lstm.projection_dim");
   mem->add_option("--n-context", mem_context, "the configuration's n_context, marked in the table");
+  int mem_ranks = 1, mem_tokens = 256 * 20, mem_negatives = 8192;
+  std::string mem_mode = "replicated";
+  mem->add_option("--ranks", mem_ranks, "data-parallel ranks (mpirun -np)")->check(CLI::PositiveNumber);
+  mem->add_option("--sense-tables", mem_mode, "the config's sense_tables: replicated or sharded")
+      ->check(CLI::IsMember({"replicated", "sharded"}));
+  mem->add_option("--tokens", mem_tokens, "tokens per direction and step over all ranks (batch_size x unroll_steps x "
+                  "ranks), for the sharded working tables");
+  mem->add_option("--negatives", mem_negatives, "n_negative_samples_batch, for the sharded working tables");
   auto* d = app.add_subcommand("dump", "every enabled sense vector, word2vec text format, names word#s");
   d->add_option("--model", model)->required();
   d->add_option("--output", out)->required();
@@ -284,12 +293,23 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (mem->parsed()) {
-      std::printf("sense tables (W, b, their Adagrad accumulators, centers; float32) for %ld words x %d dims\n",
-                  (long)mem_vocab, mem_dim);
+      const bool sharded = mem_mode == "sharded";
+      const int shards = sharded ? mem_ranks : 1;
+      std::printf("sense tables (W, b, their Adagrad accumulators, centers; float32) for %ld words x %d dims, %s\n",
+                  (long)mem_vocab, mem_dim,
+                  sharded ? fmt::format("sharded over {} rank{}: bytes per rank", mem_ranks, mem_ranks == 1 ? "" : "s").c_str()
+                          : fmt::format("replicated: bytes on each of {} rank{}", mem_ranks, mem_ranks == 1 ? "" : "s").c_str());
       std::printf("%9s %14s %18s\n", "n_context", "MiB per table", "MiB both directions");
       for (int c = 1; c <= std::max(8, mem_context); ++c) {
-        const double b = SenseTable::bytes_needed(mem_vocab, c, mem_dim, DType::F32) / 1048576.0;
+        const double b = SenseTable::bytes_needed(mem_vocab, c, mem_dim, DType::F32, shards) / 1048576.0;
         std::printf("%9d %14.1f %18.1f%s\n", c, b, 2 * b, c == mem_context ? "   <- configured" : "");
+      }
+      if (sharded) {
+        // A step gathers every sense row of its targets' and negatives' words, with centers, and
+        // keeps their gradient rows: at most C x (tokens + negatives) rows of about 3P + 2 floats.
+        const double rows = static_cast<double>(mem_context) * std::min<int64_t>(mem_vocab, mem_tokens + mem_negatives);
+        std::printf("each step's working tables at n_context %d: at most %.1f MiB per direction (%d tokens, %d negatives)\n",
+                    mem_context, rows * (3.0 * mem_dim + 2) * 4 / 1048576.0, mem_tokens, mem_negatives);
       }
       return 0;
     }
