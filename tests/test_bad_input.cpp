@@ -54,6 +54,14 @@ TEST(BadInput, ConfigUnknownAndIllTypedKeys) {
   std::ofstream(tmp("d.cfg")) << "train_prefix = \"x\"\nrun_dir = \"r\"\n";
   contains(error_of([] { TrainConfig::load(tmp("d.cfg"), {"dropout=lots"}); }), {"--set dropout=lots", "number"});
   contains(error_of([] { TrainConfig::load(tmp("d.cfg"), {"lstm.cudnn=yes"}); }), {"lstm.cudnn", "\"auto\", \"on\" or \"off\"", "yes"});
+  // Sharded sense tables: SaELMo only, and not with settings that touch every row each step.
+  contains(error_of([] { TrainConfig::load(tmp("d.cfg"), {"sense_tables=split"}); }), {"sense_tables", "\"sharded\"", "split"});
+  contains(error_of([] { TrainConfig::load(tmp("d.cfg"), {"sense_tables=sharded"}); }), {"sense_tables", "SaELMo"});
+  contains(error_of([] { TrainConfig::load(tmp("d.cfg"), {"sense_tables=sharded", "n_context=3", "sense_negatives=full"}); }),
+           {"sense_tables", "sampled negatives"});
+  contains(error_of([] { TrainConfig::load(tmp("d.cfg"), {"sense_tables=sharded", "n_context=3", "center_update=released"}); }),
+           {"sense_tables", "decays every center"});
+  EXPECT_EQ(TrainConfig::load(tmp("d.cfg"), {"sense_tables=sharded", "n_context=3"}).sense_tables, "sharded");
   TrainConfig ok = TrainConfig::load(tmp("d.cfg"), {"lstm.dim=32", "train_prefix=other.txt", "lstm.cudnn=on"});
   EXPECT_EQ(ok.model.lstm_path(), ops::LstmPath::Cudnn);
   EXPECT_EQ(ok.model.lstm_dim, 32);

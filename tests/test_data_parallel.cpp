@@ -114,30 +114,46 @@ void expect_checkpoints_near(const std::string& a, const std::string& b, double 
   }
 }
 
-// Two ranks of batch 4 against one process of batch 8, in f64 without dropout (each rank draws
-// its own dropout masks, so with dropout the runs differ by their masks).
-void check_two_ranks_equal_doubled_batch(const std::string& name, const std::string& extra) {
+// A run to compare with one process of batch 8: its name, ranks, settings and a line its output
+// must contain.
+struct Variant {
+  std::string run;
+  int ranks;
+  std::string sets, says;
+};
+
+// Each variant takes the steps of one process with batch 8 (f64, no dropout: each rank draws its
+// own dropout masks, so with dropout the runs differ by their masks): losses, held-out perplexity
+// (rank 0 scores the global batch's shape) and every checkpoint tensor to 1e-9.
+void check_equal_one_process(const std::string& name, const std::string& extra, const std::vector<Variant>& variants) {
   if (std::string why = mpi_missing(); !why.empty()) GTEST_SKIP() << why;
   SCOPED_TRACE(name);
   const DpRuns s = make_setup(name, "n_steps = 40\nprecision = \"f64\"\ndropout = 0\nstate_reset = 0.3\n"
                                     "heldout_every = 20\nheldout_batches = 2\n" + extra);
   const auto one = run_tool("OMP_NUM_THREADS=1 " + s.train("one", "--set batch_size=8"));
   ASSERT_EQ(one.rc, 0) << one.out;
-  const auto two = run_tool(s.mpirun(2, "two", "--set batch_size=4"));
-  ASSERT_EQ(two.rc, 0) << two.out;
-  EXPECT_TRUE(contains(two.out, "data parallel: 2 ranks x 4 rows = batches of 8 x 10")) << two.out;
-  const auto a = losses(s.run("one")), b = losses(s.run("two"));
-  ASSERT_EQ(a.size(), 40u);
-  ASSERT_EQ(b.size(), 40u) << "rank 0 alone logs each step once";
-  for (auto& [step, loss] : a) EXPECT_NEAR(loss, b.at(step), 1e-9 * std::abs(loss)) << "step " << step;
-  // Rank 0 scores the held-out text on the global batch's shape.
-  const auto ha = metric(s.run("one"), "heldout_perplexity"), hb = metric(s.run("two"), "heldout_perplexity");
-  ASSERT_EQ(ha.size(), 2u);
-  ASSERT_EQ(hb.size(), 2u);
-  for (auto& [step, ppl] : ha) EXPECT_NEAR(ppl, hb.at(step), 1e-9 * ppl) << "held-out, step " << step;
-  // Weights, Adagrad's accumulators, the global batch's carried state and, for SaELMo, centers,
-  // enabled rows, projection, its queue and the usage windows.
-  expect_checkpoints_near(s.run("one"), s.run("two"), 1e-9);
+  const auto want = losses(s.run("one")), want_heldout = metric(s.run("one"), "heldout_perplexity");
+  ASSERT_EQ(want.size(), 40u);
+  ASSERT_EQ(want_heldout.size(), 2u);
+  for (const Variant& v : variants) {
+    SCOPED_TRACE(v.run);
+    const auto r = run_tool(v.ranks == 1 ? "OMP_NUM_THREADS=1 " + s.train(v.run, v.sets) : s.mpirun(v.ranks, v.run, v.sets));
+    ASSERT_EQ(r.rc, 0) << r.out;
+    EXPECT_TRUE(contains(r.out, v.says)) << r.out;
+    const auto got = losses(s.run(v.run)), got_heldout = metric(s.run(v.run), "heldout_perplexity");
+    ASSERT_EQ(got.size(), 40u) << "rank 0 alone logs each step once";
+    for (auto& [step, loss] : want) EXPECT_NEAR(loss, got.at(step), 1e-9 * std::abs(loss)) << "step " << step;
+    ASSERT_EQ(got_heldout.size(), 2u);
+    for (auto& [step, ppl] : want_heldout) EXPECT_NEAR(ppl, got_heldout.at(step), 1e-9 * ppl) << "held-out, step " << step;
+    // Weights, Adagrad's accumulators, the global batch's carried state and, for SaELMo, centers,
+    // enabled rows, projection, its queue and the usage windows.
+    expect_checkpoints_near(s.run("one"), s.run(v.run), 1e-9);
+  }
+}
+
+// Two ranks of batch 4 against one process of batch 8.
+void check_two_ranks_equal_doubled_batch(const std::string& name, const std::string& extra) {
+  check_equal_one_process(name, extra, {{"two", 2, "--set batch_size=4", "data parallel: 2 ranks x 4 rows = batches of 8 x 10"}});
 }
 
 TEST(DataParallel, TwoRanksEqualOneProcessWithTheDoubledBatch) { check_two_ranks_equal_doubled_batch("elmo", ""); }
@@ -167,33 +183,12 @@ const char* kShardedSaelmo =
     "context_record_window = 10\nselection_mean = \"word_offset\"\ncenter_update = \"per_token\"\n";
 
 // Sense tables sharded over the ranks (each stores half the words' rows; a step gathers the rows
-// it reads) train the model a replicated run trains: one process, and two ranks against one
-// process with the doubled batch, in f64. The checkpoints have the same tensors.
+// it reads) train the model a replicated run trains: on one process, and on two ranks against one
+// process with the doubled batch. The checkpoints are the same files.
 void check_sharded_equals_replicated(const std::string& name, const std::string& extra) {
-  if (std::string why = mpi_missing(); !why.empty()) GTEST_SKIP() << why;
-  SCOPED_TRACE(name);
-  const DpRuns s = make_setup(name, "n_steps = 40\nprecision = \"f64\"\ndropout = 0\nstate_reset = 0.3\n"
-                                    "heldout_every = 20\nheldout_batches = 2\n" + extra);
-  const auto one = run_tool("OMP_NUM_THREADS=1 " + s.train("one", "--set batch_size=8"));
-  ASSERT_EQ(one.rc, 0) << one.out;
-  const auto one_sharded = run_tool("OMP_NUM_THREADS=1 " + s.train("one-sharded", "--set batch_size=8 --set sense_tables=sharded"));
-  ASSERT_EQ(one_sharded.rc, 0) << one_sharded.out;
-  const auto two = run_tool(s.mpirun(2, "two-sharded", "--set batch_size=4 --set sense_tables=sharded"));
-  ASSERT_EQ(two.rc, 0) << two.out;
-  EXPECT_TRUE(contains(two.out, "per rank, sharded over 2 ranks")) << two.out;
-  const auto want = losses(s.run("one"));
-  ASSERT_EQ(want.size(), 40u);
-  for (const char* run : {"one-sharded", "two-sharded"}) {
-    SCOPED_TRACE(run);
-    const auto got = losses(s.run(run));
-    ASSERT_EQ(got.size(), 40u);
-    for (auto& [step, loss] : want) EXPECT_NEAR(loss, got.at(step), 1e-9 * std::abs(loss)) << "step " << step;
-    const auto ha = metric(s.run("one"), "heldout_perplexity"), hb = metric(s.run(run), "heldout_perplexity");
-    ASSERT_EQ(ha.size(), 2u);
-    ASSERT_EQ(hb.size(), 2u) << "rank 0 alone logs the held-out score";
-    for (auto& [step, ppl] : ha) EXPECT_NEAR(ppl, hb.at(step), 1e-9 * ppl) << "held-out, step " << step;
-    expect_checkpoints_near(s.run("one"), s.run(run), 1e-9);
-  }
+  check_equal_one_process(name, extra,
+                          {{"one-sharded", 1, "--set batch_size=8 --set sense_tables=sharded", "per rank, sharded over 1 rank"},
+                           {"two-sharded", 2, "--set batch_size=4 --set sense_tables=sharded", "per rank, sharded over 2 ranks"}});
 }
 
 TEST(DataParallel, ShardedSenseTablesEqualReplicated) { check_sharded_equals_replicated("sharded", kShardedSaelmo); }
