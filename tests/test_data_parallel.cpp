@@ -279,6 +279,24 @@ TEST(DataParallel, TwoGpuRanksEqualOneGpuWithTheDoubledBatch) {
   for (auto& [step, loss] : a) EXPECT_NEAR(loss, b.at(step), 1e-4 * std::abs(loss)) << "step " << step;
 }
 
+// On a GPU the working tables gather through host memory and the shard updates run on the device:
+// a sharded run on two ranks sharing the GPU (or one process without MPI) follows the replicated
+// run on that GPU (f32, the same kernels on the same rows).
+TEST(DataParallel, ShardedSenseTablesOnTheGpuEqualReplicated) {
+  if (sa::cuda_device_count() == 0) GTEST_SKIP() << "no GPU";
+  if (!fs::exists("../shared/data/corpus/brown.txt")) GTEST_SKIP() << "no ../shared/data here";
+  const DpRuns s = make_setup("gpu-sharded", std::string("n_steps = 30\ndropout = 0\nbatch_size = 8\n") + kShardedSaelmo);
+  const auto one = run_tool(s.train("one", "--set device=cuda:0"));
+  ASSERT_EQ(one.rc, 0) << one.out;
+  const bool mpi = mpi_missing().empty();
+  const auto sharded = run_tool(mpi ? s.mpirun(2, "sharded", "--set batch_size=4 --set device=cuda:0 --set sense_tables=sharded")
+                                    : s.train("sharded", "--set device=cuda:0 --set sense_tables=sharded"));
+  ASSERT_EQ(sharded.rc, 0) << sharded.out;
+  const auto a = losses(s.run("one")), b = losses(s.run("sharded"));
+  ASSERT_EQ(b.size(), a.size());
+  for (auto& [step, loss] : a) EXPECT_NEAR(loss, b.at(step), 1e-4 * std::abs(loss)) << "step " << step;
+}
+
 // SIGKILL of one rank ends the job (mpirun stops the other); rerunning the command resumes from
 // the last checkpoint and continues exactly as an uninterrupted two-rank run. Rank 1 is killed
 // once the run has passed step 25; rank 0, which alone writes the run directory, in the middle of
