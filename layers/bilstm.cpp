@@ -1,6 +1,8 @@
 #include "layers/bilstm.h"
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 
 namespace sa {
 
@@ -23,6 +25,49 @@ Tensor reverse_rows(const Tensor& x, const Tensor& index) {
 
 }  // namespace
 
+Tensor packed_lstm(const LstmWeights& w, const Tensor& x, const std::vector<int>& lengths) {
+  const int64_t B = x.dim(0), T = x.dim(1), in = x.dim(2), H = w.W.dim(1) / 4;
+  const Device dev = x.device();
+  std::vector<int32_t> order(static_cast<size_t>(B));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return lengths[a] > lengths[b]; });
+  const Tensor sorted = ops::reshape(
+      ops::gather_rows(ops::reshape(x, {B, T * in}), Tensor::from(order, {B}, dev)), {B, T, in});
+  // One GEMM for every step's input part, time-major.
+  const std::vector<Tensor> xw = ops::unbind(ops::reshape(
+      ops::linear(ops::permute(sorted, {1, 0, 2}), ops::slice(w.W, 0, 0, in), w.B), {T, B, 4 * H}));
+  const Tensor w_h = ops::slice(w.W, 0, in, in + H);
+  std::vector<Tensor> outs;
+  std::vector<int64_t> offset;  // of step t's rows in the concatenated outputs
+  int64_t total = 0;
+  Tensor c, m;
+  for (int64_t t = 0; t < T; ++t) {
+    int64_t n = 0;  // rows still running: a prefix, lengths being sorted
+    while (n < B && lengths[order[static_cast<size_t>(n)]] > t) ++n;
+    if (n == 0) break;
+    Tensor gates = ops::slice(xw[t], 0, 0, n);
+    if (t > 0) {
+      c = ops::slice(c, 0, 0, n);
+      gates = ops::add(gates, ops::matmul(ops::slice(m, 0, 0, n), w_h));
+    } else {
+      c = Tensor::zeros({n, H}, x.dtype(), dev);
+    }
+    std::tie(c, m) = ops::lstm_cell(gates, c, 1.0, 0.0);
+    outs.push_back(m);
+    offset.push_back(total);
+    total += n;
+  }
+  // Back to [B, T, H] in the rows' own order with one gather; padding reads an extra zero row.
+  std::vector<int32_t> rank(static_cast<size_t>(B)), idx(static_cast<size_t>(B * T));
+  for (int64_t i = 0; i < B; ++i) rank[static_cast<size_t>(order[static_cast<size_t>(i)])] = static_cast<int32_t>(i);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t < T; ++t)
+      idx[static_cast<size_t>(b * T + t)] =
+          static_cast<int32_t>(t < lengths[b] ? offset[static_cast<size_t>(t)] + rank[static_cast<size_t>(b)] : total);
+  outs.push_back(Tensor::zeros({1, H}, x.dtype(), dev));
+  return ops::reshape(ops::gather_rows(ops::concat(outs, 0), Tensor::from(idx, {B * T}, dev)), {B, T, H});
+}
+
 Tensor glorot_uniform(int64_t rows, int64_t cols, std::mt19937_64& rng, Device dev) {
   const double a = std::sqrt(6.0 / static_cast<double>(rows + cols));
   std::uniform_real_distribution<double> u(-a, a);
@@ -38,24 +83,18 @@ Tensor lengths_tensor(const std::vector<int>& lengths, Device dev) {
 BiLstm BiLstm::init(int64_t in, int64_t H, std::mt19937_64& rng, Device dev) {
   BiLstm b;
   b.hidden = H;
-  std::vector<double> eye(static_cast<size_t>(H * H), 0.0);
-  for (int64_t i = 0; i < H; ++i) eye[static_cast<size_t>(i * H + i)] = 1.0;
   for (LstmWeights* w : {&b.fwd, &b.bwd}) {
     w->W = glorot_uniform(in + H, 4 * H, rng, dev);
     w->B = Tensor::zeros({4 * H}, DType::F32, dev).set_requires_grad();
-    w->W_P = Tensor::of(eye, {H, H}).to(dev);  // constant: no projection
   }
   return b;
 }
 
 Tensor BiLstm::forward(const Tensor& x, const std::vector<int>& lengths) const {
-  const int64_t B = x.dim(0), T = x.dim(1);
-  const Device dev = x.device();
-  LstmState sf{Tensor::zeros({B, hidden}, x.dtype(), dev), Tensor::zeros({B, hidden}, x.dtype(), dev)};
-  LstmState sb{Tensor::zeros({B, hidden}, x.dtype(), dev), Tensor::zeros({B, hidden}, x.dtype(), dev)};
-  const Tensor rev = reverse_index(lengths, T, dev);
-  const Tensor of = lstm_forward(fwd, x, sf, 0, 0, &lengths);
-  const Tensor ob = reverse_rows(lstm_forward(bwd, reverse_rows(x, rev), sb, 0, 0, &lengths), rev);
+  SA_CHECK(static_cast<int64_t>(lengths.size()) == x.dim(0), "bilstm: {} lengths for {} rows", lengths.size(), x.dim(0));
+  const Tensor rev = reverse_index(lengths, x.dim(1), x.device());
+  const Tensor of = packed_lstm(fwd, x, lengths);
+  const Tensor ob = reverse_rows(packed_lstm(bwd, reverse_rows(x, rev), lengths), rev);
   return ops::concat({of, ob}, 2);
 }
 

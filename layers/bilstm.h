@@ -11,7 +11,7 @@
 namespace sa {
 
 struct BiLstm {
-  LstmWeights fwd, bwd;  // hidden H each; W_P a fixed identity (no projection)
+  LstmWeights fwd, bwd;  // hidden H each; no projection (W_P undefined)
   int64_t hidden = 0;
 
   // Glorot-uniform W, zero B, drawn from rng.
@@ -20,6 +20,13 @@ struct BiLstm {
   Tensor forward(const Tensor& x, const std::vector<int>& lengths) const;
   std::vector<Tensor> params() const { return {fwd.W, fwd.B, bwd.W, bwd.B}; }
 };
+
+// x [B, T, in] through one LSTM without projection (w.W_P unused) from a zero state -> [B, T, H],
+// zeros past each row's length: lstm_forward with `lengths` and an identity projection. The rows
+// run sorted by length, longest first, so step t computes only the rows still inside their
+// sentence, a prefix (as packed sequences do): no work and no masking ops on padding, about half
+// of a CoNLL batch.
+Tensor packed_lstm(const LstmWeights& w, const Tensor& x, const std::vector<int>& lengths);
 
 // A [rows, cols] tensor with Glorot-uniform values from rng, requiring a gradient.
 Tensor glorot_uniform(int64_t rows, int64_t cols, std::mt19937_64& rng, Device dev);
