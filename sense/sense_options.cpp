@@ -27,6 +27,12 @@ const std::vector<std::string_view>& enum_names<SenseOptions::SelectionMean>() {
   return v;
 }
 
+template <>
+const std::vector<std::string_view>& enum_names<SenseOptions::Translations>() {
+  static const std::vector<std::string_view> v = {"all", "best"};
+  return v;
+}
+
 template <typename E>
 E parse_enum(std::string_view name) {
   const auto& names = enum_names<E>();
@@ -42,6 +48,7 @@ template SenseOptions::CenterUpdate parse_enum<SenseOptions::CenterUpdate>(std::
 template SenseOptions::Negatives parse_enum<SenseOptions::Negatives>(std::string_view);
 template SenseOptions::WarmupInit parse_enum<SenseOptions::WarmupInit>(std::string_view);
 template SenseOptions::SelectionMean parse_enum<SenseOptions::SelectionMean>(std::string_view);
+template SenseOptions::Translations parse_enum<SenseOptions::Translations>(std::string_view);
 
 nlohmann::json SenseOptions::to_json() const {
   return {{"n_context", n_context},
@@ -83,6 +90,7 @@ SenseOptions SenseOptions::from_json(const nlohmann::json& j, const std::string&
     o.warmup_init = parse_enum<WarmupInit>(j.at("warmup_init").get<std::string>());
     o.selection_mean = parse_enum<SelectionMean>(j.at("selection_mean").get<std::string>());
     o.select_after_dropout = j.at("select_after_dropout").get<bool>();
+    o.translation_candidates = parse_enum<Translations>(j.value("translation_candidates", std::string("all")));
   } catch (const nlohmann::json::exception& e) {
     fail("{}: invalid sense settings: {}", origin, e.what());
   } catch (const std::invalid_argument& e) {

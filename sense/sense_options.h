@@ -37,6 +37,11 @@ struct SenseOptions {
   // mean, or the target word's mean context (sense 0's center, kept up to date after the warm-up);
   // word_offset keeps each word's offset from its batch's mean context instead.
   enum class SelectionMean { None, Global, Word, WordOffset } selection_mean = SelectionMean::None;
+  // Bi-SaELMo's translation candidates in the softmax: "all" senses of every dictionary
+  // translation in every step (released; the ones not chosen are pushed down at full weight while
+  // other rows are sampled at n_negatives / rows), or only the "best" one as the second target,
+  // the others being ordinary rows that may be drawn as negatives (a sampled Eq. 6).
+  enum class Translations { All, Best } translation_candidates = Translations::All;
   // Selection reads the top output after the output dropout (released) or before it (ours):
   // dropout noise is larger than what tells a word's senses apart.
   bool select_after_dropout = true;

@@ -52,6 +52,12 @@ TranslationCandidates translation_candidates(const SenseTable& t, const Translat
   return c;
 }
 
+void keep_best_only(TranslationCandidates& c) {
+  const size_t K = static_cast<size_t>(c.per_token);
+  for (size_t n = 0; n < c.best.size(); ++n)
+    for (size_t j = 0; j < K; ++j) c.valid[n * K + j] = c.valid[n * K + j] && static_cast<int32_t>(j) == c.best[n];
+}
+
 namespace {
 
 void check_sizes(const Tensor& x, const std::vector<int32_t>& selected, const TranslationCandidates& cand) {

@@ -29,6 +29,10 @@ TranslationCandidates translation_candidates(const SenseTable& table, const Tran
                                              const std::vector<int32_t>& words, const Tensor& ctx, const Tensor& proj,
                                              const WordMeans& mean_of = {});
 
+// translation_candidates = "best": only each token's best candidate stays valid, so the others
+// leave the softmax and may be drawn as ordinary negatives.
+void keep_best_only(TranslationCandidates& cand);
+
 // Per-row loss [N]: soft-label cross entropy over [selected row | T*C candidates | negatives] with
 // targets 1 on the selected row, or 1/2 and 1/2 on it and the best candidate. Negatives equal to
 // the selected row or to any valid candidate of the row are masked. One fused op

@@ -2,6 +2,8 @@
 // hand computation, its f64 gradient check, and no NaN on self-translations.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "tests/test_util.h"
 
 #include <cmath>
@@ -163,12 +165,26 @@ TEST(Translation, FusedEqualsUnfused) {
     for (auto& e : cv) e = std::uniform_real_distribution<double>(-1, 1)(rng);
     std::vector<double> pv(static_cast<size_t>(P) * 3);
     for (auto& e : pv) e = std::uniform_real_distribution<double>(-1, 1)(rng);
-    TranslationCandidates c = translation_candidates(t, dict, words, Tensor::of(cv, {N, P}, dt, dev), Tensor::of(pv, {P, 3}, dt, dev));
+    const TranslationCandidates all =
+        translation_candidates(t, dict, words, Tensor::of(cv, {N, P}, dt, dev), Tensor::of(pv, {P, 3}, dt, dev));
     // 2,000 negatives: CPU chunks of 131 rows, so 150 rows take two; plus a candidate of row 0.
     std::vector<int32_t> neg = sample_enabled_rows(t, 2000, rng);
-    for (int j = 0; j < c.per_token; ++j)
-      if (c.valid[j]) neg.push_back(c.rows[j]);
+    for (int j = 0; j < all.per_token; ++j)
+      if (all.valid[j]) neg.push_back(all.rows[j]);
     Tensor x = Tensor::of(v, {N, P}, dt, dev).set_requires_grad();
+    // translation_candidates = "all" and "best" (the losing candidates leave the softmax; drawn as
+    // negatives they are ordinary rows).
+    for (bool best_only : {false, true}) {
+    SCOPED_TRACE(best_only ? "best" : "all");
+    TranslationCandidates c = all;
+    if (best_only) {
+      keep_best_only(c);
+      for (int n = 0; n < N; ++n) {
+        int valid = 0;
+        for (int j = 0; j < c.per_token; ++j) valid += c.valid[n * c.per_token + j];
+        ASSERT_EQ(valid, c.best[n] >= 0 ? 1 : 0);
+      }
+    }
     auto grads = [&](bool fused) {
       x.zero_grad(), t.W.zero_grad(), t.b.zero_grad();
       Tensor l = fused ? sense_translation_loss(x, t, sel, c, neg) : sense_translation_loss_unfused(x, t, sel, c, neg);
@@ -181,6 +197,26 @@ TEST(Translation, FusedEqualsUnfused) {
     for (int32_t best : c.best) with_translation += best >= 0;
     ASSERT_GT(with_translation, N / 4);
     testing::expect_outputs_near(a, b, dt == DType::F64 ? 1e-12 : 2e-5);
+    if (best_only) {
+      // With 50 negatives, a losing candidate of some token that is not a negative and no token's
+      // selected row or best candidate gets no gradient.
+      const std::vector<int32_t> few(neg.begin(), neg.begin() + 50);
+      t.W.zero_grad(), t.b.zero_grad();
+      backward(ops::sum(sense_translation_loss(x, t, sel, c, few)));
+      const std::vector<double> gW = t.W.sparse_grad().to_dense(t.rows(), P).values();
+      std::set<int32_t> touched(few.begin(), few.end());
+      touched.insert(sel.begin(), sel.end());
+      for (int n = 0; n < N; ++n)
+        if (c.best[n] >= 0) touched.insert(c.rows[n * c.per_token + c.best[n]]);
+      int checked = 0;
+      for (size_t j = 0; j < all.rows.size(); ++j) {
+        if (!all.valid[j] || touched.count(all.rows[j])) continue;
+        for (int p = 0; p < P; ++p) EXPECT_EQ(gW[static_cast<size_t>(all.rows[j]) * P + p], 0.0);
+        ++checked;
+      }
+      EXPECT_GT(checked, 0);
+    }
+    }
   }
 }
 

@@ -134,6 +134,7 @@ const std::vector<Key>& schema() {
         SA_ENUM_KEY(Negatives, "sense_negatives", sense.negatives),
         SA_ENUM_KEY(WarmupInit, "warmup_init", sense.warmup_init),
         SA_ENUM_KEY(SelectionMean, "selection_mean", sense.selection_mean),
+        SA_ENUM_KEY(Translations, "translation_candidates", sense.translation_candidates),
         SA_KEY(bool, "true or false", "select_after_dropout", sense.select_after_dropout),
         SA_KEY(int64_t, "an integer", "char_cnn.embedding.dim", model.char_dim),
         SA_KEY(int64_t, "an integer", "char_cnn.n_highway", model.n_highway),
