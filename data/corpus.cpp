@@ -85,7 +85,8 @@ void ShardedCorpus::mix_with(std::unique_ptr<ShardedCorpus> other, double ratio)
 }
 
 const Sentence& ShardedCorpus::next() {
-  if (other_ && std::uniform_real_distribution<double>(0, 1)(rng_) >= ratio_) return other_->next();
+  last_language_ = other_ && std::uniform_real_distribution<double>(0, 1)(rng_) >= ratio_ ? 1 : 0;
+  if (last_language_) return other_->next();
   if (next_sentence_ == shard_.size()) load_next_shard();
   return shard_[next_sentence_++];
 }

@@ -34,6 +34,8 @@ class ShardedCorpus {
   // probability `ratio`, else from `other` (l1_sample_ratio).
   void mix_with(std::unique_ptr<ShardedCorpus> other, double ratio);
   const Sentence& next();
+  // The language of the sentence next() returned last: 0 this corpus's, 1 the mixed-in one's.
+  int last_language() const { return last_language_; }
   // Passes over all shards so far (0 during the first).
   int64_t epoch() const { return epoch_; }
 
@@ -50,6 +52,7 @@ class ShardedCorpus {
   int64_t epoch_ = 0;
   std::unique_ptr<ShardedCorpus> other_;
   double ratio_ = 1.0;
+  int last_language_ = 0;
 };
 
 // Tokens (with </S>: one per sentence) over all shards.

@@ -43,8 +43,14 @@ Dictionary reversed(const Dictionary& d);
 struct TranslationTable {
   int per_word = 4;
   std::vector<int32_t> ids;  // [V * per_word]
+  // dictionary_by_language: the entries of tokens of the second language ([V * per_word]: the
+  // reversed pairs, or none), `ids` then serving only the first language. Empty: `ids` for all.
+  std::vector<int32_t> ids_l2;
   size_t pairs_in_vocab = 0, sources = 0, dropped_for_limit = 0;
-  const int32_t* of(int word) const { return &ids[static_cast<size_t>(word) * per_word]; }
+  // The translations of `word` in a sentence of language `lang` (0: train_prefix's, 1: train_prefix_l2's).
+  const int32_t* of(int word, int lang = 0) const {
+    return &(lang && !ids_l2.empty() ? ids_l2 : ids)[static_cast<size_t>(word) * per_word];
+  }
 };
 TranslationTable translation_table(const Dictionary& d, const Vocab& vocab, int per_word = 4);
 // The MUSE-style log line: pairs read, in the vocabulary, sources with translations, dropped.

@@ -12,6 +12,7 @@ LmStream::LmStream(std::unique_ptr<ShardedCorpus> corpus, const Vocab& vocab, in
 
 void LmStream::refill(Row& r) {
   const Sentence& s = corpus_->next();
+  r.lang = static_cast<uint8_t>(corpus_->last_language());
   r.own.clear();
   r.own.push_back("<S>");
   r.own.insert(r.own.end(), s.begin(), s.end());
@@ -30,6 +31,7 @@ LmBatch batch_rows(const LmBatch& b, int first, int n) {
   r.steps = b.steps;
   r.char_ids.assign(b.char_ids.begin() + at * chars::kPerToken, b.char_ids.begin() + (at + len) * chars::kPerToken);
   r.targets.assign(b.targets.begin() + at, b.targets.begin() + at + len);
+  r.lang.assign(b.lang.begin() + at, b.lang.begin() + at + len);
   return r;
 }
 
@@ -38,6 +40,7 @@ void LmStream::next(LmBatch& b) {
   b.steps = steps_;
   b.char_ids.assign(static_cast<size_t>(rows_) * steps_ * chars::kPerToken, 0);
   b.targets.assign(static_cast<size_t>(rows_) * steps_, 0);
+  b.lang.assign(static_cast<size_t>(rows_) * steps_, 0);
   for (int r = 0; r < rows_; ++r) {
     Row& row = row_[r];
     int pos = 0;
@@ -48,6 +51,7 @@ void LmStream::next(LmBatch& b) {
         size_t cell = static_cast<size_t>(r) * steps_ + pos + k;
         chars::token_ids(row.own[row.at + k], &b.char_ids[cell * chars::kPerToken]);
         b.targets[cell] = row.ids[row.at + k + 1];
+        b.lang[cell] = row.lang;
       }
       row.at += static_cast<size_t>(n);
       pos += n;

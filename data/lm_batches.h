@@ -16,6 +16,7 @@ struct LmBatch {
   int rows = 0, steps = 0;
   std::vector<int32_t> char_ids;  // [rows, steps, 50] training char ids of the inputs
   std::vector<int32_t> targets;   // [rows, steps] next-token word ids
+  std::vector<uint8_t> lang;      // [rows, steps] the language of each token's sentence (0: train_prefix's)
 };
 
 // Rows [first, first + n) of a batch (a data-parallel rank's share of the global batch).
@@ -31,6 +32,7 @@ class LmStream {
     std::vector<int32_t> ids;
     std::vector<std::string> own;  // the current sentence's tokens (with <S>/</S>)
     size_t at = 0;
+    uint8_t lang = 0;
   };
   void refill(Row& r);
   std::unique_ptr<ShardedCorpus> corpus_;

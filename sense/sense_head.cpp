@@ -113,7 +113,7 @@ Tensor sense_direction_loss(SenseHead& h, const Tensor& top, const LmBatch& b, c
     SelectedLoss r = select_and_sampled_loss(flat, table, ctx, targets, h.proj.matrix(), mean, uniform());
     per_row = r.per_row, sel = std::move(r.selected);
   } else if (dict) {  // Bi-SaELMo (the config allows only uniform negatives with a dictionary)
-    TranslationCandidates cand = translation_candidates(table, *dict, targets, ctx, h.proj.matrix(), mean_of);
+    TranslationCandidates cand = translation_candidates(table, *dict, targets, ctx, h.proj.matrix(), mean_of, &b.lang);
     if (o.translation_candidates == SenseOptions::Translations::Best) keep_best_only(cand);
     per_row = sense_translation_loss(flat, table, sel, cand, uniform());
   } else if (o.negatives == N::Full) {

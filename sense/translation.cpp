@@ -10,7 +10,7 @@ namespace sa {
 
 TranslationCandidates translation_candidates(const SenseTable& t, const TranslationTable& dict,
                                              const std::vector<int32_t>& words, const Tensor& ctx, const Tensor& proj,
-                                             const WordMeans& mean_of) {
+                                             const WordMeans& mean_of, const std::vector<uint8_t>* lang) {
   NoGrad ng;
   const int C = t.n_context(), T = dict.per_word;
   const int64_t N = static_cast<int64_t>(words.size()), K = static_cast<int64_t>(T) * C;
@@ -21,8 +21,9 @@ TranslationCandidates translation_candidates(const SenseTable& t, const Translat
   c.valid.assign(static_cast<size_t>(N * K), 0);
   c.best.assign(static_cast<size_t>(N), -1);
   bool any = false;
+  auto entries = [&](int64_t n) { return dict.of(words[n], lang && !lang->empty() ? (*lang)[n] : 0); };
   for (int64_t n = 0; n < N; ++n) {
-    const int32_t* tr = dict.of(words[n]);
+    const int32_t* tr = entries(n);
     for (int k = 0; k < T; ++k)
       for (int s = 0; s < C; ++s)
         if (tr[k] >= 0 && t.is_enabled(t.row(tr[k], s))) {
@@ -35,7 +36,7 @@ TranslationCandidates translation_candidates(const SenseTable& t, const Translat
   if (mean_of) {
     std::vector<int32_t> cand_words(static_cast<size_t>(N * K));  // each candidate's word (placeholders: the token's)
     for (int64_t n = 0; n < N; ++n) {
-      const int32_t* tr = dict.of(words[n]);
+      const int32_t* tr = entries(n);
       for (int64_t j = 0; j < K; ++j) cand_words[n * K + j] = tr[j / C] >= 0 ? tr[j / C] : words[n];
     }
     mean = mean_of(words), center_mean = mean_of(cand_words);

@@ -25,9 +25,11 @@ struct TranslationCandidates {
 // mean_of(its translation word); with "word" or "word_offset" the two sides are in their own
 // word's frame, so the choice compares where a token lies among its word's contexts with where a
 // translation sense lies among the translation's.
+// `lang` (one per word, optional): each token's language, choosing its dictionary entries
+// (TranslationTable::of).
 TranslationCandidates translation_candidates(const SenseTable& table, const TranslationTable& dict,
                                              const std::vector<int32_t>& words, const Tensor& ctx, const Tensor& proj,
-                                             const WordMeans& mean_of = {});
+                                             const WordMeans& mean_of = {}, const std::vector<uint8_t>* lang = nullptr);
 
 // translation_candidates = "best": only each token's best candidate stays valid, so the others
 // leave the softmax and may be drawn as ordinary negatives.

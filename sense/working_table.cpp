@@ -126,22 +126,27 @@ WorkingTable step_working_table(const SenseTable& shard, const SenseOptions& o, 
   std::vector<int32_t> words = dist::allgather(targets);
   const std::vector<int32_t> all_targets = words;
   for (int32_t r : neg.rows) words.push_back(r / shard.n_context());
-  if (dict)
+  if (dict)  // the translations in either language's entries
     for (int32_t w : all_targets)
-      for (int k = 0; k < dict->per_word; ++k)
-        if (const int32_t t = dict->of(w)[k]; t >= 0) words.push_back(t);
+      for (int lang = 0; lang < 2; ++lang)
+        for (int k = 0; k < dict->per_word; ++k)
+          if (const int32_t t = dict->of(w, lang)[k]; t >= 0) words.push_back(t);
   WorkingTable work(shard, std::move(words));
   neg.rows = work.rows(neg.rows);
   work.negatives = std::move(neg);
   if (dict) {  // only the targets' entries are read; other words' translations may be absent
     TranslationTable local;
     local.per_word = dict->per_word;
-    local.ids.assign(static_cast<size_t>(work.table.vocab()) * dict->per_word, -1);
-    for (int i = 0; i < work.table.vocab(); ++i) {
-      const int32_t* tr = dict->of(work.global_word(i));
-      for (int k = 0; k < dict->per_word; ++k)
-        if (tr[k] >= 0) local.ids[static_cast<size_t>(i) * dict->per_word + k] = work.find_word(tr[k]);
-    }
+    auto remap = [&](std::vector<int32_t>& ids, int lang) {
+      ids.assign(static_cast<size_t>(work.table.vocab()) * dict->per_word, -1);
+      for (int i = 0; i < work.table.vocab(); ++i) {
+        const int32_t* tr = dict->of(work.global_word(i), lang);
+        for (int k = 0; k < dict->per_word; ++k)
+          if (tr[k] >= 0) ids[static_cast<size_t>(i) * dict->per_word + k] = work.find_word(tr[k]);
+      }
+    };
+    remap(local.ids, 0);
+    if (!dict->ids_l2.empty()) remap(local.ids_l2, 1);
     work.dict = std::move(local);
   }
   return work;

@@ -212,6 +212,18 @@ TEST(DataParallel, ShardedBilingualSenseTablesEqualReplicated) {
                                                     dict + "\"\n");
 }
 
+// The dictionary by language in both directions (each token looks up its own language's side):
+// the working table remaps both sides.
+TEST(DataParallel, ShardedBilingualByLanguageEqualsReplicated) {
+  if (std::string why = mpi_missing(); !why.empty()) GTEST_SKIP() << why;
+  const std::string dict = ::testing::TempDir() + "/dp-sharded-lang-dict.txt";
+  std::ofstream(dict) << "the of\nand a\nin to\nhe it\nthat is\n";
+  check_sharded_equals_replicated("sharded-lang", std::string(kShardedSaelmo) + "train_prefix_l2 = \"" +
+                                                      ::testing::TempDir() + "/dp-sharded-lang/corpus.txt\"\ndictionary = \"" +
+                                                      dict + "\"\ndictionary_by_language = true\ndictionary_both_ways = true\n"
+                                                      "translation_candidates = \"best\"\n");
+}
+
 // A sharded run whose rank 0 is killed while it writes a checkpoint resumes exactly.
 TEST(DataParallel, ShardedRunKilledAtRenameResumesExactly) {
   if (std::string why = mpi_missing(); !why.empty()) GTEST_SKIP() << why;

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "data/char_ids.h"
+#include "data/dictionary.h"
 #include "data/hdf5_file.h"
 #include "layers/elmo_encoder.h"
 #include "tests/test_util.h"
@@ -224,6 +225,45 @@ TEST(ElmoTrain, RowsFlowAcrossSentencesAsBilmTf) {
   LmStream r(std::make_unique<ShardedCorpus>(dir + "/c.txt", 1, false, false), v, 1, 3, true);
   r.next(b);
   EXPECT_EQ(b.targets, (std::vector<int32_t>{4, 3, 0}));  // reversed: </S> b a <S> -> targets b a <S>
+}
+
+// Mixed corpora (bilingual training): every target carries its sentence's language, in both
+// directions and in a data-parallel rank's rows; a translation table answers per language.
+TEST(ElmoTrain, MixedBatchesCarryEachTokensLanguage) {
+  const std::string dir = ::testing::TempDir() + "/mixed-lang";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/l1.txt") << "a b\nb a a\n";
+  std::ofstream(dir + "/l2.txt") << "x y y\ny\n";
+  Vocab v = Vocab::from_words({"<S>", "</S>", "<UNK>", "a", "b", "x", "y"});
+  for (bool reverse : {false, true}) {
+    auto corpus = std::make_unique<ShardedCorpus>(dir + "/l1.txt", 1, false);
+    corpus->mix_with(std::make_unique<ShardedCorpus>(dir + "/l2.txt", 2, false), 0.5);
+    LmStream s(std::move(corpus), v, 3, 7, reverse);
+    LmBatch b;
+    int seen[2] = {0, 0};
+    for (int i = 0; i < 20; ++i) {
+      s.next(b);
+      ASSERT_EQ(b.lang.size(), b.targets.size());
+      for (size_t k = 0; k < b.targets.size(); ++k) {
+        const int32_t t = b.targets[k];
+        if (t == 3 || t == 4) EXPECT_EQ(b.lang[k], 0) << "a target of the first corpus";
+        if (t == 5 || t == 6) EXPECT_EQ(b.lang[k], 1) << "a target of the second corpus";
+        ++seen[b.lang[k]];
+      }
+    }
+    EXPECT_GT(seen[0], 20);
+    EXPECT_GT(seen[1], 20);
+    const LmBatch r = batch_rows(b, 1, 2);
+    EXPECT_EQ(r.lang, std::vector<uint8_t>(b.lang.begin() + 7, b.lang.end()));
+  }
+  TranslationTable t;
+  t.per_word = 1;
+  t.ids = {-1, -1, -1, 5, -1, -1, -1};  // a -> x
+  EXPECT_EQ(*t.of(3, 1), 5) << "without ids_l2 every language reads ids";
+  t.ids_l2 = {-1, -1, -1, -1, -1, 3, -1};  // x -> a
+  EXPECT_EQ(*t.of(3, 0), 5);
+  EXPECT_EQ(*t.of(3, 1), -1);
+  EXPECT_EQ(*t.of(5, 1), 3);
 }
 
 // state_reset: rows are zeroed in every layer and direction with the given probability, the same

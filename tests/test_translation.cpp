@@ -50,6 +50,13 @@ TEST(Translation, CandidatesAndTheBestSense) {
   EXPECT_EQ(v0, (std::vector<uint8_t>{0, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0}));
   EXPECT_EQ(c.rows[1], f.t.row(2, 1));
   EXPECT_EQ(c.best, (std::vector<int32_t>{2, 4, -1, 2}));  // +y -> (2,2); -x -> (3,1); none; -z -> (5,2)
+  // By language: second-language tokens read ids_l2 (here word 1 translates to 5 only there).
+  f.dict.ids_l2.assign(6 * 4, -1);
+  f.dict.ids_l2[1 * 4 + 0] = 5;
+  const std::vector<uint8_t> lang = {0, 1, 0, 1};
+  TranslationCandidates l = translation_candidates(f.t, f.dict, {1, 1, 0, 5}, ctx, eye(4), {}, &lang);
+  EXPECT_EQ(l.best, (std::vector<int32_t>{2, 1, -1, -1}));  // token 1: a tie between (5,1) and (5,2), the first
+  EXPECT_EQ(l.rows[12 + 1], f.t.row(5, 1));
 }
 
 // With selection_mean = "word" the choice is made in each word's own frame: the token's context

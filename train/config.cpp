@@ -102,6 +102,7 @@ const std::vector<Key>& schema() {
         SA_KEY(std::string, "a string", "dictionary", dictionary),
         SA_KEY(std::string, "a string", "dictionary_format", dictionary_format),
         SA_KEY(bool, "true or false", "dictionary_both_ways", dictionary_both_ways),
+        SA_KEY(bool, "true or false", "dictionary_by_language", dictionary_by_language),
         SA_KEY(int64_t, "an integer", "dictionary_per_word", dictionary_per_word),
         SA_KEY(std::string, "a string", "vocab_file", vocab_file),
         SA_KEY(int64_t, "an integer", "vocab_min_count", vocab_min_count),

@@ -54,6 +54,10 @@ struct TrainConfig {
   std::string dictionary;                // "" = none
   std::string dictionary_format = "muse";  // muse, cedict, edict or ding
   bool dictionary_both_ways = false;     // add every pair reversed too (released: one direction)
+  // Each token looks up its own language's side: train_prefix's words the dictionary's sources,
+  // train_prefix_l2's the reversed pairs (with dictionary_both_ways) or nothing. Released (false):
+  // by string, whatever the language.
+  bool dictionary_by_language = false;
   int dictionary_per_word = 4;
   std::string heldout_prefix;  // optional
   std::string vocab_file;      // optional: built from the training corpus when empty

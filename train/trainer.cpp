@@ -68,11 +68,19 @@ Vocab run_vocab(const TrainConfig& c) {
 std::unique_ptr<TranslationTable> run_dictionary(const TrainConfig& c, const Vocab& vocab, bool quiet) {
   if (c.dictionary.empty()) return nullptr;
   Dictionary d = read_dictionary(c.dictionary, c.dictionary_format);
-  if (c.dictionary_both_ways) {
-    Dictionary r = reversed(d);
-    d.pairs.insert(d.pairs.end(), r.pairs.begin(), r.pairs.end());
+  const int per_word = static_cast<int>(c.dictionary_per_word);
+  std::unique_ptr<TranslationTable> t;
+  if (c.dictionary_by_language) {  // the first language's words look up sources, the second's targets
+    t = std::make_unique<TranslationTable>(translation_table(d, vocab, per_word));
+    t->ids_l2 = c.dictionary_both_ways ? translation_table(reversed(d), vocab, per_word).ids
+                                       : std::vector<int32_t>(t->ids.size(), -1);
+  } else {
+    if (c.dictionary_both_ways) {
+      Dictionary r = reversed(d);
+      d.pairs.insert(d.pairs.end(), r.pairs.begin(), r.pairs.end());
+    }
+    t = std::make_unique<TranslationTable>(translation_table(d, vocab, per_word));
   }
-  auto t = std::make_unique<TranslationTable>(translation_table(d, vocab, static_cast<int>(c.dictionary_per_word)));
   if (!quiet) std::printf("%s: %s\n", c.dictionary.c_str(), describe(d, *t).c_str());
   return t;
 }
