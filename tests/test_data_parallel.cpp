@@ -202,26 +202,24 @@ TEST(DataParallel, ShardedSenseTablesWithLogUniformNegativesEqualReplicated) {
 }
 
 // Bi-SaELMo: the translation loss reads the targets' dictionary translations, which the working
-// table gathers too. The "second language" is the same text; the dictionary pairs frequent words.
-TEST(DataParallel, ShardedBilingualSenseTablesEqualReplicated) {
+// table gathers too. The "second language" is the same text; `pairs` join frequent words.
+void check_sharded_bilingual(const std::string& name, const std::string& pairs, const std::string& extra) {
   if (std::string why = mpi_missing(); !why.empty()) GTEST_SKIP() << why;
-  const std::string dict = ::testing::TempDir() + "/dp-sharded-dict.txt";
-  std::ofstream(dict) << "the of\nof the\nand a\na and\nin to\nto in\nhe it\nit he\nthat is\nis was\n";
-  check_sharded_equals_replicated("sharded-bi", std::string(kShardedSaelmo) + "train_prefix_l2 = \"" +
-                                                    ::testing::TempDir() + "/dp-sharded-bi/corpus.txt\"\ndictionary = \"" +
-                                                    dict + "\"\n");
+  const std::string dir = ::testing::TempDir() + "/dp-" + name, dict = dir + "-dict.txt";
+  std::ofstream(dict) << pairs;
+  check_sharded_equals_replicated(name, std::string(kShardedSaelmo) + "train_prefix_l2 = \"" + dir +
+                                            "/corpus.txt\"\ndictionary = \"" + dict + "\"\n" + extra);
 }
 
-// The dictionary by language in both directions (each token looks up its own language's side):
-// the working table remaps both sides.
+TEST(DataParallel, ShardedBilingualSenseTablesEqualReplicated) {
+  check_sharded_bilingual("sharded-bi", "the of\nof the\nand a\na and\nin to\nto in\nhe it\nit he\nthat is\nis was\n", "");
+}
+
+// The dictionary by language in both directions (each token looks up its own language's side;
+// the working table remaps both sides), with only the best candidate in the softmax.
 TEST(DataParallel, ShardedBilingualByLanguageEqualsReplicated) {
-  if (std::string why = mpi_missing(); !why.empty()) GTEST_SKIP() << why;
-  const std::string dict = ::testing::TempDir() + "/dp-sharded-lang-dict.txt";
-  std::ofstream(dict) << "the of\nand a\nin to\nhe it\nthat is\n";
-  check_sharded_equals_replicated("sharded-lang", std::string(kShardedSaelmo) + "train_prefix_l2 = \"" +
-                                                      ::testing::TempDir() + "/dp-sharded-lang/corpus.txt\"\ndictionary = \"" +
-                                                      dict + "\"\ndictionary_by_language = true\ndictionary_both_ways = true\n"
-                                                      "translation_candidates = \"best\"\n");
+  check_sharded_bilingual("sharded-lang", "the of\nand a\nin to\nhe it\nthat is\n",
+                          "dictionary_by_language = true\ndictionary_both_ways = true\ntranslation_candidates = \"best\"\n");
 }
 
 // A sharded run whose rank 0 is killed while it writes a checkpoint resumes exactly.
