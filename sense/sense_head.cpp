@@ -72,7 +72,8 @@ Tensor sense_direction_loss(SenseHead& h, const Tensor& top, const LmBatch& b, c
   const int64_t B = top.dim(0), T = top.dim(1), P = top.dim(2);
   SA_CHECK(work || !training || h.table.stores_all(), "sense_direction_loss: a sharded table trains through a WorkingTable");
   SenseTable& table = work ? work->table : h.table;
-  const std::vector<int32_t> targets = work ? work->words(b.targets) : b.targets;
+  std::vector<int32_t> local_targets;  // a working table's ids; otherwise the batch's are read as they are
+  const std::vector<int32_t>& targets = work ? (local_targets = work->words(b.targets)) : b.targets;
   if (work && work->dict) dict = &*work->dict;
   Tensor ctx = selection_context(select_top.defined() ? select_top : top);
   const bool offsets = o.selection_mean == SenseOptions::SelectionMean::WordOffset;

@@ -47,21 +47,18 @@ WorkingTable::WorkingTable(const SenseTable& shard, std::vector<int32_t> words)
         own_begin_ = std::lower_bound(words_.begin(), words_.end(), shard.first_word()) - words_.begin();
         own_end_ = std::lower_bound(words_.begin(), words_.end(), shard.first_word() + shard.stored_words()) - words_.begin();
         return gather_rows_of(shard, words_, own_begin_, own_end_);
-      }()) {
-  for (size_t i = 0; i < words_.size(); ++i) index_[words_[i]] = static_cast<int32_t>(i);
-}
+      }()) {}
 
 int32_t WorkingTable::find_word(int32_t global) const {
-  auto it = index_.find(global);
-  return it == index_.end() ? -1 : it->second;
+  const auto it = std::lower_bound(words_.begin(), words_.end(), global);
+  return it == words_.end() || *it != global ? -1 : static_cast<int32_t>(it - words_.begin());
 }
 
 std::vector<int32_t> WorkingTable::words(const std::vector<int32_t>& global) const {
   std::vector<int32_t> out(global.size());
   for (size_t i = 0; i < global.size(); ++i) {
-    auto it = index_.find(global[i]);
-    SA_CHECK(it != index_.end(), "working table: word {} was not gathered for this step", global[i]);
-    out[i] = it->second;
+    out[i] = find_word(global[i]);
+    SA_CHECK(out[i] >= 0, "working table: word {} was not gathered for this step", global[i]);
   }
   return out;
 }

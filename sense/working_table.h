@@ -7,7 +7,6 @@
 #pragma once
 #include <optional>
 #include <random>
-#include <unordered_map>
 #include <vector>
 
 #include "data/dictionary.h"
@@ -18,8 +17,7 @@ namespace sa {
 
 class WorkingTable {
   // First: `table` is gathered from them.
-  std::vector<int32_t> words_;  // global ids, increasing
-  std::unordered_map<int32_t, int32_t> index_;
+  std::vector<int32_t> words_;  // global ids, increasing (a word's index is its position)
   int first_word_ = 0;           // the shard's first word
   int64_t own_begin_ = 0, own_end_ = 0;  // words_[own_begin_, own_end_) are stored by this rank
   int C_ = 0;
