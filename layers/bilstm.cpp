@@ -6,25 +6,6 @@
 
 namespace sa {
 
-namespace {
-
-// Row-major index of each position after reversing every row within its length (the padding
-// stays in place): applying it twice gives back the original order.
-Tensor reverse_index(const std::vector<int>& lengths, int64_t T, Device dev) {
-  std::vector<int32_t> idx;
-  for (size_t b = 0; b < lengths.size(); ++b)
-    for (int64_t t = 0; t < T; ++t)
-      idx.push_back(static_cast<int32_t>(static_cast<int64_t>(b) * T + (t < lengths[b] ? lengths[b] - 1 - t : t)));
-  return Tensor::from(idx, {static_cast<int64_t>(idx.size())}, dev);
-}
-
-Tensor reverse_rows(const Tensor& x, const Tensor& index) {
-  const int64_t B = x.dim(0), T = x.dim(1), F = x.dim(2);
-  return ops::reshape(ops::gather_rows(ops::reshape(x, {B * T, F}), index), {B, T, F});
-}
-
-}  // namespace
-
 Tensor packed_lstm(const LstmWeights& w, const Tensor& x, const std::vector<int>& lengths) {
   const int64_t B = x.dim(0), T = x.dim(1), in = x.dim(2), H = w.W.dim(1) / 4;
   const Device dev = x.device();
@@ -91,11 +72,49 @@ BiLstm BiLstm::init(int64_t in, int64_t H, std::mt19937_64& rng, Device dev) {
 }
 
 Tensor BiLstm::forward(const Tensor& x, const std::vector<int>& lengths) const {
-  SA_CHECK(static_cast<int64_t>(lengths.size()) == x.dim(0), "bilstm: {} lengths for {} rows", lengths.size(), x.dim(0));
-  const Tensor rev = reverse_index(lengths, x.dim(1), x.device());
-  const Tensor of = packed_lstm(fwd, x, lengths);
-  const Tensor ob = reverse_rows(packed_lstm(bwd, reverse_rows(x, rev), lengths), rev);
-  return ops::concat({of, ob}, 2);
+  const int64_t B = x.dim(0), T = x.dim(1), in = x.dim(2), H = hidden;
+  SA_CHECK(static_cast<int64_t>(lengths.size()) == B, "bilstm: {} lengths for {} rows", lengths.size(), B);
+  const Device dev = x.device();
+  // Rows longest first: step t runs the rows still inside their sentence, a prefix.
+  std::vector<int32_t> order(static_cast<size_t>(B));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return lengths[a] > lengths[b]; });
+  std::vector<int64_t> steps;
+  for (int64_t t = 0;; ++t) {
+    int64_t n = 0;
+    while (n < B && lengths[order[static_cast<size_t>(n)]] > t) ++n;
+    if (n == 0) break;
+    steps.push_back(n);
+  }
+  SA_CHECK(!steps.empty() && steps[0] == B, "bilstm: every row needs a length of at least 1");
+  // Packed positions: step t, rank i reads position t of row order[i] forwards and position
+  // length - 1 - t backwards; the way back gives each (row, position) its packed index, padding the
+  // extra zero row at the end.
+  std::vector<int32_t> fwd_src, bwd_src;
+  std::vector<int32_t> fwd_back(static_cast<size_t>(B * T)), bwd_back(static_cast<size_t>(B * T));
+  int32_t k = 0;
+  for (size_t t = 0; t < steps.size(); ++t)
+    for (int64_t i = 0; i < steps[t]; ++i, ++k) {
+      const int64_t b = order[static_cast<size_t>(i)], r = lengths[static_cast<size_t>(b)] - 1 - static_cast<int64_t>(t);
+      fwd_src.push_back(static_cast<int32_t>(b * T + static_cast<int64_t>(t)));
+      bwd_src.push_back(static_cast<int32_t>(b * T + r));
+      fwd_back[static_cast<size_t>(b * T + static_cast<int64_t>(t))] = k;
+      bwd_back[static_cast<size_t>(b * T + r)] = k;
+    }
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = lengths[static_cast<size_t>(b)]; t < T; ++t)
+      fwd_back[static_cast<size_t>(b * T + t)] = bwd_back[static_cast<size_t>(b * T + t)] = k;
+  const Tensor flat = ops::reshape(x, {B * T, in});
+  auto src = [&](const std::vector<int32_t>& v) { return ops::gather_rows(flat, Tensor::from(v, {k}, dev)); };
+  const Tensor zero = Tensor::zeros({B, H}, x.dtype(), dev);
+  // Both directions as one node: the CPU runs them side by side.
+  const auto out = ops::lstm_sequences({{src(fwd_src), fwd.W, fwd.B, Tensor(), zero, zero, 0, 0, ops::LstmPath::Steps, steps},
+                                        {src(bwd_src), bwd.W, bwd.B, Tensor(), zero, zero, 0, 0, ops::LstmPath::Steps, steps}});
+  const Tensor pad = Tensor::zeros({1, H}, x.dtype(), dev);
+  auto unpack = [&](const Tensor& y, const std::vector<int32_t>& back) {
+    return ops::reshape(ops::gather_rows(ops::concat({y, pad}, 0), Tensor::from(back, {B * T}, dev)), {B, T, H});
+  };
+  return ops::concat({unpack(out[0][0], fwd_back), unpack(out[1][0], bwd_back)}, 2);
 }
 
 }  // namespace sa

@@ -1,6 +1,8 @@
 // One bidirectional LSTM layer without projection over padded sentences, for the downstream
 // models of xling_eval (the NER tagger, the NLI pair model). The backward LSTM reads each row
-// reversed within its length, so padding never reaches a real position.
+// reversed within its length, so padding never reaches a real position. Both directions run packed
+// (only the rows still inside their sentence at each step) as one lstm_sequences node, side by
+// side on the CPU.
 #pragma once
 #include <cstdint>
 #include <random>
@@ -21,7 +23,8 @@ struct BiLstm {
   std::vector<Tensor> params() const { return {fwd.W, fwd.B, bwd.W, bwd.B}; }
 };
 
-// x [B, T, in] through one LSTM without projection (w.W_P unused) from a zero state -> [B, T, H],
+// The step-by-step composition of one direction (BiLstm::forward runs both as one lstm_sequences
+// node and is tested against it): x [B, T, in] through one LSTM without projection (w.W_P unused) from a zero state -> [B, T, H],
 // zeros past each row's length: lstm_forward with `lengths` and an identity projection. The rows
 // run sorted by length, longest first, so step t computes only the rows still inside their
 // sentence, a prefix (as packed sequences do): no work and no masking ops on padding, about half

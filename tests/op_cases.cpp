@@ -1,5 +1,7 @@
 #include "tests/op_cases.h"
 
+#include <numeric>
+
 namespace sa::testing {
 namespace {
 
@@ -287,6 +289,31 @@ std::vector<OpCase> build() {
         },
         [=](const In& x) {
           auto o = ops::lstm_sequences({{x[0], x[1], x[2], x[3], x[4], x[5], cell_clip, 0.0, path}});
+          return Out{o[0][0], o[0][1], o[0][2]};
+        });
+  }
+  // Packed sequences of different lengths (the downstream BiLSTMs), with and without a projection;
+  // the step sizes come as a fixed input. Every output row and each row's own final state.
+  for (bool projected : {true, false}) {
+    add(Op::lstm_sequence, projected ? "lstm_sequence_packed" : "lstm_sequence_packed_unprojected",
+        [=](Rng& r) {
+          const int64_t t = dim(r, 1, 5), b = dim(r, 1, 4), k = dim(r, 1, 4), d = dim(r, 1, 4);
+          const int64_t p = projected ? dim(r, 1, 4) : d;
+          std::vector<double> steps{static_cast<double>(b)};
+          for (int64_t i = 1; i < t; ++i) steps.push_back(static_cast<double>(dim(r, 1, static_cast<int>(steps.back()))));
+          const int64_t n = static_cast<int64_t>(std::accumulate(steps.begin(), steps.end(), 0.0));
+          return std::vector<CaseInput>{in(uniform(r, {n, k})),   in(uniform(r, {k + p, 4 * d})),
+                                        in(uniform(r, {4 * d})),
+                                        projected ? in(uniform(r, {d, p}, -1.5, 1.5)) : fixed(uniform(r, {d, p})),
+                                        in(uniform(r, {b, d})),    in(uniform(r, {b, p})),
+                                        fixed(Tensor::of(steps, {t}))};
+        },
+        [=](const In& x) {
+          std::vector<int64_t> steps;
+          for (double v : x[6].values()) steps.push_back(static_cast<int64_t>(v));
+          ops::LstmSequenceArgs a{x[0], x[1], x[2], projected ? x[3] : Tensor(), x[4], x[5], 0.4, projected ? 0.5 : 0.0};
+          a.path = ops::LstmPath::Steps, a.steps = steps;
+          auto o = ops::lstm_sequences({a});
           return Out{o[0][0], o[0][1], o[0][2]};
         });
   }

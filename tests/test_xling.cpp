@@ -265,6 +265,51 @@ TEST(BiLstm, PackedLstmEqualsTheMaskedLstm) {
     for (int64_t h = 0; h < H; ++h) EXPECT_EQ(b[0][(2 * T + t) * H + h], 0.0);
 }
 
+// BiLstm::forward (both directions packed in one lstm_sequences node) equals the step-by-step
+// composition: packed_lstm forwards, and on each row reversed within its length backwards.
+TEST(BiLstm, OneNodeEqualsTheStepComposition) {
+  std::mt19937_64 rng(5);
+  const int64_t B = 5, T = 6, in = 4, H = 3;
+  const std::vector<int> lengths = {2, 6, 1, 6, 4};
+  std::normal_distribution<double> n(0, 1);
+  std::vector<double> xv(B * T * in);
+  for (double& v : xv) v = n(rng);
+  // Position (b, t) reversed within b's length; padding stays.
+  std::vector<int32_t> rev;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t < T; ++t) rev.push_back(static_cast<int32_t>(b * T + (t < lengths[b] ? lengths[b] - 1 - t : t)));
+  const Tensor rev_index = Tensor::from(rev, {B * T});
+  auto reversed = [&](const Tensor& x) {
+    const int64_t F = x.dim(2);
+    return ops::reshape(ops::gather_rows(ops::reshape(x, {B * T, F}), rev_index), {B, T, F});
+  };
+  auto run = [&](bool one_node) {
+    std::mt19937_64 init(9);
+    BiLstm m = BiLstm::init(in, H, init, Device::cpu());
+    for (Tensor* w : {&m.fwd.W, &m.fwd.B, &m.bwd.W, &m.bwd.B}) {
+      std::vector<double> v = w->values();
+      for (double& e : v) e += 0.1 * n(init);  // nonzero biases too
+      *w = Tensor::of(v, w->shape(), DType::F64).set_requires_grad();
+    }
+    Tensor x = Tensor::of(xv, {B, T, in}, DType::F64).set_requires_grad();
+    const Tensor y = one_node ? m.forward(x, lengths)
+                              : ops::concat({packed_lstm(m.fwd, x, lengths), reversed(packed_lstm(m.bwd, reversed(x), lengths))}, 2);
+    std::vector<double> r(static_cast<size_t>(B * T * 2 * H));
+    for (size_t i = 0; i < r.size(); ++i) r[i] = std::cos(0.3 * static_cast<double>(i));
+    backward(ops::sum(ops::mul(y, Tensor::of(r, {B, T, 2 * H}, DType::F64))));
+    return std::vector<std::vector<double>>{y.values(), x.grad().values(), m.fwd.W.grad().values(), m.fwd.B.grad().values(),
+                                            m.bwd.W.grad().values(), m.bwd.B.grad().values()};
+  };
+  const auto a = run(false), b = run(true);
+  for (size_t k = 0; k < a.size(); ++k) {
+    ASSERT_EQ(a[k].size(), b[k].size());
+    for (size_t i = 0; i < a[k].size(); ++i) EXPECT_NEAR(a[k][i], b[k][i], 1e-12) << "part " << k << " element " << i;
+  }
+  // Past its length a row's outputs are exactly zero, in both directions.
+  for (int64_t t = lengths[0]; t < T; ++t)
+    for (int64_t h = 0; h < 2 * H; ++h) EXPECT_EQ(b[0][static_cast<size_t>(t * 2 * H + h)], 0.0);
+}
+
 TEST(NerTagger, PaddingDoesNotChangeASentencesEmissions) {
   NerTaggerOptions o;
   o.hidden = 5;

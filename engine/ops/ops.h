@@ -112,11 +112,16 @@ std::vector<Tensor> lstm_sequence(const Tensor& x, const Tensor& W, const Tensor
 // so it runs only layers without either clip.
 enum class LstmPath { Auto, Cudnn, Steps };
 // Several independent sequences (the forward and backward LMs' layers) as one node; the CPU runs
-// them side by side, one thread each.
+// them side by side, one thread each. W_P may be undefined: no projection (P = D, the output is h,
+// proj_clip 0). `steps`, when given, packs sequences of different lengths (rows sorted longest
+// first): step t runs only the first steps[t] rows (positive, non-increasing, steps[0] = B), x is
+// [sum(steps), in] with step after step's rows, y is [sum(steps), P], and the final c and m hold
+// each row's state after its own last step. Packed and unprojected sequences always step.
 struct LstmSequenceArgs {
   Tensor x, W, bias, W_P, c0, m0;
   double cell_clip = 0, proj_clip = 0;
   LstmPath path = LstmPath::Auto;
+  std::vector<int64_t> steps = {};
 };
 std::vector<std::vector<Tensor>> lstm_sequences(const std::vector<LstmSequenceArgs>& args);
 // Whether lstm_sequences takes cuDNN for a layer of these sizes and clips: Auto where both clips

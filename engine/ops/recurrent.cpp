@@ -20,52 +20,83 @@ void mm(const Tensor& a, const Tensor& b, Tensor& c, bool ta, bool tb, double be
   be(a).gemm(g, a, b, c);
 }
 
-// One sequence's saved tensors and sizes.
+// One sequence's saved tensors and sizes. Step t's rows are rows [off[t], off[t] + n[t]) of the
+// flat buffers: n[t] = B and off[t] = t * B for a [T, B, in] input, the packed counts otherwise.
 struct Seq {
   LstmSequenceArgs a;
-  int64_t T = 0, B = 0, in = 0, D = 0, P = 0;
-  Tensor X, Wx, Wh, G, C, H, M, Y;
+  int64_t T = 0, B = 0, N = 0, in = 0, D = 0, P = 0;
+  bool projected = true;
+  std::vector<int64_t> n, off;
+  Tensor X, Wx, Wh, G, C, H, M, Y, c_last, m_last;
+  Tensor step(const Tensor& x, int64_t t) const { return x.rows(off[t], off[t] + n[t]); }
 };
 
 Seq prepare(const LstmSequenceArgs& a) {
-  check_same("lstm_sequence", {a.x, a.W, a.bias, a.W_P, a.c0, a.m0});
+  const bool projected = a.W_P.defined();
+  check_same("lstm_sequence", {a.x, a.W, a.bias, a.c0, a.m0});
+  if (projected) check_same("lstm_sequence", {a.x, a.W_P});
   const Tensor& x = a.x;
   Seq s;
   s.a = a;
-  const bool x3 = x.rank() == 3, w2 = a.W_P.rank() == 2;
-  s.T = x3 ? x.dim(0) : -1, s.B = x3 ? x.dim(1) : -1, s.in = x3 ? x.dim(2) : -1;
-  s.D = w2 ? a.W_P.dim(0) : -1, s.P = w2 ? a.W_P.dim(1) : -1;
-  const int64_t T = s.T, B = s.B, in = s.in, D = s.D, P = s.P;
+  s.projected = projected;
+  if (!a.steps.empty()) {
+    s.T = static_cast<int64_t>(a.steps.size()), s.B = a.steps[0];
+    int64_t prev = s.B;
+    for (int64_t k : a.steps) {
+      SA_CHECK(k >= 1 && k <= prev, "lstm_sequence: packed step sizes must be positive and non-increasing");
+      s.off.push_back(s.N), s.n.push_back(k), s.N += k, prev = k;
+    }
+    SA_CHECK(x.rank() == 2 && x.dim(0) == s.N, "lstm_sequence: packed x {} for steps of {} rows in all",
+             describe(x), s.N);
+  } else {
+    SA_CHECK(x.rank() == 3, "lstm_sequence: x {} (expected [T, B, in])", describe(x));
+    s.T = x.dim(0), s.B = x.dim(1), s.N = s.T * s.B;
+    for (int64_t t = 0; t < s.T; ++t) s.off.push_back(t * s.B), s.n.push_back(s.B);
+  }
+  s.in = x.dim(x.rank() - 1);
+  s.D = a.W.rank() == 2 ? a.W.dim(1) / 4 : -1;
+  s.P = !projected ? s.D : a.W_P.rank() == 2 ? a.W_P.dim(1) : -1;
+  const int64_t T = s.T, B = s.B, N = s.N, in = s.in, D = s.D, P = s.P;
   SA_CHECK(T >= 1 && D > 0 && a.W.shape() == (Shape{in + P, 4 * D}) && a.bias.numel() == 4 * D &&
-               a.c0.shape() == (Shape{B, D}) && a.m0.shape() == (Shape{B, P}),
+               (!projected || a.W_P.shape() == (Shape{D, P})) && a.c0.shape() == (Shape{B, D}) &&
+               a.m0.shape() == (Shape{B, P}),
            "lstm_sequence: x {}, W {}, bias {}, W_P {}, c0 {}, m0 {} (expected [T,B,in], [in+P,4D], [4D], [D,P], [B,D], "
            "[B,P])",
-           describe(x), describe(a.W), describe(a.bias), describe(a.W_P), describe(a.c0), describe(a.m0));
-  s.X = x.view({T * B, in}), s.Wx = a.W.rows(0, in), s.Wh = a.W.rows(in, in + P);
+           describe(x), describe(a.W), describe(a.bias), projected ? describe(a.W_P) : "none", describe(a.c0),
+           describe(a.m0));
+  SA_CHECK(projected || a.proj_clip <= 0, "lstm_sequence: proj_clip without a projection");
+  s.X = x.view({N, in}), s.Wx = a.W.rows(0, in), s.Wh = a.W.rows(in, in + P);
   // Saved for the backward: pre-activation gates, cells, pre-projection outputs h, and the
-  // projections before (M) and after (Y) the clip.
-  s.G = Tensor::empty({T * B, 4 * D}, x.dtype(), x.device());
-  s.C = Tensor::empty({T * B, D}, x.dtype(), x.device()), s.H = like(s.C);
-  s.M = Tensor::empty({T * B, P}, x.dtype(), x.device());
+  // projections before (M) and after (Y) the clip. Without a projection the output is h itself.
+  s.G = Tensor::empty({N, 4 * D}, x.dtype(), x.device());
+  s.C = Tensor::empty({N, D}, x.dtype(), x.device()), s.H = like(s.C);
+  s.M = projected ? Tensor::empty({N, P}, x.dtype(), x.device()) : s.H;
   s.Y = a.proj_clip > 0 ? like(s.M) : s.M;
+  s.c_last = like(a.c0), s.m_last = like(a.m0);
   return s;
 }
 
 void forward(const Seq& s) {
   Backend& b = be(s.a.x);
-  const int64_t T = s.T, B = s.B, D = s.D;
+  const int64_t T = s.T, D = s.D;
   Tensor G = s.G;                    // a handle: the saved buffer is written
   mm(s.X, s.Wx, G, false, false);  // the input GEMM, hoisted over all steps
   const Tensor bias_row = s.a.bias.view({1, 4 * D});
   b.binary(BinaryOp::Add, G, bias_row, G, make_broadcast_plan(G.shape(), G.shape(), bias_row.shape()));
   Tensor c_prev = s.a.c0, m_prev = s.a.m0;
   for (int64_t t = 0; t < T; ++t) {
-    Tensor g = s.G.rows(t * B, (t + 1) * B), c = s.C.rows(t * B, (t + 1) * B), h = s.H.rows(t * B, (t + 1) * B);
-    Tensor m = s.M.rows(t * B, (t + 1) * B), y = s.Y.rows(t * B, (t + 1) * B);
-    mm(m_prev, s.Wh, g, false, false, 1.0);
-    b.lstm_cell(g, c_prev, 1.0, s.a.cell_clip, c, h);
-    mm(h, s.a.W_P, m, false, false);
+    const int64_t n = s.n[t];
+    Tensor g = s.step(s.G, t), c = s.step(s.C, t), h = s.step(s.H, t), m = s.step(s.M, t), y = s.step(s.Y, t);
+    mm(m_prev.rows(0, n), s.Wh, g, false, false, 1.0);
+    b.lstm_cell(g, c_prev.rows(0, n), 1.0, s.a.cell_clip, c, h);
+    if (s.projected) mm(h, s.a.W_P, m, false, false);
     if (s.a.proj_clip > 0) b.unary(UnaryOp::Clip, m, y, -s.a.proj_clip, s.a.proj_clip);
+    // The rows whose sequence ends at this step keep its state as their final one.
+    const int64_t next = t + 1 < T ? s.n[t + 1] : 0;
+    if (next < n) {
+      s.c_last.rows(next, n).copy_from(c.rows(next, n));
+      s.m_last.rows(next, n).copy_from(y.rows(next, n));
+    }
     c_prev = c, m_prev = y;
   }
 }
@@ -83,41 +114,50 @@ Grads alloc_grads(const Seq& s, const Tensor& gc, const Tensor& gm) {
   g.gm0 = gm.defined() ? gm.clone() : zeros_like(s.a.m0);  // becomes d m0 after the loop
   g.gc0 = gc.defined() ? gc.clone() : zeros_like(s.a.c0);  // becomes d c0 after the loop
   g.dm = like(s.a.m0), g.gh = like(s.a.c0), g.dc_prev = like(s.a.c0);
-  g.gW = like(s.a.W), g.gWP = like(s.a.W_P), g.m_before = like(s.M);
+  g.gW = like(s.a.W), g.m_before = like(s.M);
+  if (s.projected) g.gWP = like(s.a.W_P);
   g.gbias = Tensor::empty({1, 4 * s.D}, s.a.x.dtype(), s.a.x.device());
-  g.gx = Tensor::empty({s.T * s.B, s.in}, s.a.x.dtype(), s.a.x.device());
+  g.gx = Tensor::empty({s.N, s.in}, s.a.x.dtype(), s.a.x.device());
   return g;
 }
 
+// The recurrent gradients live in g.gm0 and g.gc0 (B rows). Step t reads and writes only its first
+// n[t] rows, so the row of a sequence that ends at step t still holds its final state's gradient
+// when the loop reaches t.
 void backward_one(const Seq& s, const Tensor& gy_in, Grads& g) {
   Backend& bk = be(s.a.x);
-  const int64_t T = s.T, B = s.B, in = s.in, P = s.P;
+  const int64_t T = s.T, in = s.in, P = s.P;
   const double pc = s.a.proj_clip;
-  const Tensor gy = gy_in.defined() ? gy_in.view({T * B, P}) : Tensor();
-  Tensor &dm_rec = g.gm0, &dc_rec = g.gc0;
+  const Tensor gy = gy_in.defined() ? gy_in.view({s.N, P}) : Tensor();
   for (int64_t t = T - 1; t >= 0; --t) {
-    const auto r = [&](const Tensor& x) { return x.rows(t * B, (t + 1) * B); };
-    g.dm.copy_from(dm_rec);
-    if (gy.defined()) bk.axpy(1.0, r(gy), g.dm);
-    Tensor dmt = r(g.dM);
+    const int64_t n = s.n[t];
+    Tensor dm_rec = g.gm0.rows(0, n), dc_rec = g.gc0.rows(0, n), dm = g.dm.rows(0, n);
+    Tensor dc_prev = g.dc_prev.rows(0, n), gh = g.gh.rows(0, n);
+    dm.copy_from(dm_rec);
+    if (gy.defined()) bk.axpy(1.0, s.step(gy, t), dm);
+    Tensor dmt = s.step(g.dM, t);
     if (pc > 0)
-      bk.unary_backward(UnaryOp::Clip, r(s.M), r(s.Y), g.dm, dmt, -pc, pc, false);
+      bk.unary_backward(UnaryOp::Clip, s.step(s.M, t), s.step(s.Y, t), dm, dmt, -pc, pc, false);
     else
-      dmt.copy_from(g.dm);
-    mm(dmt, s.a.W_P, g.gh, false, true);
-    const Tensor cp = t > 0 ? s.C.rows((t - 1) * B, t * B) : s.a.c0;
-    Tensor dg = r(g.dG);
-    bk.lstm_cell_backward(r(s.G), cp, r(s.C), 1.0, s.a.cell_clip, &dc_rec, &g.gh, dg, &g.dc_prev);
-    dc_rec.copy_from(g.dc_prev);
+      dmt.copy_from(dm);
+    if (s.projected)
+      mm(dmt, s.a.W_P, gh, false, true);
+    else
+      gh.copy_from(dmt);
+    const Tensor cp = t > 0 ? s.step(s.C, t - 1).rows(0, n) : s.a.c0;
+    Tensor dg = s.step(g.dG, t);
+    bk.lstm_cell_backward(s.step(s.G, t), cp, s.step(s.C, t), 1.0, s.a.cell_clip, &dc_rec, &gh, dg, &dc_prev);
+    dc_rec.copy_from(dc_prev);
     mm(dg, s.Wh, dm_rec, false, true);
   }
   // Weight gradients: one GEMM each over all steps.
   Tensor gWx = g.gW.rows(0, in), gWh = g.gW.rows(in, in + P);
   mm(s.X, g.dG, gWx, true, false);
-  g.m_before.rows(0, B).copy_from(s.a.m0);  // m_{t-1} of every step: m0, then the outputs but the last
-  if (T > 1) g.m_before.rows(B, T * B).copy_from(s.Y.rows(0, (T - 1) * B));
+  // m_{t-1} of every step's rows: m0, then the previous step's outputs.
+  for (int64_t t = 0; t < T; ++t)
+    s.step(g.m_before, t).copy_from(t > 0 ? s.step(s.Y, t - 1).rows(0, s.n[t]) : s.a.m0);
   mm(g.m_before, g.dG, gWh, true, false);
-  mm(s.H, g.dM, g.gWP, true, false);
+  if (s.projected) mm(s.H, g.dM, g.gWP, true, false);
   bk.sum_to(g.dG, g.gbias, make_broadcast_plan(g.dG.shape(), g.dG.shape(), g.gbias.shape()), false);
   mm(g.dG, s.Wx, g.gx, false, true);
 }
@@ -137,7 +177,7 @@ void for_each_sequence(const std::vector<Seq>& seqs, F f) {
 
 // Whether a sequence runs through cuDNN (see LstmPath).
 bool runs_on_cudnn(const LstmSequenceArgs& a) {
-  return a.W_P.rank() == 2 &&
+  return a.W_P.defined() && a.steps.empty() &&
          lstm_uses_cudnn(a.x.device(), a.path, a.cell_clip, a.proj_clip, a.W_P.dim(0), a.W_P.dim(1));
 }
 
@@ -206,8 +246,8 @@ std::vector<std::vector<Tensor>> lstm_sequences(const std::vector<LstmSequenceAr
   std::vector<Tensor> inputs, flat_outs;
   for (const Seq& s : seqs) {
     // Fresh handles for the outputs (record marks them as requiring grad; the buffers stay saved).
-    const int64_t last = (s.T - 1) * s.B;
-    outs.push_back({s.Y.view({s.T, s.B, s.P}), s.C.rows(last, last + s.B).clone(), s.Y.rows(last, last + s.B).clone()});
+    const Tensor y = s.a.steps.empty() ? s.Y.view({s.T, s.B, s.P}) : s.Y.view({s.N, s.P});
+    outs.push_back({y, s.c_last, s.m_last});
     for (const Tensor& t : {s.a.x, s.a.W, s.a.bias, s.a.W_P, s.a.c0, s.a.m0}) inputs.push_back(t);
     for (const Tensor& t : outs.back()) flat_outs.push_back(t);
   }

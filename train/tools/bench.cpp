@@ -18,6 +18,7 @@
 
 #include "engine/bench_support.h"
 #include "engine/engine.h"
+#include "layers/bilstm.h"
 #include "layers/lstm.h"
 #include "layers/softmax.h"
 #include "train/bert_trainer.h"
@@ -111,6 +112,26 @@ void bench_lstm_sequence(Device d, bool quick, int iters, const std::string& dev
   double tn = time_it(d, iters, [&] { layer(ops::LstmPath::Cudnn); });
   double ts = time_it(d, iters, [&] { layer(ops::LstmPath::Steps); });
   std::printf("%-7s %-34s %-18s %9.3f ms %9.3f ms %7.2f\n", dev.c_str(), "lstm cuDNN fwd+bwd vs step kernels",
+              shape.c_str(), tn * 1e3, ts * 1e3, ts / tn);
+}
+
+// The NER tagger's BiLSTM (a CoNLL batch of 32 sentences of 1..40 tokens over 768-dim concat
+// features, hidden 256): both directions packed as one node against the step-by-step composition.
+void bench_bilstm(Device d, bool quick, int iters, const std::string& dev) {
+  const int64_t B = 32, T = 40, in = quick ? 256 : 768, H = 256;
+  std::mt19937_64 rng(1);
+  const BiLstm m = BiLstm::init(in, H, rng, d);
+  std::vector<int> lengths;
+  for (int64_t b = 0; b < B; ++b) lengths.push_back(static_cast<int>(1 + (b * 37) % T));
+  Tensor x = ops::scale(randn({B, T, in}, d), 0.5).detach().set_requires_grad();
+  auto run = [&](bool one_node) {
+    const Tensor y = one_node ? m.forward(x, lengths) : ops::concat({packed_lstm(m.fwd, x, lengths), packed_lstm(m.bwd, x, lengths)}, 2);
+    backward(ops::sum(y));
+  };
+  double tn = time_it(d, iters, [&] { run(true); });
+  double ts = time_it(d, iters, [&] { run(false); });
+  const std::string shape = std::to_string(B) + "x<=" + std::to_string(T) + "x" + std::to_string(in) + "/" + std::to_string(H);
+  std::printf("%-7s %-34s %-18s %9.3f ms %9.3f ms %7.2f\n", dev.c_str(), "bilstm packed node vs steps fwd+bwd",
               shape.c_str(), tn * 1e3, ts * 1e3, ts / tn);
 }
 
@@ -246,6 +267,7 @@ void bench_ops(Device d, bool quick) {
               (std::to_string(batch * 4) + "x" + std::to_string(hid)).c_str(), hf * 1e3, hc * 1e3, hc / hf);
   ng.reset();
   bench_lstm_sequence(d, quick, iters, dev);
+  bench_bilstm(d, quick, iters, dev);
   bench_candidate_softmax(d, quick, iters, dev);
   bench_select_rows(d, quick, iters, dev);
   bench_crf(d, quick, iters, dev);
