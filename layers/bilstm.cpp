@@ -6,12 +6,36 @@
 
 namespace sa {
 
+namespace {
+
+// The rows sorted longest first (stable), and how many of them are still inside their sentence
+// at each step: a prefix of `order`, non-increasing, steps[0] = B.
+struct PackedOrder {
+  std::vector<int32_t> order;
+  std::vector<int64_t> steps;
+};
+
+PackedOrder packed_order(const std::vector<int>& lengths) {
+  const int64_t B = static_cast<int64_t>(lengths.size());
+  PackedOrder p;
+  p.order.resize(static_cast<size_t>(B));
+  std::iota(p.order.begin(), p.order.end(), 0);
+  std::stable_sort(p.order.begin(), p.order.end(), [&](int32_t a, int32_t b) { return lengths[a] > lengths[b]; });
+  for (int64_t n = B; n > 0;) {
+    const int64_t t = static_cast<int64_t>(p.steps.size());
+    while (n > 0 && lengths[p.order[static_cast<size_t>(n - 1)]] <= t) --n;
+    if (n > 0) p.steps.push_back(n);
+  }
+  SA_CHECK(!p.steps.empty() && p.steps[0] == B, "bilstm: every row needs a length of at least 1");
+  return p;
+}
+
+}  // namespace
+
 Tensor packed_lstm(const LstmWeights& w, const Tensor& x, const std::vector<int>& lengths) {
   const int64_t B = x.dim(0), T = x.dim(1), in = x.dim(2), H = w.W.dim(1) / 4;
   const Device dev = x.device();
-  std::vector<int32_t> order(static_cast<size_t>(B));
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return lengths[a] > lengths[b]; });
+  const auto [order, steps] = packed_order(lengths);
   const Tensor sorted = ops::reshape(
       ops::gather_rows(ops::reshape(x, {B, T * in}), Tensor::from(order, {B}, dev)), {B, T, in});
   // One GEMM for every step's input part, time-major.
@@ -22,10 +46,8 @@ Tensor packed_lstm(const LstmWeights& w, const Tensor& x, const std::vector<int>
   std::vector<int64_t> offset;  // of step t's rows in the concatenated outputs
   int64_t total = 0;
   Tensor c, m;
-  for (int64_t t = 0; t < T; ++t) {
-    int64_t n = 0;  // rows still running: a prefix, lengths being sorted
-    while (n < B && lengths[order[static_cast<size_t>(n)]] > t) ++n;
-    if (n == 0) break;
+  for (int64_t t = 0; t < static_cast<int64_t>(steps.size()); ++t) {
+    const int64_t n = steps[static_cast<size_t>(t)];  // rows still running: a prefix of `order`
     Tensor gates = ops::slice(xw[t], 0, 0, n);
     if (t > 0) {
       c = ops::slice(c, 0, 0, n);
@@ -76,17 +98,7 @@ Tensor BiLstm::forward(const Tensor& x, const std::vector<int>& lengths) const {
   SA_CHECK(static_cast<int64_t>(lengths.size()) == B, "bilstm: {} lengths for {} rows", lengths.size(), B);
   const Device dev = x.device();
   // Rows longest first: step t runs the rows still inside their sentence, a prefix.
-  std::vector<int32_t> order(static_cast<size_t>(B));
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return lengths[a] > lengths[b]; });
-  std::vector<int64_t> steps;
-  for (int64_t t = 0;; ++t) {
-    int64_t n = 0;
-    while (n < B && lengths[order[static_cast<size_t>(n)]] > t) ++n;
-    if (n == 0) break;
-    steps.push_back(n);
-  }
-  SA_CHECK(!steps.empty() && steps[0] == B, "bilstm: every row needs a length of at least 1");
+  const auto [order, steps] = packed_order(lengths);
   // Packed positions: step t, rank i reads position t of row order[i] forwards and position
   // length - 1 - t backwards; the way back gives each (row, position) its packed index, padding the
   // extra zero row at the end.

@@ -24,8 +24,8 @@ struct BiLstm {
 };
 
 // The step-by-step composition of one direction (BiLstm::forward runs both as one lstm_sequences
-// node and is tested against it): x [B, T, in] through one LSTM without projection (w.W_P unused) from a zero state -> [B, T, H],
-// zeros past each row's length: lstm_forward with `lengths` and an identity projection. The rows
+// node and is tested against it): x [B, T, in] through one LSTM without projection (w.W_P unused)
+// from a zero state -> [B, T, H], zeros past each row's length: lstm_forward with `lengths` and an identity projection. The rows
 // run sorted by length, longest first, so step t computes only the rows still inside their
 // sentence, a prefix (as packed sequences do): no work and no masking ops on padding, about half
 // of a CoNLL batch.

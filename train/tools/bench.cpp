@@ -116,7 +116,8 @@ void bench_lstm_sequence(Device d, bool quick, int iters, const std::string& dev
 }
 
 // The NER tagger's BiLSTM (a CoNLL batch of 32 sentences of 1..40 tokens over 768-dim concat
-// features, hidden 256): both directions packed as one node against the step-by-step composition.
+// features, hidden 256): both directions packed as one node against the step-by-step composition
+// (packed_lstm per direction, without the backward direction's two reversal gathers).
 void bench_bilstm(Device d, bool quick, int iters, const std::string& dev) {
   const int64_t B = 32, T = 40, in = quick ? 256 : 768, H = 256;
   std::mt19937_64 rng(1);
