@@ -113,10 +113,18 @@ Tensor sense_direction_loss(SenseHead& h, const Tensor& top, const LmBatch& b, c
   if (fused) {
     SelectedLoss r = select_and_sampled_loss(flat, table, ctx, targets, h.proj.matrix(), mean, uniform());
     per_row = r.per_row, sel = std::move(r.selected);
-  } else if (dict) {  // Bi-SaELMo (the config allows only uniform negatives with a dictionary)
+  } else if (dict) {  // Bi-SaELMo: uniform or log-uniform negatives (the config allows no others)
     TranslationCandidates cand = translation_candidates(table, *dict, targets, ctx, h.proj.matrix(), mean_of, &b.lang);
     if (o.translation_candidates == SenseOptions::Translations::Best) keep_best_only(cand);
-    per_row = sense_translation_loss(flat, table, sel, cand, uniform());
+    if (o.negatives == N::LogUniform) {
+      const SenseNegatives neg = work ? work->negatives : sample_log_uniform_senses(table, n_negatives, targets, rng);
+      const TranslationShifts sh = translation_shifts(
+          neg, table, sel, cand, work ? std::function<int32_t(int32_t)>([&](int32_t w) { return work->global_word(w); })
+                                      : std::function<int32_t(int32_t)>());
+      per_row = sense_translation_loss(flat, table, sel, cand, neg.rows, &sh);
+    } else {
+      per_row = sense_translation_loss(flat, table, sel, cand, uniform());
+    }
   } else if (o.negatives == N::Full) {
     per_row = sense_full_loss(flat, table, sel);
   } else if (o.negatives == N::LogUniform) {

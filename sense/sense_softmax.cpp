@@ -40,8 +40,14 @@ SenseNegatives sample_log_uniform_senses(const SenseTable& t, int n, const std::
     for (int s = 0; s < C; ++s)
       if (t.is_enabled(t.row(w, s))) out.rows.push_back(t.row(w, s)), out.shift.push_back(shift);
   }
-  for (int32_t w : targets) out.true_shift.push_back(-std::log(sampler.expected_count(w, words, tries)));
+  out.vocab = V, out.words = words, out.tries = tries;
+  for (int32_t w : targets) out.true_shift.push_back(out.word_shift(w));
   return out;
+}
+
+double SenseNegatives::word_shift(int32_t w) const {
+  SA_CHECK(vocab > 0, "log-Q shift asked of negatives that were not drawn log-uniformly");
+  return -std::log(LogUniformSampler(vocab).expected_count(w, words, tries));
 }
 
 Tensor sense_sampled_loss(const Tensor& x, const SenseTable& t, const std::vector<int32_t>& selected,

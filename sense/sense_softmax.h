@@ -19,6 +19,14 @@ std::vector<int32_t> sample_enabled_rows(const SenseTable& table, int n, std::mt
 struct SenseNegatives {
   std::vector<int32_t> rows;
   std::vector<double> shift, true_shift;  // empty for uniform negatives
+  // The draw behind the log-uniform shifts, so rows other than the targets (the translation
+  // loss's candidates) get theirs: vocabulary size, distinct words drawn, and the tries it took.
+  int64_t vocab = 0;
+  int words = 0;
+  int64_t tries = 0;
+  bool shifted() const { return !shift.empty(); }
+  // -log(expected count) of word `w` (a global word id) in this draw.
+  double word_shift(int32_t w) const;
 };
 SenseNegatives sample_log_uniform_senses(const SenseTable& table, int n, const std::vector<int32_t>& targets,
                                          std::mt19937_64& rng);

@@ -95,12 +95,39 @@ OwnRows own_rows(const std::vector<int32_t>& selected, const TranslationCandidat
   return o;
 }
 
+void check_shifts(const TranslationShifts* sh, int64_t N, int64_t K, int64_t S) {
+  SA_CHECK(!sh || (static_cast<int64_t>(sh->own.size()) == N * (1 + K) &&
+                   static_cast<int64_t>(sh->negatives.size()) == S),
+           "translation loss: shifts for {} own rows and {} negatives, expected {} and {}", sh ? sh->own.size() : 0,
+           sh ? sh->negatives.size() : 0, N * (1 + K), S);
+}
+
 }  // namespace
 
+TranslationShifts translation_shifts(const SenseNegatives& neg, const SenseTable& t, const std::vector<int32_t>& selected,
+                                     const TranslationCandidates& cand,
+                                     const std::function<int32_t(int32_t)>& global_word) {
+  const size_t N = selected.size(), K = static_cast<size_t>(cand.per_token);
+  const int C = t.n_context();
+  auto shift_of_row = [&](int32_t row) {
+    const int32_t w = row / C;
+    return neg.word_shift(global_word ? global_word(w) : w);
+  };
+  TranslationShifts sh{std::vector<double>(N * (1 + K), 0.0), neg.shift};
+  for (size_t n = 0; n < N; ++n) {
+    sh.own[n * (1 + K)] = shift_of_row(selected[n]);
+    for (size_t j = 0; j < K; ++j)  // an invalid candidate is masked: its shift is never read
+      if (cand.valid[n * K + j]) sh.own[n * (1 + K) + 1 + j] = shift_of_row(cand.rows[n * K + j]);
+  }
+  return sh;
+}
+
 Tensor sense_translation_loss(const Tensor& x, const SenseTable& t, const std::vector<int32_t>& selected,
-                              const TranslationCandidates& cand, const std::vector<int32_t>& negatives) {
+                              const TranslationCandidates& cand, const std::vector<int32_t>& negatives,
+                              const TranslationShifts* shifts) {
   check_sizes(x, selected, cand);
   const int64_t N = x.dim(0), P = x.dim(1), K = cand.per_token, H = 1 + K, S = static_cast<int64_t>(negatives.size());
+  check_shifts(shifts, N, K, S);
   const Device dev = x.device();
   // Own rows per token: the selected row, then the T*C candidates (-1 where invalid or a copy).
   const OwnRows o = own_rows(selected, cand);
@@ -117,21 +144,30 @@ Tensor sense_translation_loss(const Tensor& x, const SenseTable& t, const std::v
     if (o.target[n] >= 0) w[n * H + o.target[n]] += 0.5;
   }
   Tensor g = Tensor::from(gather, {N * H}, dev), neg = Tensor::from(negatives, {S}, dev);
-  return ops::candidate_softmax(x, ops::reshape(ops::gather_rows(t.W, g), {N, H, P}),
-                                ops::reshape(ops::gather_rows(t.b, g), {N, H}), ops::gather_rows(t.W, neg),
-                                ops::gather_rows(t.b, neg), Tensor::from(own, {N, H}, dev), neg,
+  Tensor b_own = ops::reshape(ops::gather_rows(t.b, g), {N, H}), b_neg = ops::gather_rows(t.b, neg);
+  if (shifts) {
+    b_own = ops::add(b_own, Tensor::of(shifts->own, {N, H}, x.dtype(), dev));
+    b_neg = ops::add(b_neg, Tensor::of(shifts->negatives, {S, 1}, x.dtype(), dev));
+  }
+  return ops::candidate_softmax(x, ops::reshape(ops::gather_rows(t.W, g), {N, H, P}), b_own,
+                                ops::gather_rows(t.W, neg), b_neg, Tensor::from(own, {N, H}, dev), neg,
                                 Tensor::of(w, {N, H}, x.dtype(), dev));
 }
 
 Tensor sense_translation_loss_unfused(const Tensor& x, const SenseTable& t, const std::vector<int32_t>& selected,
-                                      const TranslationCandidates& cand, const std::vector<int32_t>& negatives) {
+                                      const TranslationCandidates& cand, const std::vector<int32_t>& negatives,
+                                      const TranslationShifts* shifts) {
   check_sizes(x, selected, cand);
   const int64_t N = x.dim(0), P = x.dim(1), K = cand.per_token, S = static_cast<int64_t>(negatives.size());
+  check_shifts(shifts, N, K, S);
+  // The shifts of each token's own rows as [N, 1 + K]: column 0 the selected row's.
+  Tensor own_shift = shifts ? Tensor::of(shifts->own, {N, 1 + K}, x.dtype(), x.device()) : Tensor();
   const Device dev = x.device();
   const DType dt = x.dtype();
   const double kInf = std::numeric_limits<double>::infinity();
   Tensor sel = Tensor::from(selected, {N}, dev);
   Tensor l_true = ops::add(ops::sum(ops::mul(x, ops::gather_rows(t.W, sel)), 1, true), ops::gather_rows(t.b, sel));
+  if (shifts) l_true = ops::add(l_true, ops::slice(own_shift, 1, 0, 1));
   std::vector<Tensor> parts = {l_true};
   std::vector<double> target(static_cast<size_t>(N * (1 + K + S)), 0.0);
   const OwnRows o = own_rows(selected, cand);
@@ -140,14 +176,16 @@ Tensor sense_translation_loss_unfused(const Tensor& x, const SenseTable& t, cons
     Tensor w = ops::reshape(ops::gather_rows(t.W, rows), {N, K, P});
     Tensor l_dict = ops::add(ops::sum(ops::mul(w, ops::reshape(x, {N, 1, P})), 2),
                              ops::reshape(ops::gather_rows(t.b, rows), {N, K}));
+    if (shifts) l_dict = ops::add(l_dict, ops::slice(own_shift, 1, 1, 1 + K));
     std::vector<uint8_t> invalid(o.valid.size());
     for (size_t j = 0; j < invalid.size(); ++j) invalid[j] = !o.valid[j];
     parts.push_back(ops::masked_fill(l_dict, Tensor::from(invalid, {N, K}, dev), -kInf));
   }
   if (S > 0) {
     Tensor neg = Tensor::from(negatives, {S}, dev);
-    Tensor l_neg = ops::add(ops::matmul(x, ops::gather_rows(t.W, neg), false, true),
-                            ops::reshape(ops::gather_rows(t.b, neg), {1, S}));
+    Tensor row = ops::reshape(ops::gather_rows(t.b, neg), {1, S});
+    if (shifts) row = ops::add(row, Tensor::of(shifts->negatives, {1, S}, dt, dev));
+    Tensor l_neg = ops::add(ops::matmul(x, ops::gather_rows(t.W, neg), false, true), row);
     // Accidental hits: the selected row, and every valid translation candidate of the row.
     std::vector<uint8_t> hit(static_cast<size_t>(N * S), 0);
     std::unordered_set<int32_t> own;

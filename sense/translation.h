@@ -4,10 +4,12 @@
 // becomes a second target with weight 1/2 in the same softmax. The other candidates stay in the
 // denominator, and no candidate is also drawn as a negative. Masks are booleans (no -FLT_MAX sums).
 #pragma once
+#include <functional>
 #include <vector>
 
 #include "data/dictionary.h"
 #include "sense/selection.h"
+#include "sense/sense_softmax.h"
 #include "sense/sense_table.h"
 
 namespace sa {
@@ -35,14 +37,29 @@ TranslationCandidates translation_candidates(const SenseTable& table, const Tran
 // leave the softmax and may be drawn as ordinary negatives.
 void keep_best_only(TranslationCandidates& cand);
 
+// Log-Q shifts added to the logits when the negatives are drawn log-uniformly (sense_negatives =
+// "log_uniform"), as TF's sampled softmax subtracts log Q from true and sampled logits alike:
+// `own` [N * (1 + T*C)] for each token's selected row then its candidates, `negatives` [S].
+struct TranslationShifts {
+  std::vector<double> own, negatives;
+};
+// The shifts of a log-uniform draw for these rows. `global_word` maps a word of `table` to the id
+// the draw used (a working table's words; identity when empty).
+TranslationShifts translation_shifts(const SenseNegatives& neg, const SenseTable& table,
+                                     const std::vector<int32_t>& selected, const TranslationCandidates& cand,
+                                     const std::function<int32_t(int32_t)>& global_word = {});
+
 // Per-row loss [N]: soft-label cross entropy over [selected row | T*C candidates | negatives] with
 // targets 1 on the selected row, or 1/2 and 1/2 on it and the best candidate. Negatives equal to
 // the selected row or to any valid candidate of the row are masked. One fused op
 // (ops::candidate_softmax with 1 + T*C own rows per token): no [N, S] logits in memory.
+// `shifts` (optional): log-Q shifts of log-uniform negatives.
 Tensor sense_translation_loss(const Tensor& x, const SenseTable& table, const std::vector<int32_t>& selected,
-                              const TranslationCandidates& cand, const std::vector<int32_t>& negatives);
+                              const TranslationCandidates& cand, const std::vector<int32_t>& negatives,
+                              const TranslationShifts* shifts = nullptr);
 // The same from plain ops (gathers, a GEMM, masks, soft cross entropy): the reference in tests.
 Tensor sense_translation_loss_unfused(const Tensor& x, const SenseTable& table, const std::vector<int32_t>& selected,
-                                      const TranslationCandidates& cand, const std::vector<int32_t>& negatives);
+                                      const TranslationCandidates& cand, const std::vector<int32_t>& negatives,
+                                      const TranslationShifts* shifts = nullptr);
 
 }  // namespace sa

@@ -222,6 +222,13 @@ TEST(DataParallel, ShardedBilingualByLanguageEqualsReplicated) {
                           "dictionary_by_language = true\ndictionary_both_ways = true\ntranslation_candidates = \"best\"\n");
 }
 
+// Log-uniform negatives with the translation loss: the candidates' log-Q shifts are looked up by
+// global word id through the working table, so they equal the replicated table's.
+TEST(DataParallel, ShardedBilingualLogUniformEqualsReplicated) {
+  check_sharded_bilingual("sharded-bi-lu", "the of\nof the\nand a\na and\nin to\nto in\nhe it\nit he\n",
+                          "sense_negatives = \"log_uniform\"\n");
+}
+
 // A sharded run whose rank 0 is killed while it writes a checkpoint resumes exactly.
 TEST(DataParallel, ShardedRunKilledAtRenameResumesExactly) {
   if (std::string why = mpi_missing(); !why.empty()) GTEST_SKIP() << why;

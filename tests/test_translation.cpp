@@ -108,6 +108,61 @@ TEST(Translation, LossMatchesAHandComputation) {
   EXPECT_NEAR(l[1], -(logit(1, sel[1]) - std::log(z)), 1e-12);
 }
 
+// Log-uniform negatives: every logit of the softmax (selected row, candidates, negatives) gets its
+// word's log-Q shift, as in TF's sampled softmax.
+TEST(Translation, LogQShiftsEnterEveryLogit) {
+  Fixture f;
+  Tensor ctx = Tensor::of({0, 2, 0, 0}, {1, 4}, DType::F64);
+  TranslationCandidates c = translation_candidates(f.t, f.dict, {1}, ctx, eye(4));
+  Tensor x = Tensor::of({0.3, -0.2, 0.5, 0.1}, {1, 4}, DType::F64);
+  const std::vector<int32_t> sel = {f.t.row(1, 1)};
+  const std::vector<int32_t> neg = {f.t.row(4, 1), f.t.row(0, 2)};
+  // Own rows: the selected one, then candidate k * C + s for translation k, sense s: (2,1), (2,2)
+  // and (3,1) are valid (sense 0 ends with the warm-up, (3,2) is pruned).
+  TranslationShifts sh{std::vector<double>(1 + c.per_token, 0.0), {-0.7, 1.3}};
+  sh.own[0] = 0.4, sh.own[1 + 1] = -1.1, sh.own[1 + 2] = 2.0, sh.own[1 + 4] = 0.25;
+  ASSERT_EQ(c.rows[1], f.t.row(2, 1));
+  ASSERT_EQ(c.rows[2], f.t.row(2, 2));
+  ASSERT_EQ(c.rows[4], f.t.row(3, 1));
+  std::vector<double> W = f.t.W.values(), b = f.t.b.values(), xv = x.values();
+  auto logit = [&](int32_t r, double shift) {
+    double s = b[r] + shift;
+    for (int k = 0; k < 4; ++k) s += xv[k] * W[r * 4 + k];
+    return s;
+  };
+  const double ls = logit(sel[0], 0.4), l21 = logit(f.t.row(2, 1), -1.1), l22 = logit(f.t.row(2, 2), 2.0),
+               l31 = logit(f.t.row(3, 1), 0.25), n0 = logit(neg[0], -0.7), n1 = logit(neg[1], 1.3);
+  const double lz = std::log(std::exp(ls) + std::exp(l21) + std::exp(l22) + std::exp(l31) + std::exp(n0) + std::exp(n1));
+  ASSERT_EQ(c.best[0], 2);  // ctx along +y: the center of (2,2)
+  const double want = -0.5 * (ls - lz) - 0.5 * (l22 - lz);
+  EXPECT_NEAR(sense_translation_loss(x, f.t, sel, c, neg, &sh).item(), want, 1e-12);
+  EXPECT_NEAR(sense_translation_loss_unfused(x, f.t, sel, c, neg, &sh).item(), want, 1e-12);
+  // Without shifts the value differs: the shifts are not silently dropped.
+  EXPECT_GT(std::abs(sense_translation_loss(x, f.t, sel, c, neg).item() - want), 1e-3);
+}
+
+// translation_shifts gives each own row the -log expected count of its word in the draw, through
+// the map to the draw's word ids, and the negatives the draw's own shifts.
+TEST(Translation, ShiftsOfALogUniformDraw) {
+  Fixture f;
+  std::mt19937_64 rng(5);
+  const SenseNegatives neg = sample_log_uniform_senses(f.t, 4, {1}, rng);
+  ASSERT_TRUE(neg.shifted());
+  Tensor ctx = Tensor::of({0, 2, 0, 0}, {1, 4}, DType::F64);
+  const TranslationCandidates c = translation_candidates(f.t, f.dict, {1}, ctx, eye(4));
+  const std::vector<int32_t> sel = {f.t.row(1, 1)};
+  const TranslationShifts plain = translation_shifts(neg, f.t, sel, c);
+  EXPECT_EQ(plain.negatives, neg.shift);
+  EXPECT_DOUBLE_EQ(plain.own[0], neg.word_shift(1));
+  EXPECT_DOUBLE_EQ(plain.own[0], neg.true_shift[0]);
+  EXPECT_DOUBLE_EQ(plain.own[1 + 1], neg.word_shift(2));  // candidate (2,1)
+  EXPECT_DOUBLE_EQ(plain.own[1 + 4], neg.word_shift(3));  // candidate (3,1)
+  EXPECT_NE(neg.word_shift(1), neg.word_shift(3));    // log-uniform: frequent ranks are likelier
+  const TranslationShifts mapped = translation_shifts(neg, f.t, sel, c, [](int32_t w) { return 5 - w; });
+  EXPECT_DOUBLE_EQ(mapped.own[0], neg.word_shift(4));
+  EXPECT_DOUBLE_EQ(mapped.own[1 + 1], neg.word_shift(3));
+}
+
 TEST(Translation, GradientMatchesFiniteDifferencesAndSelfTranslationHasNoNaN) {
   Fixture f;
   std::vector<double> xv(4 * 4);
@@ -192,9 +247,16 @@ TEST(Translation, FusedEqualsUnfused) {
         ASSERT_EQ(valid, c.best[n] >= 0 ? 1 : 0);
       }
     }
+    // With and without log-Q shifts (log-uniform negatives): random ones here, any value must do.
+    TranslationShifts sh{std::vector<double>(static_cast<size_t>(N) * (1 + c.per_token)), std::vector<double>(neg.size())};
+    for (auto& e : sh.own) e = std::uniform_real_distribution<double>(-3, 3)(rng);
+    for (auto& e : sh.negatives) e = std::uniform_real_distribution<double>(-3, 3)(rng);
+    for (const TranslationShifts* shifts : std::vector<const TranslationShifts*>{nullptr, &sh}) {
+    SCOPED_TRACE(shifts ? "shifted" : "unshifted");
     auto grads = [&](bool fused) {
       x.zero_grad(), t.W.zero_grad(), t.b.zero_grad();
-      Tensor l = fused ? sense_translation_loss(x, t, sel, c, neg) : sense_translation_loss_unfused(x, t, sel, c, neg);
+      Tensor l = fused ? sense_translation_loss(x, t, sel, c, neg, shifts)
+                       : sense_translation_loss_unfused(x, t, sel, c, neg, shifts);
       backward(ops::sum(l));
       return std::vector<std::vector<double>>{l.values(), x.grad().values(), t.W.sparse_grad().to_dense(t.rows(), P).values(),
                                               t.b.sparse_grad().to_dense(t.rows(), 1).values()};
@@ -204,6 +266,7 @@ TEST(Translation, FusedEqualsUnfused) {
     for (int32_t best : c.best) with_translation += best >= 0;
     ASSERT_GT(with_translation, N / 4);
     testing::expect_outputs_near(a, b, dt == DType::F64 ? 1e-12 : 2e-5);
+    }
     if (best_only) {
       // With 50 negatives, a losing candidate of some token that is not a negative and no token's
       // selected row or best candidate gets no gradient.

@@ -314,8 +314,8 @@ void validate(const TrainConfig& c, const std::string& origin, const KeyLines& l
         "dictionary_format", fmt::format("must be \"muse\", \"cedict\", \"edict\" or \"ding\", got \"{}\"", c.dictionary_format));
   check(c.dictionary.empty() || c.sense.n_context >= 2, "dictionary",
         "needs the sense-aware softmax (n_context >= 2): the translation loss is between senses");
-  check(c.dictionary.empty() || c.sense.negatives == SenseOptions::Negatives::Uniform, "dictionary",
-        "works with sense_negatives = \"uniform\" (the released setting)");
+  check(c.dictionary.empty() || c.sense.negatives != SenseOptions::Negatives::Full, "dictionary",
+        "works with sense_negatives = \"uniform\" (the released setting) or \"log_uniform\"");
   check(!c.train_prefix_l2.empty() || c.dictionary.empty(), "dictionary", "needs train_prefix_l2 (the second language)");
   check(c.l1_sample_ratio > 0 && c.l1_sample_ratio < 1, "l1_sample_ratio",
         fmt::format("must be in (0, 1), got {}", c.l1_sample_ratio));
