@@ -114,38 +114,33 @@ TEST(TrainResume, SaelmoDataSeedingAndLogUniformNegativesResume) {
                "sense_negatives = \"log_uniform\"\npca_push_every = 3\npca_queue_steps = 10\n");
 }
 
-// The first `n` lines of `path`, as a file `name` in the test's temporary directory.
-std::string first_lines(const std::string& path, int n, const std::string& name) {
-  const std::string out_path = ::testing::TempDir() + "/" + name;
-  std::ifstream in(path);
-  std::ofstream out(out_path);
-  std::string line;
-  for (int i = 0; i < n && std::getline(in, line); ++i) out << line << "\n";
-  return out_path;
+// Bi-SaELMo on Brown and the first 400 lines of wiki-de, with the translation loss from MUSE's
+// en-de dictionary: `extra` adds settings.
+void check_bilingual_resume(const std::string& name, const std::string& extra) {
+  const std::string de = "../shared/data/corpus/wiki-de.txt", dict = "../shared/data/dict/muse/en-de.train.txt";
+  if (!fs::exists(de) || !fs::exists(dict)) GTEST_SKIP() << "no ../shared/data here";
+  const std::string de_small = ::testing::TempDir() + "/de-400.txt";
+  {
+    std::ifstream in(de);
+    std::ofstream out(de_small);
+    std::string line;
+    for (int i = 0; i < 400 && std::getline(in, line); ++i) out << line << "\n";
+  }
+  check_resume(name, "n_context = 3\ncluster_proj_dim = 8\npca_sample = 500\npca_every = 7\n"
+                     "contextual_warmup = 15\nprune_first = 20\nprune_every = 12\nlowercase = true\n" + extra +
+                     "train_prefix_l2 = \"" + de_small + "\"\ndictionary = \"" + dict + "\"\n");
 }
 
-// Bi-SaELMo: English and German mixed sentence by sentence over a joint vocabulary, with the
-// translation loss from MUSE's en-de dictionary, the translation sense chosen in word-offset frames.
+// English and German mixed sentence by sentence over a joint vocabulary, the translation sense
+// chosen in word-offset frames.
 TEST(TrainResume, BilingualSaelmoWithTranslationLossResumes) {
-  const std::string de = "../shared/data/corpus/wiki-de.txt", dict = "../shared/data/dict/muse/en-de.train.txt";
-  if (!fs::exists(de) || !fs::exists(dict)) GTEST_SKIP() << "no ../shared/data here";
-  const std::string de_small = first_lines(de, 400, "de-400.txt");
-  check_resume("bi-saelmo", "n_context = 3\ncluster_proj_dim = 8\npca_sample = 500\npca_every = 7\n"
-                            "contextual_warmup = 15\nprune_first = 20\nprune_every = 12\nlowercase = true\n"
-                            "selection_mean = \"word_offset\"\n"
-                            "train_prefix_l2 = \"" + de_small + "\"\ndictionary = \"" + dict + "\"\n");
+  check_bilingual_resume("bi-saelmo", "selection_mean = \"word_offset\"\n");
 }
 
-// Bi-SaELMo with log-uniform sense negatives: the translation loss's log-Q shifts come from the
-// step's draw, which must resume with the rng.
+// Log-uniform sense negatives: the translation loss's log-Q shifts come from the step's draw,
+// which must resume with the rng.
 TEST(TrainResume, BilingualSaelmoWithLogUniformNegativesResumes) {
-  const std::string de = "../shared/data/corpus/wiki-de.txt", dict = "../shared/data/dict/muse/en-de.train.txt";
-  if (!fs::exists(de) || !fs::exists(dict)) GTEST_SKIP() << "no ../shared/data here";
-  const std::string de_small = first_lines(de, 400, "de-400.txt");
-  check_resume("bi-saelmo-lu", "n_context = 3\ncluster_proj_dim = 8\npca_sample = 500\npca_every = 7\n"
-                               "contextual_warmup = 15\nprune_first = 20\nprune_every = 12\nlowercase = true\n"
-                               "sense_negatives = \"log_uniform\"\n"
-                               "train_prefix_l2 = \"" + de_small + "\"\ndictionary = \"" + dict + "\"\n");
+  check_bilingual_resume("bi-saelmo-lu", "sense_negatives = \"log_uniform\"\n");
 }
 
 // BERT: the masked-LM data stream, its masks, dropout, AdamW's moments and the learning-rate
