@@ -409,6 +409,44 @@ TEST(SenseSoftmax, UniformNegativesComeFromEnabledRows) {
   EXPECT_EQ(sample_enabled_rows(t, 1000, rng).size(), 149u);  // at most every enabled row
 }
 
+// With one contextual sense per word (n_context = 2 after a copying warm-up end), the log-uniform
+// sense softmax is ELMo's sampled softmax: the same words drawn from the same rng, the same log-Q
+// shifts and accidental hits, so loss and gradients agree. Any gap between SaELMo and ELMo then
+// comes from the senses, not from this softmax.
+TEST(SenseSoftmax, OneSensePerWordEqualsElmosSampledSoftmax) {
+  const int V = 500, P = 6, N = 40, n = 64;
+  SenseTable t(V, 2, P, 1, Device::cpu(), DType::F64);
+  std::mt19937_64 init(9);
+  std::vector<double> wv(static_cast<size_t>(t.rows()) * P), bv(static_cast<size_t>(t.rows()));
+  for (auto& e : wv) e = std::uniform_real_distribution<double>(-1, 1)(init);
+  for (auto& e : bv) e = std::uniform_real_distribution<double>(-1, 1)(init);
+  t.W.copy_from(Tensor::of(wv, {t.rows(), P}, DType::F64));
+  t.b.copy_from(Tensor::of(bv, {t.rows(), 1}, DType::F64));
+  t.end_warmup(true);  // sense 1 of every word takes sense 0's row; sense 0 is disabled
+  // ELMo's softmax weights: each word's one row.
+  std::vector<double> ew, eb;
+  for (int w = 0; w < V; ++w) {
+    for (int p = 0; p < P; ++p) ew.push_back(wv[static_cast<size_t>(t.row(w, 0)) * P + p]);
+    eb.push_back(bv[static_cast<size_t>(t.row(w, 0))]);
+  }
+  Tensor We = Tensor::of(ew, {V, P}, DType::F64).set_requires_grad(), be = Tensor::of(eb, {V, 1}, DType::F64).set_requires_grad();
+  std::vector<int32_t> words, rows;
+  std::vector<double> xv(static_cast<size_t>(N) * P);
+  for (int r = 0; r < N; ++r) words.push_back(static_cast<int32_t>(init() % 60)), rows.push_back(t.row(words.back(), 1));
+  for (auto& e : xv) e = std::uniform_real_distribution<double>(-1, 1)(init);
+  Tensor x = Tensor::of(xv, {N, P}, DType::F64).set_requires_grad();
+
+  std::mt19937_64 rng_sense(21), rng_elmo(21);
+  Tensor ls = sense_sampled_loss(x, t, rows, sample_log_uniform_senses(t, n, words, rng_sense));
+  backward(ops::sum(ls));
+  const std::vector<double> gx_sense = x.grad().values();
+  x.zero_grad();
+  Tensor le = sampled_softmax_loss(x, We, be, words, LogUniformSampler(V), n, rng_elmo);
+  backward(ops::sum(le));
+  testing::expect_outputs_near({ls.values(), gx_sense}, {le.values(), x.grad().values()}, 1e-12);
+  EXPECT_EQ(rng_sense(), rng_elmo());  // the same draws consumed
+}
+
 TEST(SenseSoftmax, LogUniformNegativesTakeWholeWordsWithLogQ) {
   SenseTable t(400, 4, 2, 1, Device::cpu(), DType::F64);
   t.end_warmup(false);           // 3 enabled senses per word
