@@ -216,6 +216,37 @@ void CjkLexicon::add_muse_targets(const std::string& path, int skip_lo, int skip
   }
 }
 
+bool is_cjk_character(const std::string& token) {
+  const std::vector<Char> c = decode(token);
+  return c.size() == 1 && is_cjk(c[0].cp);
+}
+
+RegroupedTokens regroup_cjk_characters(const std::vector<std::string>& tokens, const CjkLexicon& lexicon) {
+  RegroupedTokens out;
+  out.word_of.resize(tokens.size());
+  for (size_t i = 0; i < tokens.size();) {
+    size_t end = i;
+    while (end < tokens.size() && is_cjk_character(tokens[end])) ++end;
+    if (end == i) end = i + 1;  // not a CJK character: a word of its own
+    size_t n = end - i;
+    std::string w;
+    if (n > 1) {  // longest lexicon word first; a character alone when none fits
+      n = std::min<size_t>(static_cast<size_t>(lexicon.max_len()), n);
+      for (;; --n) {
+        w.clear();
+        for (size_t k = i; k < i + n; ++k) w += tokens[k];
+        if (n == 1 || lexicon.contains(w)) break;
+      }
+    } else {
+      w = tokens[i];
+    }
+    for (size_t k = i; k < i + n; ++k) out.word_of[k] = static_cast<int32_t>(out.words.size());
+    out.words.push_back(std::move(w));
+    i += n;
+  }
+  return out;
+}
+
 void CjkLexicon::finish(int max_len) {
   SA_CHECK(max_len >= 1, "CJK lexicon: max_len must be positive, got {}", max_len);
   max_len_ = max_len;

@@ -37,6 +37,17 @@ class CjkLexicon {
 std::vector<std::string> tokenize(const std::string& utf8, const CjkLexicon* lexicon = nullptr);
 // Whether the text holds a Chinese or Japanese character (what a CjkLexicon segments).
 bool has_cjk(const std::string& utf8);
+// Text that comes split one character a token (PAN-X's zh and ja files): each run of tokens that
+// are single CJK characters regrouped into the lexicon's words, longest first, as tokenize()
+// segments raw text; other tokens stay as they are. `word_of[t]`: the word holding token t.
+struct RegroupedTokens {
+  std::vector<std::string> words;
+  std::vector<int32_t> word_of;
+};
+RegroupedTokens regroup_cjk_characters(const std::vector<std::string>& tokens, const CjkLexicon& lexicon);
+// Whether a token is one CJK character (what regroup_cjk_characters joins).
+bool is_cjk_character(const std::string& token);
+
 // Sentences: split after . ! ? 。 ！ ？ followed by white space, each tokenized; empty ones dropped.
 std::vector<std::vector<std::string>> tokenize_sentences(const std::string& utf8, const CjkLexicon* lexicon = nullptr);
 

@@ -74,6 +74,29 @@ Tensor token_features(const ContextualEncoder& encoder, const Sentences& sentenc
   return Tensor::from(out, {off.back(), D});
 }
 
+Tensor regrouped_token_features(const ContextualEncoder& encoder, const Sentences& sentences, const CjkLexicon& lexicon,
+                                const LayerSpec& spec, const std::string& label) {
+  Sentences words;
+  std::vector<int32_t> rows;  // each token's row among the words' vectors
+  int64_t first = 0;
+  for (const auto& s : sentences) {
+    RegroupedTokens r = regroup_cjk_characters(s, lexicon);
+    for (int32_t w : r.word_of) rows.push_back(static_cast<int32_t>(first + w));
+    first += static_cast<int64_t>(r.words.size());
+    words.push_back(std::move(r.words));
+  }
+  NoGrad ng;
+  return ops::gather_rows(token_features(encoder, words, spec, label),
+                          Tensor::from(rows, {static_cast<int64_t>(rows.size())}));
+}
+
+bool has_cjk_characters(const Sentences& sentences) {
+  for (const auto& s : sentences)
+    for (const std::string& t : s)
+      if (is_cjk_character(t)) return true;
+  return false;
+}
+
 PaddedBatch padded_batch(const Tensor& features, const std::vector<int64_t>& offsets, const std::vector<size_t>& rows,
                          const std::vector<std::vector<int32_t>>* tag_ids, Device dev) {
   const int64_t D = features.dim(1), B = static_cast<int64_t>(rows.size());

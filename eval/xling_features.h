@@ -6,6 +6,7 @@
 #include <functional>
 #include <string>
 
+#include "data/tokenizer.h"
 #include "engine/engine.h"
 #include "layers/encoder.h"
 
@@ -29,6 +30,15 @@ int64_t feature_dim(const LayerSpec& spec, int n_layers, int64_t dim);
 std::vector<int64_t> sentence_offsets(const Sentences& sentences);
 Tensor token_features(const ContextualEncoder& encoder, const Sentences& sentences, const LayerSpec& spec,
                       const std::string& label);
+
+// token_features of sentences that come one CJK character a token (PAN-X zh/ja) for an encoder
+// trained on segmented text: each sentence's character runs regrouped into `lexicon`'s words
+// (regroup_cjk_characters), the words embedded, and every character given its word's vector.
+// One row per input token, as token_features.
+Tensor regrouped_token_features(const ContextualEncoder& encoder, const Sentences& sentences, const CjkLexicon& lexicon,
+                                const LayerSpec& spec, const std::string& label);
+// Whether any sentence has a token that is one CJK character.
+bool has_cjk_characters(const Sentences& sentences);
 
 // A padded batch of sentences `rows`: x [B, T, dim'] and, with `tag_ids` (one i32 per token),
 // tags [B, T] (0 past the lengths), on `dev`.

@@ -26,6 +26,27 @@ TEST(Tokenizer, EdgeCases) {
             (std::vector<Tokens>{{"One", "two", "."}, {"Three", "?"}, {"Four", "!"}, {"Five", "。", "六"}}));
 }
 
+// Text given one character a token (PAN-X zh/ja) is regrouped into the lexicon's words, longest
+// first, exactly as tokenize() segments the same characters written together; other tokens stay.
+TEST(Tokenizer, RegroupsOneCharacterTokensIntoLexiconWords) {
+  const std::string muse = testing::temp_file("regroup.muse", "tokyo 東京\ntokyo 東京都\nuniversity 大學\nstudent 學生\n");
+  CjkLexicon lex;
+  lex.add_muse_targets(muse, 0, 0);
+  lex.finish(8);
+  const RegroupedTokens r = regroup_cjk_characters({"東", "京", "都", "的", "A", "大", "學", "生", "x", "生"}, lex);
+  EXPECT_EQ(r.words, (Tokens{"東京都", "的", "A", "大學", "生", "x", "生"}));
+  EXPECT_EQ(r.word_of, (std::vector<int32_t>{0, 0, 0, 1, 2, 3, 3, 4, 5, 6}));
+  // The same characters as raw text: the same words.
+  EXPECT_EQ(tokenize("東京都的大學生", &lex), (Tokens{"東京都", "的", "大學", "生"}));
+  EXPECT_EQ(regroup_cjk_characters({"東", "京", "都", "的", "大", "學", "生"}, lex).words,
+            (Tokens{"東京都", "的", "大學", "生"}));
+  // Multi-character tokens are never joined, even when their concatenation is a word.
+  EXPECT_EQ(regroup_cjk_characters({"東京", "都"}, lex).words, (Tokens{"東京", "都"}));
+  EXPECT_TRUE(is_cjk_character("學"));
+  EXPECT_FALSE(is_cjk_character("學生"));
+  EXPECT_FALSE(is_cjk_character("a"));
+}
+
 // Python's own tokens for each line of `path`, tokens joined by spaces, sentences by " | ".
 std::vector<std::string> python_tokens(const std::string& path) {
   const std::string script = ::testing::TempDir() + "/tok.py";

@@ -392,6 +392,36 @@ namespace {
 // The ner task end to end on the bilm-tf fixture: CoNLL files (IOB1, a -DOCSTART-, a Latin-1
 // German file) and a PAN-X file without MISC; two runs, the report's numbers agree with the
 // prediction files scored again, and MISC is counted as O where the gold tags have none.
+// PAN-X zh/ja give one character a token; an encoder trained on segmented text reads them
+// regrouped into words, and each character gets its word's vector.
+TEST(XlingFeatures, RegroupedCharactersCarryTheirWordsVectors) {
+  if (!std::filesystem::exists(kFixture + "/lm_weights.hdf5")) GTEST_SKIP() << "no ../shared/data fixture here";
+  std::unique_ptr<ContextualEncoder> enc =
+      load_encoder({"", kFixture + "/options.json", kFixture + "/lm_weights.hdf5"}, Device::cpu());
+  const std::string muse = testing::temp_file("regroup-x.muse", "tokyo 東京\nuniversity 大學\n");
+  CjkLexicon lex;
+  lex.add_muse_targets(muse, 0, 0);
+  lex.finish(8);
+  const LayerSpec spec = parse_layer_spec("concat", enc->n_layers());
+  const Sentences chars = {{"東", "京", "的", "大", "學"}, {"Paris", "東", "京"}};
+  ASSERT_TRUE(has_cjk_characters(chars));
+  EXPECT_FALSE(has_cjk_characters({{"Paris", "東京"}}));
+  const Tensor f = regrouped_token_features(*enc, chars, lex, spec, "test");
+  const Tensor words = token_features(*enc, {{"東京", "的", "大學"}, {"Paris", "東京"}}, spec, "test");
+  ASSERT_EQ(f.dim(0), 8);
+  // token -> row of the word features
+  const std::vector<int64_t> row = {0, 0, 1, 2, 2, 3, 4, 4};
+  const int64_t D = f.dim(1);
+  const std::vector<double> fv = f.values(), wv = words.values();
+  for (int64_t t = 0; t < 8; ++t)
+    for (int64_t d = 0; d < D; ++d) ASSERT_EQ(fv[t * D + d], wv[row[t] * D + d]) << "token " << t << " dim " << d;
+  // Embedded one by one, a character's vector is not its word's.
+  const std::vector<double> alone = token_features(*enc, chars, spec, "test").values();
+  double diff = 0;
+  for (int64_t d = 0; d < D; ++d) diff += std::abs(alone[d] - fv[d]);
+  EXPECT_GT(diff, 1e-3);
+}
+
 TEST(XlingEval, NerEndToEndOnTheBilmTfFixture) {
   if (!std::filesystem::exists(kFixture + "/lm_weights.hdf5")) GTEST_SKIP() << "no ../shared/data fixture here";
   const std::string dir = ::testing::TempDir() + "/xling_ner";

@@ -394,12 +394,25 @@ int run_ner(const TaskArgs& a) {
                  c.latin1 ? " (read as ISO-8859-1)" : "");
     return c.sentences;
   };
+  const std::unique_ptr<CjkLexicon> lexicon = cjk_lexicon(a);
   auto features = [&](const std::string& file, const std::vector<NerSentence>& s, const std::string& lang) {
     const ContextualEncoder& enc = encs.of(lang);
-    return cached_tensor(a.cache, feature_key(encs.fingerprint.at(lang), file, enc.lowercase, "xling ner tokens v1"),
-                         file, Device::cpu(),
-                         [&] { return token_features(enc, sentence_tokens(s), spec, "embed " + file); },
-                         sentence_offsets(sentence_tokens(s)).back());
+    const Sentences tokens = sentence_tokens(s);
+    // One CJK character a token (PAN-X zh/ja): with a lexicon, the encoder reads the characters
+    // regrouped into the words its corpora were segmented into.
+    const bool cjk = has_cjk_characters(tokens), regroup = cjk && lexicon;
+    if (cjk && !lexicon)
+      std::fprintf(stderr, "%s: warning: one CJK character a token and no --cedict or --edict: each character is "
+                   "embedded alone, not as part of the bilingual corpora's words\n", file.c_str());
+    return cached_tensor(
+        a.cache,
+        feature_key(encs.fingerprint.at(lang), file, enc.lowercase, regroup ? "xling ner cjk words v1" : "xling ner tokens v1"),
+        file, Device::cpu(),
+        [&] {
+          return regroup ? regrouped_token_features(enc, tokens, *lexicon, spec, "embed " + file)
+                         : token_features(enc, tokens, spec, "embed " + file);
+        },
+        sentence_offsets(tokens).back());
   };
   const std::vector<NerSentence> train = load(a.train), dev_s = load(a.dev);
   const Tensor train_x = features(a.train, train, ""), dev_x = features(a.dev, dev_s, "");
@@ -579,7 +592,7 @@ void add_common(CLI::App* c, TaskArgs& a, const char* what) {
   c->add_option("--device", a.device, "auto, cpu, cuda or cuda:N");
 }
 
-// How raw Chinese and Japanese text is segmented (sent, xnli).
+// How Chinese and Japanese text is segmented: raw text (sent, xnli), one character a token (ner).
 void add_cjk(CLI::App* c, TaskArgs& a) {
   c->add_option("--cedict", a.cedict, "CC-CEDICT: segment Chinese into its words, as the bilingual corpora were");
   c->add_option("--edict", a.edict, "EDICT (EUC-JP): segment Japanese into its words, as the bilingual corpora were");
@@ -614,8 +627,11 @@ int main(int argc, char** argv) {
       "ner", "named entities (CoNLL-2002/2003 column files, PAN-X .tsv): word dropout and locked dropout -> linear "
              "re-projection -> BiLSTM -> locked dropout -> linear -> CRF; trained in BIOES with SGD (rate halved after "
              "--patience epochs without a dev F1 gain, stop below --min-lr), best English-dev epoch; span F1 as "
-             "conlleval.pl; predicted MISC counts as O on test sets without MISC");
+             "conlleval.pl; predicted MISC counts as O on test sets without MISC. Files given one CJK character a token "
+             "(PAN-X zh, ja) are regrouped into --cedict/--edict words for the encoder, each character scored with its "
+             "word's vector");
   add_common(ner, n, "sentences");
+  add_cjk(ner, n);
   ner->add_option("--dev", n.dev, "English dev sentences (CoNLL-2003 eng.testa)")->required();
   ner->add_option("--hidden", n.hidden, "BiLSTM units per direction");
   ner->add_option("--word-dropout", n.word_dropout, "chance that a token's whole vector is zeroed");
