@@ -25,6 +25,7 @@ class AlignedEncoder : public ContextualEncoder {
   int n_layers() const override { return inner_->n_layers(); }
   int64_t dim() const override { return inner_->dim(); }
   Device device() const override { return inner_->device(); }
+  bool reads_segmented_words() const override { return inner_->reads_segmented_words(); }
 
  private:
   std::shared_ptr<const ContextualEncoder> inner_;

@@ -90,11 +90,11 @@ Tensor regrouped_token_features(const ContextualEncoder& encoder, const Sentence
                           Tensor::from(rows, {static_cast<int64_t>(rows.size())}));
 }
 
-bool has_cjk_characters(const Sentences& sentences) {
+double cjk_character_share(const Sentences& sentences) {
+  int64_t cjk = 0, all = 0;
   for (const auto& s : sentences)
-    for (const std::string& t : s)
-      if (is_cjk_character(t)) return true;
-  return false;
+    for (const std::string& t : s) cjk += is_cjk_character(t), ++all;
+  return all ? static_cast<double>(cjk) / static_cast<double>(all) : 0.0;
 }
 
 PaddedBatch padded_batch(const Tensor& features, const std::vector<int64_t>& offsets, const std::vector<size_t>& rows,

@@ -37,8 +37,8 @@ Tensor token_features(const ContextualEncoder& encoder, const Sentences& sentenc
 // One row per input token, as token_features.
 Tensor regrouped_token_features(const ContextualEncoder& encoder, const Sentences& sentences, const CjkLexicon& lexicon,
                                 const LayerSpec& spec, const std::string& label);
-// Whether any sentence has a token that is one CJK character.
-bool has_cjk_characters(const Sentences& sentences);
+// The share of tokens that are one CJK character (0 when there are no tokens).
+double cjk_character_share(const Sentences& sentences);
 
 // A padded batch of sentences `rows`: x [B, T, dim'] and, with `tag_ids` (one i32 per token),
 // tags [B, T] (0 past the lengths), on `dev`.

@@ -16,6 +16,7 @@ class ElmoEncoder : public ContextualEncoder {
   int n_layers() const override { return model.opt.n_layers + 1; }
   int64_t dim() const override { return 2 * static_cast<int64_t>(model.opt.projection_dim); }
   Device device() const override { return model.device(); }
+  bool reads_segmented_words() const override { return true; }
 
   ElmoModel model;
 };

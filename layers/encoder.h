@@ -30,6 +30,11 @@ class ContextualEncoder {
   virtual int n_layers() const = 0;
   virtual int64_t dim() const = 0;
   virtual Device device() const = 0;
+  // Whether it reads whole words (ELMo: a word's characters) from a corpus segmented into words,
+  // so that text given one CJK character a token should be regrouped into those words first.
+  // False for encoders that split words themselves (BERT's pieces) or look sentences up
+  // (precomputed vectors).
+  virtual bool reads_segmented_words() const { return false; }
 
   bool lowercase = false;  // trained on lowercased text: tools lowercase their input
   std::string origin;      // the files it came from, for messages

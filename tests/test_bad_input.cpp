@@ -125,6 +125,11 @@ TEST(Configs, EveryShippedConfigLoads) {
   EXPECT_NE(testing::error_of([] { TrainConfig::load("configs/joint-elmo.cfg", {"dictionary=x.txt"}); })
                 .find("needs the sense-aware softmax"),
             std::string::npos);
+  // The translation loss samples its negatives: uniform or log-uniform, not the full softmax.
+  EXPECT_NO_THROW(TrainConfig::load("configs/bi-saelmo-small.cfg", {"sense_negatives=log_uniform"}));
+  EXPECT_NE(testing::error_of([] { TrainConfig::load("configs/bi-saelmo-small.cfg", {"sense_negatives=full"}); })
+                .find("\"log_uniform\""),
+            std::string::npos);
 }
 
 }  // namespace

@@ -398,10 +398,12 @@ int run_ner(const TaskArgs& a) {
   auto features = [&](const std::string& file, const std::vector<NerSentence>& s, const std::string& lang) {
     const ContextualEncoder& enc = encs.of(lang);
     const Sentences tokens = sentence_tokens(s);
-    // One CJK character a token (PAN-X zh/ja): with a lexicon, the encoder reads the characters
-    // regrouped into the words its corpora were segmented into.
-    const bool cjk = has_cjk_characters(tokens), regroup = cjk && lexicon;
-    if (cjk && !lexicon)
+    // One CJK character a token (PAN-X zh/ja): with a lexicon, a word-reading encoder gets the
+    // characters regrouped into the words its corpora were segmented into. The warning needs a
+    // real share of such tokens, not a stray character in a German file.
+    const double share = enc.reads_segmented_words() ? cjk_character_share(tokens) : 0.0;
+    const bool regroup = share > 0 && lexicon;
+    if (share >= 0.1 && !lexicon)
       std::fprintf(stderr, "%s: warning: one CJK character a token and no --cedict or --edict: each character is "
                    "embedded alone, not as part of the bilingual corpora's words\n", file.c_str());
     return cached_tensor(
