@@ -630,7 +630,7 @@ int main(int argc, char** argv) {
              "re-projection -> BiLSTM -> locked dropout -> linear -> CRF; trained in BIOES with SGD (rate halved after "
              "--patience epochs without a dev F1 gain, stop below --min-lr), best English-dev epoch; span F1 as "
              "conlleval.pl; predicted MISC counts as O on test sets without MISC. Files given one CJK character a token "
-             "(PAN-X zh, ja) are regrouped into --cedict/--edict words for the encoder, each character scored with its "
+             "(PAN-X zh, ja) are regrouped into --cedict/--edict words for an ELMo encoder, each character scored with its "
              "word's vector");
   add_common(ner, n, "sentences");
   add_cjk(ner, n);
