@@ -228,17 +228,13 @@ RegroupedTokens regroup_cjk_characters(const std::vector<std::string>& tokens, c
     size_t end = i;
     while (end < tokens.size() && is_cjk_character(tokens[end])) ++end;
     if (end == i) end = i + 1;  // not a CJK character: a word of its own
-    size_t n = end - i;
+    // Longest lexicon word first; a token alone when none fits (or it is not a CJK character).
+    size_t n = std::min<size_t>(static_cast<size_t>(lexicon.max_len()), end - i);
     std::string w;
-    if (n > 1) {  // longest lexicon word first; a character alone when none fits
-      n = std::min<size_t>(static_cast<size_t>(lexicon.max_len()), n);
-      for (;; --n) {
-        w.clear();
-        for (size_t k = i; k < i + n; ++k) w += tokens[k];
-        if (n == 1 || lexicon.contains(w)) break;
-      }
-    } else {
-      w = tokens[i];
+    for (;; --n) {
+      w.clear();
+      for (size_t k = i; k < i + n; ++k) w += tokens[k];
+      if (n == 1 || lexicon.contains(w)) break;
     }
     for (size_t k = i; k < i + n; ++k) out.word_of[k] = static_cast<int32_t>(out.words.size());
     out.words.push_back(std::move(w));

@@ -118,9 +118,9 @@ Tensor sense_direction_loss(SenseHead& h, const Tensor& top, const LmBatch& b, c
     if (o.translation_candidates == SenseOptions::Translations::Best) keep_best_only(cand);
     if (o.negatives == N::LogUniform) {
       const SenseNegatives neg = work ? work->negatives : sample_log_uniform_senses(table, n_negatives, targets, rng);
-      const TranslationShifts sh = translation_shifts(
-          neg, table, sel, cand, work ? std::function<int32_t(int32_t)>([&](int32_t w) { return work->global_word(w); })
-                                      : std::function<int32_t(int32_t)>());
+      std::function<int32_t(int32_t)> global_word;  // a working table's words are local
+      if (work) global_word = [&](int32_t w) { return work->global_word(w); };
+      const TranslationShifts sh = translation_shifts(neg, table, sel, cand, global_word);
       per_row = sense_translation_loss(flat, table, sel, cand, neg.rows, &sh);
     } else {
       per_row = sense_translation_loss(flat, table, sel, cand, uniform());

@@ -33,14 +33,14 @@ SenseNegatives sample_log_uniform_senses(const SenseTable& t, int n, const std::
   const double per_word = std::max(1.0, static_cast<double>(t.enabled_count()) / V);
   const int words = std::clamp(static_cast<int>(std::lround(n / per_word)), 1, V);
   const LogUniformSampler sampler(V);
-  int64_t tries = 0;
   SenseNegatives out;
-  for (int32_t w : sampler.sample_unique(words, rng, tries)) {
-    const double shift = -std::log(sampler.expected_count(w, words, tries));
+  const std::vector<int32_t> drawn = sampler.sample_unique(words, rng, out.tries);
+  out.vocab = V, out.words = words;
+  for (int32_t w : drawn) {
+    const double shift = out.word_shift(w);
     for (int s = 0; s < C; ++s)
       if (t.is_enabled(t.row(w, s))) out.rows.push_back(t.row(w, s)), out.shift.push_back(shift);
   }
-  out.vocab = V, out.words = words, out.tries = tries;
   for (int32_t w : targets) out.true_shift.push_back(out.word_shift(w));
   return out;
 }
@@ -52,9 +52,8 @@ double SenseNegatives::word_shift(int32_t w) const {
 
 Tensor sense_sampled_loss(const Tensor& x, const SenseTable& t, const std::vector<int32_t>& selected,
                           const SenseNegatives& neg) {
-  const bool shifted = !neg.shift.empty();
-  return candidate_softmax_loss(x, t.W, t.b, selected, neg.rows, shifted ? &neg.true_shift : nullptr,
-                                shifted ? &neg.shift : nullptr);
+  return candidate_softmax_loss(x, t.W, t.b, selected, neg.rows, neg.shifted() ? &neg.true_shift : nullptr,
+                                neg.shifted() ? &neg.shift : nullptr);
 }
 
 SelectedLoss select_and_sampled_loss(const Tensor& x, const SenseTable& t, const Tensor& ctx,
