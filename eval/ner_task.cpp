@@ -51,9 +51,9 @@ std::vector<TaggedSentence> tag_sentences(const NerTagger& tagger, const TagSet&
   for (size_t b0 = 0; b0 < sentences.size(); b0 += 64) {
     std::vector<size_t> rows;
     for (size_t r = b0; r < std::min(sentences.size(), b0 + 64); ++r) rows.push_back(r);
-    PaddedBatch batch = padded_batch(features, off, rows, nullptr, dev);
+    SentenceBatch batch = packed_batch(features, off, rows, nullptr, dev);
     const std::vector<double> path = tagger.decode(batch.x, batch.lengths).values();
-    const int64_t T = batch.x.dim(1);
+    const int64_t T = *std::max_element(batch.lengths.begin(), batch.lengths.end());
     for (size_t i = 0; i < rows.size(); ++i) {
       const NerSentence& s = sentences[rows[i]];
       std::vector<std::string> bioes;

@@ -97,28 +97,45 @@ double cjk_character_share(const Sentences& sentences) {
   return all ? static_cast<double>(cjk) / static_cast<double>(all) : 0.0;
 }
 
-PaddedBatch padded_batch(const Tensor& features, const std::vector<int64_t>& offsets, const std::vector<size_t>& rows,
-                         const std::vector<std::vector<int32_t>>* tag_ids, Device dev) {
+namespace {
+
+SentenceBatch sentence_batch(const Tensor& features, const std::vector<int64_t>& offsets, const std::vector<size_t>& rows,
+                             const std::vector<std::vector<int32_t>>* tag_ids, Device dev, bool padded) {
   const int64_t D = features.dim(1), B = static_cast<int64_t>(rows.size());
   SA_CHECK(features.rank() == 2 && !features.device().is_cuda() && offsets.back() == features.dim(0),
-           "padded_batch: features {} for {} tokens", describe(features), offsets.back());
-  PaddedBatch b;
-  int64_t T = 1;
+           "sentence batch: features {} for {} tokens", describe(features), offsets.back());
+  SentenceBatch b;
+  int64_t T = 1, N = 0;
   for (size_t r : rows) {
     b.lengths.push_back(static_cast<int>(offsets[r + 1] - offsets[r]));
     T = std::max<int64_t>(T, b.lengths.back());
+    N += b.lengths.back();
   }
-  std::vector<float> x(static_cast<size_t>(B * T * D), 0.f);
+  std::vector<float> x(static_cast<size_t>((padded ? B * T : N) * D), 0.f);
   std::vector<int32_t> tags(static_cast<size_t>(B * T), 0);
   const float* f = features.data<float>();
+  auto out = x.begin();
   for (int64_t i = 0; i < B; ++i) {
     const size_t r = rows[static_cast<size_t>(i)];
-    std::copy(f + offsets[r] * D, f + offsets[r + 1] * D, x.begin() + i * T * D);
+    std::copy(f + offsets[r] * D, f + offsets[r + 1] * D, padded ? x.begin() + i * T * D : out);
+    out += (offsets[r + 1] - offsets[r]) * D;
     if (tag_ids) std::copy((*tag_ids)[r].begin(), (*tag_ids)[r].end(), tags.begin() + i * T);
   }
-  b.x = Tensor::from(x, {B, T, D}, dev);
+  b.x = padded ? Tensor::from(x, {B, T, D}, dev) : Tensor::from(x, {N, D}, dev);
   if (tag_ids) b.tags = Tensor::from(tags, {B, T}, dev);
   return b;
+}
+
+}  // namespace
+
+SentenceBatch padded_batch(const Tensor& features, const std::vector<int64_t>& offsets, const std::vector<size_t>& rows,
+                           const std::vector<std::vector<int32_t>>* tag_ids, Device dev) {
+  return sentence_batch(features, offsets, rows, tag_ids, dev, true);
+}
+
+SentenceBatch packed_batch(const Tensor& features, const std::vector<int64_t>& offsets, const std::vector<size_t>& rows,
+                           const std::vector<std::vector<int32_t>>* tag_ids, Device dev) {
+  return sentence_batch(features, offsets, rows, tag_ids, dev, false);
 }
 
 Tensor cached_tensor(const std::string& dir, uint64_t key, const std::string& what, Device dev,

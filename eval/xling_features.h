@@ -40,14 +40,18 @@ Tensor regrouped_token_features(const ContextualEncoder& encoder, const Sentence
 // The share of tokens that are one CJK character (0 when there are no tokens).
 double cjk_character_share(const Sentences& sentences);
 
-// A padded batch of sentences `rows`: x [B, T, dim'] and, with `tag_ids` (one i32 per token),
-// tags [B, T] (0 past the lengths), on `dev`.
-struct PaddedBatch {
+// A batch of sentences `rows` on `dev`: their lengths, the features x, and with `tag_ids` (one i32
+// per token) tags [B, T] with T the longest length (0 past each length, as the CRF reads them).
+struct SentenceBatch {
   Tensor x, tags;
   std::vector<int> lengths;
 };
-PaddedBatch padded_batch(const Tensor& features, const std::vector<int64_t>& offsets, const std::vector<size_t>& rows,
-                         const std::vector<std::vector<int32_t>>* tag_ids, Device dev);
+// x padded, [B, T, dim].
+SentenceBatch padded_batch(const Tensor& features, const std::vector<int64_t>& offsets, const std::vector<size_t>& rows,
+                           const std::vector<std::vector<int32_t>>* tag_ids, Device dev);
+// x packed, the sentences' rows back to back, [N, dim] (as NerTagger reads them).
+SentenceBatch packed_batch(const Tensor& features, const std::vector<int64_t>& offsets, const std::vector<size_t>& rows,
+                           const std::vector<std::vector<int32_t>>* tag_ids, Device dev);
 
 // The tensor cached under `key` in `dir` (one HDF5 file per key), computed and written atomically
 // when absent, or when the cached one has not `rows` rows (-1: any; a file cached by other code

@@ -93,40 +93,63 @@ BiLstm BiLstm::init(int64_t in, int64_t H, std::mt19937_64& rng, Device dev) {
   return b;
 }
 
-Tensor BiLstm::forward(const Tensor& x, const std::vector<int>& lengths) const {
-  const int64_t B = x.dim(0), T = x.dim(1), in = x.dim(2), H = hidden;
-  SA_CHECK(static_cast<int64_t>(lengths.size()) == B, "bilstm: {} lengths for {} rows", lengths.size(), B);
-  const Device dev = x.device();
+namespace {
+
+// Token (b, t) of a batch lies in row row_of(b, t) of the flat input. Packed positions: step t,
+// rank i reads position t of row order[i] forwards and position length - 1 - t backwards; the way
+// back gives each output slot (of n_out) its packed index, and every other slot (padding) the extra
+// zero row at the end.
+template <typename RowOf>
+Tensor bi_lstm(const BiLstm& m, const Tensor& flat, const std::vector<int>& lengths, int64_t n_out, RowOf row_of) {
+  const int64_t B = static_cast<int64_t>(lengths.size()), H = m.hidden;
+  const Device dev = flat.device();
   // Rows longest first: step t runs the rows still inside their sentence, a prefix.
   const auto [order, steps] = packed_order(lengths);
-  // Packed positions: step t, rank i reads position t of row order[i] forwards and position
-  // length - 1 - t backwards; the way back gives each (row, position) its packed index, padding the
-  // extra zero row at the end.
   std::vector<int32_t> fwd_src, bwd_src;
-  std::vector<int32_t> fwd_back(static_cast<size_t>(B * T)), bwd_back(static_cast<size_t>(B * T));
   int32_t k = 0;
+  for (size_t t = 0; t < steps.size(); ++t) k += static_cast<int32_t>(steps[t]);
+  std::vector<int32_t> fwd_back(static_cast<size_t>(n_out), k), bwd_back(static_cast<size_t>(n_out), k);
+  k = 0;
   for (size_t t = 0; t < steps.size(); ++t)
     for (int64_t i = 0; i < steps[t]; ++i, ++k) {
       const int64_t b = order[static_cast<size_t>(i)], r = lengths[static_cast<size_t>(b)] - 1 - static_cast<int64_t>(t);
-      fwd_src.push_back(static_cast<int32_t>(b * T + static_cast<int64_t>(t)));
-      bwd_src.push_back(static_cast<int32_t>(b * T + r));
-      fwd_back[static_cast<size_t>(b * T + static_cast<int64_t>(t))] = k;
-      bwd_back[static_cast<size_t>(b * T + r)] = k;
+      const int64_t f_row = row_of(b, static_cast<int64_t>(t)), b_row = row_of(b, r);
+      fwd_src.push_back(static_cast<int32_t>(f_row));
+      bwd_src.push_back(static_cast<int32_t>(b_row));
+      fwd_back[static_cast<size_t>(f_row)] = k;
+      bwd_back[static_cast<size_t>(b_row)] = k;
     }
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t t = lengths[static_cast<size_t>(b)]; t < T; ++t)
-      fwd_back[static_cast<size_t>(b * T + t)] = bwd_back[static_cast<size_t>(b * T + t)] = k;
-  const Tensor flat = ops::reshape(x, {B * T, in});
   auto src = [&](const std::vector<int32_t>& v) { return ops::gather_rows(flat, Tensor::from(v, {k}, dev)); };
-  const Tensor zero = Tensor::zeros({B, H}, x.dtype(), dev);
+  const Tensor zero = Tensor::zeros({B, H}, flat.dtype(), dev);
   // Both directions as one node: the CPU runs them side by side.
-  const auto out = ops::lstm_sequences({{src(fwd_src), fwd.W, fwd.B, Tensor(), zero, zero, 0, 0, ops::LstmPath::Steps, steps},
-                                        {src(bwd_src), bwd.W, bwd.B, Tensor(), zero, zero, 0, 0, ops::LstmPath::Steps, steps}});
-  const Tensor pad = Tensor::zeros({1, H}, x.dtype(), dev);
+  const auto out = ops::lstm_sequences({{src(fwd_src), m.fwd.W, m.fwd.B, Tensor(), zero, zero, 0, 0, ops::LstmPath::Steps, steps},
+                                        {src(bwd_src), m.bwd.W, m.bwd.B, Tensor(), zero, zero, 0, 0, ops::LstmPath::Steps, steps}});
+  const Tensor pad = Tensor::zeros({1, H}, flat.dtype(), dev);
   auto unpack = [&](const Tensor& y, const std::vector<int32_t>& back) {
-    return ops::reshape(ops::gather_rows(ops::concat({y, pad}, 0), Tensor::from(back, {B * T}, dev)), {B, T, H});
+    return ops::gather_rows(ops::concat({y, pad}, 0), Tensor::from(back, {n_out}, dev));
   };
-  return ops::concat({unpack(out[0][0], fwd_back), unpack(out[1][0], bwd_back)}, 2);
+  return ops::concat({unpack(out[0][0], fwd_back), unpack(out[1][0], bwd_back)}, 1);
+}
+
+}  // namespace
+
+Tensor BiLstm::forward(const Tensor& x, const std::vector<int>& lengths) const {
+  const int64_t B = x.dim(0), T = x.dim(1), in = x.dim(2);
+  SA_CHECK(static_cast<int64_t>(lengths.size()) == B, "bilstm: {} lengths for {} rows", lengths.size(), B);
+  const Tensor y = bi_lstm(*this, ops::reshape(x, {B * T, in}), lengths, B * T, [T](int64_t b, int64_t t) { return b * T + t; });
+  return ops::reshape(y, {B, T, 2 * hidden});
+}
+
+Tensor BiLstm::forward_packed(const Tensor& x, const std::vector<int>& lengths) const {
+  const std::vector<int64_t> off = packed_offsets(lengths);
+  SA_CHECK(x.rank() == 2 && x.dim(0) == off.back(), "bilstm: packed x {} for {} tokens", describe(x), off.back());
+  return bi_lstm(*this, x, lengths, off.back(), [&off](int64_t b, int64_t t) { return off[static_cast<size_t>(b)] + t; });
+}
+
+std::vector<int64_t> packed_offsets(const std::vector<int>& lengths) {
+  std::vector<int64_t> off = {0};
+  for (int l : lengths) off.push_back(off.back() + l);
+  return off;
 }
 
 }  // namespace sa

@@ -20,6 +20,9 @@ struct BiLstm {
   static BiLstm init(int64_t in, int64_t hidden, std::mt19937_64& rng, Device dev);
   // x [B, T, in] -> [B, T, 2H] (forward outputs, then backward ones); zeros past each length.
   Tensor forward(const Tensor& x, const std::vector<int>& lengths) const;
+  // The same over packed sentences, no padding anywhere: x [N, in], sentence i in rows
+  // packed_offsets(lengths)[i] onwards -> [N, 2H] in the same rows.
+  Tensor forward_packed(const Tensor& x, const std::vector<int>& lengths) const;
   std::vector<Tensor> params() const { return {fwd.W, fwd.B, bwd.W, bwd.B}; }
 };
 
@@ -33,6 +36,8 @@ Tensor packed_lstm(const LstmWeights& w, const Tensor& x, const std::vector<int>
 
 // A [rows, cols] tensor with Glorot-uniform values from rng, requiring a gradient.
 Tensor glorot_uniform(int64_t rows, int64_t cols, std::mt19937_64& rng, Device dev);
+// Where each packed sentence starts: 0, l0, l0 + l1, ... (B + 1 values, the last N).
+std::vector<int64_t> packed_offsets(const std::vector<int>& lengths);
 // Lengths as i32 [B] on dev.
 Tensor lengths_tensor(const std::vector<int>& lengths, Device dev);
 

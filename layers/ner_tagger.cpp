@@ -1,22 +1,30 @@
 #include "layers/ner_tagger.h"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
 namespace sa {
 
-namespace {
-
-// A {0, scale} mask of `shape` drawn from the generator's stream (host RNG seeded by it).
-Tensor bernoulli_mask(const Shape& shape, double keep, double scale, Generator& gen, Device dev) {
+Tensor dropout_mask(const std::vector<int>& lengths, int64_t F, double keep, double word_keep, Generator& gen,
+                    const Tensor& like) {
   std::mt19937_64 rng(gen.seed * 0x9E3779B97F4A7C15ull + gen.take(1));
-  std::bernoulli_distribution draw(keep);
-  std::vector<double> m(static_cast<size_t>(numel(shape)));
-  for (double& v : m) v = draw(rng) ? scale : 0.0;
-  return Tensor::of(m, shape).to(dev);
+  std::bernoulli_distribution draw(keep), word(word_keep);
+  const float scale = static_cast<float>(keep > 0 ? 1 / keep : 0);
+  const int64_t N = packed_offsets(lengths).back();
+  std::vector<float> m(static_cast<size_t>(N * F));
+  std::vector<float> sentence(static_cast<size_t>(F));
+  float* row = m.data();
+  for (int len : lengths) {
+    for (float& v : sentence) v = draw(rng) ? scale : 0.f;
+    for (int t = 0; t < len; ++t, row += F) {
+      const bool kept = word_keep >= 1 || word(rng);
+      for (int64_t f = 0; f < F; ++f) row[f] = kept ? sentence[static_cast<size_t>(f)] : 0.f;
+    }
+  }
+  const Tensor mask = Tensor::from(m, {N, F}, like.device());
+  return like.dtype() == DType::F32 ? mask : mask.to(like.dtype());
 }
-
-}  // namespace
 
 NerTagger NerTagger::init(int64_t F, int64_t K, const NerTaggerOptions& o, uint64_t seed, Device dev) {
   std::mt19937_64 rng(seed);
@@ -38,16 +46,24 @@ NerTagger NerTagger::init(int64_t F, int64_t K, const NerTaggerOptions& o, uint6
 }
 
 Tensor NerTagger::emissions(const Tensor& x, const std::vector<int>& lengths, bool train, Generator& gen) const {
-  const int64_t B = x.dim(0), T = x.dim(1), F = x.dim(2), H = options.hidden;
+  const std::vector<int64_t> off = packed_offsets(lengths);
+  SA_CHECK(x.rank() == 2 && x.dim(0) == off.back(), "ner tagger: packed x {} for {} tokens", describe(x), off.back());
+  const int64_t B = static_cast<int64_t>(lengths.size()), F = x.dim(1), H = options.hidden, K = W_out.dim(1);
   const Device dev = x.device();
+  const double keep = 1 - options.locked_dropout;
   Tensor h = x;
-  if (train && options.word_dropout > 0) h = ops::mul(h, bernoulli_mask({B, T, 1}, 1 - options.word_dropout, 1.0, gen, dev));
-  if (train && options.locked_dropout > 0)
-    h = ops::mul(h, bernoulli_mask({B, 1, F}, 1 - options.locked_dropout, 1 / (1 - options.locked_dropout), gen, dev));
-  Tensor o = lstm.forward(ops::linear(h, W_re, b_re), lengths);
-  if (train && options.locked_dropout > 0)
-    o = ops::mul(o, bernoulli_mask({B, 1, 2 * H}, 1 - options.locked_dropout, 1 / (1 - options.locked_dropout), gen, dev));
-  return ops::linear(o, W_out, b_out);
+  if (train && (options.word_dropout > 0 || options.locked_dropout > 0))
+    h = ops::mul(h, dropout_mask(lengths, F, keep, 1 - options.word_dropout, gen, h));
+  Tensor o = lstm.forward_packed(ops::linear(h, W_re, b_re), lengths);
+  if (train && options.locked_dropout > 0) o = ops::mul(o, dropout_mask(lengths, 2 * H, keep, 1, gen, o));
+  // Laid out [B, T, K] for the CRF: position (b, t) reads packed row off[b] + t, padding an extra zero row.
+  const int64_t T = *std::max_element(lengths.begin(), lengths.end());
+  std::vector<int32_t> idx(static_cast<size_t>(B * T), static_cast<int32_t>(off.back()));
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t < lengths[static_cast<size_t>(b)]; ++t)
+      idx[static_cast<size_t>(b * T + t)] = static_cast<int32_t>(off[static_cast<size_t>(b)] + t);
+  const Tensor em = ops::concat({ops::linear(o, W_out, b_out), Tensor::zeros({1, K}, o.dtype(), dev)}, 0);
+  return ops::reshape(ops::gather_rows(em, Tensor::from(idx, {B * T}, dev)), {B, T, K});
 }
 
 Tensor NerTagger::loss(const Tensor& x, const std::vector<int>& lengths, const Tensor& tags, Generator& gen) const {

@@ -24,7 +24,9 @@ struct NerTagger {
   Tensor trans, start, end;      // CRF: [K, K] (row: previous tag), [K], [K]
 
   static NerTagger init(int64_t features, int64_t n_tags, const NerTaggerOptions& o, uint64_t seed, Device dev);
-  // x [B, T, F] (rows padded past their lengths) -> emissions [B, T, K]; dropout only when `train`.
+  // Packed sentences x [N, F] (sentence i in rows packed_offsets(lengths)[i] onwards; no padding,
+  // which in a shuffled CoNLL batch would be two thirds of the rows) -> emissions [B, T, K] with T
+  // the longest length, zeros past each length, for the CRF; dropout only when `train`.
   Tensor emissions(const Tensor& x, const std::vector<int>& lengths, bool train, Generator& gen) const;
   // Mean CRF loss of gold tags (i32 [B, T], anything past a length) over the batch.
   Tensor loss(const Tensor& x, const std::vector<int>& lengths, const Tensor& tags, Generator& gen) const;
@@ -32,5 +34,11 @@ struct NerTagger {
   Tensor decode(const Tensor& x, const std::vector<int>& lengths) const;
   std::vector<Tensor> params() const;
 };
+
+// The tagger's dropout over packed sentences: a {0, 1/keep} mask per sentence and feature (locked
+// dropout), times, with word_keep < 1, a {0, 1} mask per token (word dropout); [N, F] with `like`'s
+// dtype and device. Drawn by a host RNG seeded from the generator's stream.
+Tensor dropout_mask(const std::vector<int>& lengths, int64_t F, double keep, double word_keep, Generator& gen,
+                    const Tensor& like);
 
 }  // namespace sa

@@ -5,6 +5,7 @@
 
 #include "layers/bilstm.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -310,7 +311,57 @@ TEST(BiLstm, OneNodeEqualsTheStepComposition) {
     for (int64_t h = 0; h < 2 * H; ++h) EXPECT_EQ(b[0][static_cast<size_t>(t * 2 * H + h)], 0.0);
 }
 
-TEST(NerTagger, PaddingDoesNotChangeASentencesEmissions) {
+// forward_packed (the sentences back to back, no padding) equals forward on the padded batch:
+// outputs and the gradients of input and weights, in f64.
+TEST(BiLstm, PackedEqualsPadded) {
+  std::mt19937_64 rng(8);
+  const int64_t B = 4, T = 5, in = 3, H = 2;
+  const std::vector<int> lengths = {3, 5, 1, 4};
+  std::normal_distribution<double> n(0, 1);
+  std::vector<double> padded(B * T * in, 0.0), packed;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t < lengths[b]; ++t)
+      for (int64_t i = 0; i < in; ++i) packed.push_back(padded[(b * T + t) * in + i] = n(rng));
+  const int64_t N = static_cast<int64_t>(packed.size()) / in;
+  std::vector<double> r(static_cast<size_t>(N * 2 * H));
+  for (size_t i = 0; i < r.size(); ++i) r[i] = std::sin(0.7 * static_cast<double>(i));
+  auto run = [&](bool use_packed) {
+    std::mt19937_64 init(3);
+    BiLstm m = BiLstm::init(in, H, init, Device::cpu());
+    for (Tensor* w : {&m.fwd.W, &m.fwd.B, &m.bwd.W, &m.bwd.B})
+      *w = Tensor::of(w->values(), w->shape(), DType::F64).set_requires_grad();
+    Tensor x = use_packed ? Tensor::of(packed, {N, in}, DType::F64) : Tensor::of(padded, {B, T, in}, DType::F64);
+    x.set_requires_grad();
+    Tensor y = use_packed ? m.forward_packed(x, lengths) : m.forward(x, lengths);
+    if (!use_packed) {  // the real rows, in packed order
+      std::vector<int32_t> idx;
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t t = 0; t < lengths[b]; ++t) idx.push_back(static_cast<int32_t>(b * T + t));
+      y = ops::gather_rows(ops::reshape(y, {B * T, 2 * H}), Tensor::from(idx, {N}));
+    }
+    backward(ops::sum(ops::mul(y, Tensor::of(r, {N, 2 * H}, DType::F64))));
+    std::vector<double> gx = x.grad().values();
+    if (!use_packed) {
+      std::vector<double> real;
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t t = 0; t < lengths[b]; ++t)
+          for (int64_t i = 0; i < in; ++i) real.push_back(gx[(b * T + t) * in + i]);
+      gx = real;
+    }
+    return std::vector<std::vector<double>>{y.values(), gx, m.fwd.W.grad().values(), m.fwd.B.grad().values(),
+                                            m.bwd.W.grad().values(), m.bwd.B.grad().values()};
+  };
+  const auto a = run(false), b = run(true);
+  for (size_t k = 0; k < a.size(); ++k) {
+    ASSERT_EQ(a[k].size(), b[k].size());
+    for (size_t i = 0; i < a[k].size(); ++i) EXPECT_NEAR(a[k][i], b[k][i], 1e-12) << "part " << k << " element " << i;
+  }
+  EXPECT_THROW(BiLstm::init(in, H, rng, Device::cpu()).forward_packed(Tensor::zeros({N + 1, in}), lengths), Error);
+}
+
+// A batch of packed sentences gives each sentence the emissions it has alone, and zeros past its
+// length in the [B, T, K] layout the CRF reads.
+TEST(NerTagger, PackedSentencesGetTheEmissionsTheyHaveAlone) {
   NerTaggerOptions o;
   o.hidden = 5;
   const NerTagger t = NerTagger::init(4, 3, o, 11, Device::cpu());
@@ -321,15 +372,47 @@ TEST(NerTagger, PaddingDoesNotChangeASentencesEmissions) {
   for (double& v : b) v = u(rng);
   Generator gen(0);
   NoGrad ng;
-  const Tensor ea = t.emissions(Tensor::of(a, {1, 7, 4}), {7}, false, gen);
-  const Tensor eb = t.emissions(Tensor::of(b, {1, 3, 4}), {3}, false, gen);
-  std::vector<double> both(a);
-  both.insert(both.end(), b.begin(), b.end());
-  both.resize(2 * 7 * 4, 99.0);  // sentence b padded with junk
-  const std::vector<double> e = t.emissions(Tensor::of(both, {2, 7, 4}), {7, 3}, false, gen).values();
-  const std::vector<double> va = ea.values(), vb = eb.values();
-  for (size_t i = 0; i < va.size(); ++i) EXPECT_NEAR(e[i], va[i], 1e-5) << "sentence a, value " << i;
-  for (size_t i = 0; i < vb.size(); ++i) EXPECT_NEAR(e[7 * 3 + i], vb[i], 1e-5) << "sentence b, value " << i;
+  const std::vector<double> va = t.emissions(Tensor::of(a, {7, 4}), {7}, false, gen).values();
+  const std::vector<double> vb = t.emissions(Tensor::of(b, {3, 4}), {3}, false, gen).values();
+  std::vector<double> both(b);
+  both.insert(both.end(), a.begin(), a.end());
+  const Tensor e = t.emissions(Tensor::of(both, {10, 4}), {3, 7}, false, gen);
+  ASSERT_EQ(e.shape(), (Shape{2, 7, 3}));
+  const std::vector<double> ev = e.values();
+  for (size_t i = 0; i < vb.size(); ++i) EXPECT_NEAR(ev[i], vb[i], 1e-5) << "sentence b, value " << i;
+  for (size_t i = vb.size(); i < 7 * 3; ++i) EXPECT_EQ(ev[i], 0.0) << "padding of sentence b, value " << i;
+  for (size_t i = 0; i < va.size(); ++i) EXPECT_NEAR(ev[7 * 3 + i], va[i], 1e-5) << "sentence a, value " << i;
+}
+
+// The training masks: locked dropout keeps the same features of every token of a sentence (scaled
+// by 1 / keep), word dropout zeroes whole tokens, and the kept shares match the rates.
+TEST(NerTagger, DropoutMasksAreLockedPerSentenceAndWholePerWord) {
+  const std::vector<int> lengths = {40, 1, 25, 60};
+  const int64_t F = 200;
+  Generator gen(4);
+  const Tensor m = dropout_mask(lengths, F, 0.5, 0.9, gen, Tensor::zeros({1}, DType::F64));
+  ASSERT_EQ(m.shape(), (Shape{126, F}));
+  ASSERT_EQ(m.dtype(), DType::F64);
+  const std::vector<double> v = m.values();
+  int64_t row = 0, dropped_words = 0, kept = 0, sentence_features = 0;
+  for (int len : lengths) {
+    std::vector<double> pattern;
+    for (int t = 0; t < len; ++t, ++row) {
+      const std::vector<double> r(v.begin() + row * F, v.begin() + (row + 1) * F);
+      for (double x : r) ASSERT_TRUE(x == 0.0 || x == 2.0) << x;
+      if (std::all_of(r.begin(), r.end(), [](double x) { return x == 0.0; })) {
+        ++dropped_words;
+        continue;
+      }
+      if (pattern.empty()) pattern = r;
+      EXPECT_EQ(r, pattern) << "row " << row << ": another locked mask inside one sentence";
+    }
+    for (double x : pattern) kept += x > 0, ++sentence_features;
+  }
+  EXPECT_NEAR(static_cast<double>(kept) / static_cast<double>(sentence_features), 0.5, 0.05);
+  EXPECT_NEAR(static_cast<double>(dropped_words) / 126.0, 0.1, 0.07);
+  // The next draw is another mask.
+  EXPECT_NE(dropout_mask(lengths, F, 0.5, 0.9, gen, Tensor::zeros({1}, DType::F64)).values(), v);
 }
 
 // Features that carry each token's entity type (plus noise): the BiLSTM-CRF, trained with the
@@ -374,7 +457,7 @@ TEST(NerTagger, LearnsSpansFromInformativeFeatures) {
   FitResult r = fit_classifier(
       t.params(), static_cast<int64_t>(train.size()),
       [&](const std::vector<int64_t>& rows, Generator& gen) {
-        const PaddedBatch b = padded_batch(tx, off, std::vector<size_t>(rows.begin(), rows.end()), &ids, Device::cpu());
+        const SentenceBatch b = packed_batch(tx, off, std::vector<size_t>(rows.begin(), rows.end()), &ids, Device::cpu());
         return t.loss(b.x, b.lengths, b.tags, gen);
       },
       [&] { return conlleval(tag_sentences(t, tags, dx, dev, false, Device::cpu())).all.f1(); }, fo);
@@ -513,7 +596,7 @@ TEST(NliClassifier, LearnsARelationBetweenPremiseAndHypothesis) {
   NliClassifier c = NliClassifier::init(4, 8, 16, 0.1, 2, Device::cpu());
   auto logits = [&](const Tensor& P, const std::vector<int64_t>& po, const Tensor& H, const std::vector<int64_t>& ho,
                     const std::vector<size_t>& rows, bool train, Generator& gen) {
-    const PaddedBatch p = padded_batch(P, po, rows, nullptr, Device::cpu()), h = padded_batch(H, ho, rows, nullptr, Device::cpu());
+    const SentenceBatch p = padded_batch(P, po, rows, nullptr, Device::cpu()), h = padded_batch(H, ho, rows, nullptr, Device::cpu());
     return c.logits(p.x, p.lengths, h.x, h.lengths, train, gen);
   };
   std::vector<size_t> all_dev(90);

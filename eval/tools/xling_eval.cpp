@@ -455,7 +455,7 @@ int run_ner(const TaskArgs& a) {
     r.fit = fit_classifier(
         tagger.params(), static_cast<int64_t>(train.size()),
         [&](const std::vector<int64_t>& rows, Generator& gen) {
-          const PaddedBatch b = padded_batch(train_x, train_off, std::vector<size_t>(rows.begin(), rows.end()), &train_tags, dev);
+          const SentenceBatch b = packed_batch(train_x, train_off, std::vector<size_t>(rows.begin(), rows.end()), &train_tags, dev);
           return tagger.loss(b.x, b.lengths, b.tags, gen);
         },
         [&] { return conlleval(tag_sentences(tagger, tagset, dev_x, dev_s, false, dev)).all.f1(); }, fo);
@@ -516,7 +516,7 @@ int run_xnli(const TaskArgs& a) {
   for (const auto& [lang, file] : tests) test_p.push_back(load(file, lang));
   auto logits = [&](const NliClassifier& c, const Pairs& s, const std::vector<size_t>& rows, bool training,
                     Generator& gen) {
-    const PaddedBatch p = padded_batch(s.p, s.p_off, rows, nullptr, dev), h = padded_batch(s.h, s.h_off, rows, nullptr, dev);
+    const SentenceBatch p = padded_batch(s.p, s.p_off, rows, nullptr, dev), h = padded_batch(s.h, s.h_off, rows, nullptr, dev);
     return c.logits(p.x, p.lengths, h.x, h.lengths, training, gen);
   };
   auto accuracy_on = [&](const NliClassifier& c, const Pairs& s) {
