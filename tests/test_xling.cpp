@@ -524,10 +524,16 @@ TEST(XlingEval, NerEndToEndOnTheBilmTfFixture) {
   const std::string es = testing::temp_file("xling_ner/dev-es.tsv", "es:Juan\tB-PER\nes:vive\tO\nes:en\tO\nes:Madrid\tB-LOC\n\n");
   const std::string cmd = "./bin/xling_eval ner --device cpu --options " + kFixture + "/options.json --weights " +
                           kFixture + "/lm_weights.hdf5 --train " + train + " --dev " + dev + " --test de=" + de +
-                          " --test es=" + es + " --runs 2 --max-epochs 3 --hidden 8 --cache " + dir +
-                          "/cache --predictions " + dir + "/pred --out " + dir + "/ner.json";
-  const testing::ToolRun r = testing::run_tool(cmd);
+                          " --test es=" + es + " --runs 2 --max-epochs 3 --hidden 8 --cache " + dir + "/cache";
+  // Both runs side by side (--jobs 2, a thread each), then one after the other on one thread:
+  // each run's numbers are the same.
+  const testing::ToolRun r = testing::run_tool(cmd + " --jobs 2 --predictions " + dir + "/pred --out " + dir + "/ner.json");
   ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_TRUE(testing::contains(r.out, "2 at a time")) << r.out;
+  const testing::ToolRun one = testing::run_tool("OMP_NUM_THREADS=1 " + cmd + " --jobs 1 --out " + dir + "/ner1.json");
+  ASSERT_EQ(one.rc, 0) << one.out;
+  EXPECT_EQ(nlohmann::json::parse(std::ifstream(dir + "/ner1.json"))["runs"],
+            nlohmann::json::parse(std::ifstream(dir + "/ner.json"))["runs"]);
   EXPECT_TRUE(testing::contains(r.out, "read as ISO-8859-1")) << r.out;
   EXPECT_TRUE(testing::contains(r.out, "predicted MISC counted as O")) << r.out;
   const nlohmann::json rep = nlohmann::json::parse(std::ifstream(dir + "/ner.json"));

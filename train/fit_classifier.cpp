@@ -36,7 +36,7 @@ FitResult fit_classifier(const std::vector<Tensor>& params, int64_t n_examples,
     auto shown = t0;
     for (int64_t b = 0; b < n_examples; b += o.batch_size) {
       const auto now = std::chrono::steady_clock::now();
-      if (!o.label.empty() && b > 0 && now - shown > std::chrono::seconds(2)) {  // the epoch in progress
+      if (!o.label.empty() && o.epoch_progress && b > 0 && now - shown > std::chrono::seconds(2)) {  // the epoch in progress
         const double el = std::chrono::duration<double>(now - t0).count();
         std::fprintf(stderr, "\r%s: epoch %d | %lld/%lld examples | ETA %.0f s   ", o.label.c_str(), epoch,
                      static_cast<long long>(b), static_cast<long long>(n_examples),

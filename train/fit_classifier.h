@@ -23,6 +23,7 @@ struct FitOptions {
   double clip = 5.0;     // global gradient norm
   uint64_t seed = 1;     // batch order
   std::string label;     // when set, a line per epoch on stderr (dev score, time)
+  bool epoch_progress = true;  // with a label, also a progress line (ETA) within each epoch
 };
 
 struct FitResult {

@@ -5,8 +5,14 @@
 //       --test es=marc-test-es.csv [--align W.layer{layer}.txt] [--runs 5] [--out report.json]
 //   bin/xling_eval ner --model RUN_DIR --train eng.train --dev eng.testa --test de=deu.testa
 //   bin/xling_eval xnli --model RUN_DIR --train SICK.txt --dev dev-en.tsv --test de=dev-de.tsv
+#include <omp.h>
+
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cmath>
+#include <atomic>
+#include <exception>
+#include <thread>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
@@ -40,6 +46,7 @@ struct TaskArgs {
   std::vector<std::string> tests, embeddings, align, test_models;
   double dropout = 0.5, lr = 1e-3;
   int runs = 5, hidden = 256, batch_size = 32, max_epochs = 50, patience = 5;
+  int jobs = 0;  // runs trained at once on the CPU; 0: as many as there are threads, at most --runs
   uint64_t seed = 1;
   // sent
   double dev_fraction = 0.1;
@@ -240,15 +247,56 @@ struct TaskReport {
 
 // Runs `one_run(run, seed)` for seeds seed..seed+runs-1, then prints the table (mean ± sample std
 // per language) and writes the JSON report.
+// How many runs train at once: one on a GPU, else --jobs (0: one per OpenMP thread), at most --runs.
+int run_jobs(const TaskArgs& a) {
+  if (resolve_device(a.device).is_cuda()) return 1;
+  return std::clamp(a.jobs > 0 ? a.jobs : omp_get_max_threads(), 1, a.runs);
+}
+
+// Every run's scores, run_jobs(a) at a time: each job a thread with its share of the OpenMP (and
+// BLAS) threads. Two runs side by side on two cores finish in about the time of one run on both:
+// the classifiers' GEMMs are small and their elementwise ops do not split well over threads. Each
+// run's numbers do not depend on the jobs beside it.
+std::vector<RunScores> train_runs(const TaskArgs& a, const std::function<RunScores(int, uint64_t)>& one_run) {
+  const int jobs = run_jobs(a);
+  std::vector<RunScores> out(static_cast<size_t>(a.runs));
+  auto run = [&](int r) { out[static_cast<size_t>(r)] = one_run(r, a.seed + static_cast<uint64_t>(r)); };
+  if (jobs == 1) {
+    for (int r = 0; r < a.runs; ++r) run(r);
+    return out;
+  }
+  const int threads = std::max(1, omp_get_max_threads() / jobs);
+  std::fprintf(stderr, "training %d runs, %d at a time (--jobs), %d thread%s each\n", a.runs, jobs, threads,
+               threads == 1 ? "" : "s");
+  std::atomic<int> next{0};
+  std::vector<std::exception_ptr> errors(static_cast<size_t>(jobs));
+  std::vector<std::thread> pool;
+  for (int j = 0; j < jobs; ++j)
+    pool.emplace_back([&, j] {
+      omp_set_num_threads(threads);
+      try {
+        for (int r = next++; r < a.runs; r = next++) run(r);
+      } catch (...) {
+        errors[static_cast<size_t>(j)] = std::current_exception();
+        next = a.runs;  // the others stop after their current run
+      }
+    });
+  for (std::thread& t : pool) t.join();
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+  return out;
+}
+
 int run_and_report(const TaskArgs& a, const Encoders& enc, const LayerSpec& spec,
                    const std::vector<std::pair<std::string, std::string>>& tests, TaskReport rep,
                    const std::function<RunScores(int, uint64_t)>& one_run) {
   std::vector<double> dev;
   std::vector<std::vector<double>> test(tests.size());
   nlohmann::json runs = nlohmann::json::array();
+  const std::vector<RunScores> scores = train_runs(a, one_run);
   for (int run = 0; run < a.runs; ++run) {
     const uint64_t seed = a.seed + static_cast<uint64_t>(run);
-    const RunScores r = one_run(run, seed);
+    const RunScores& r = scores[static_cast<size_t>(run)];
     nlohmann::json j = {{"seed", seed}, {"epochs", r.fit.epochs}, {"best_epoch", r.fit.best_epoch}, {"dev_en", r.fit.best_dev}};
     dev.push_back(r.fit.best_dev);
     for (size_t t = 0; t < tests.size(); ++t) {
@@ -360,6 +408,7 @@ int run_sent(const TaskArgs& a) {
     FitOptions fo;
     fo.batch_size = a.batch_size, fo.max_epochs = a.max_epochs, fo.patience = a.patience, fo.lr = a.lr, fo.seed = seed;
     fo.label = "sent run " + std::to_string(run + 1) + "/" + std::to_string(a.runs);
+    fo.epoch_progress = run_jobs(a) == 1;  // in-epoch lines of runs side by side would mix
     Generator eval_gen(0);
     RunScores r;
     r.fit = fit_classifier(
@@ -451,6 +500,7 @@ int run_ner(const TaskArgs& a) {
     fo.batch_size = a.batch_size, fo.max_epochs = a.max_epochs, fo.patience = a.patience, fo.lr = a.lr;
     fo.min_lr = a.min_lr, fo.seed = seed;
     fo.label = "ner run " + std::to_string(run + 1) + "/" + std::to_string(a.runs);
+    fo.epoch_progress = run_jobs(a) == 1;  // in-epoch lines of runs side by side would mix
     RunScores r;
     r.fit = fit_classifier(
         tagger.params(), static_cast<int64_t>(train.size()),
@@ -546,6 +596,7 @@ int run_xnli(const TaskArgs& a) {
     FitOptions fo;
     fo.batch_size = a.batch_size, fo.max_epochs = a.max_epochs, fo.patience = a.patience, fo.lr = a.lr, fo.seed = seed;
     fo.label = "xnli run " + std::to_string(run + 1) + "/" + std::to_string(a.runs);
+    fo.epoch_progress = run_jobs(a) == 1;  // in-epoch lines of runs side by side would mix
     RunScores r;
     r.fit = fit_classifier(
         clf.params(), static_cast<int64_t>(train.data.labels.size()),
@@ -586,6 +637,9 @@ void add_common(CLI::App* c, TaskArgs& a, const char* what) {
   c->add_option("--runs", a.runs, "classifiers trained with seeds seed, seed+1, ...")
       ->check(CLI::Validator(positive_integer, "POSITIVE"));
   c->add_option("--seed", a.seed, "first seed");
+  c->add_option("--jobs", a.jobs, "runs trained at once on the CPU, each on its own share of the threads (0: one per "
+                                  "thread, at most --runs; one at a time on a GPU). A run's numbers depend on its seed and its thread "
+                                  "count only");
   c->add_option("--batch-size", a.batch_size, std::string(what) + " per batch")
       ->check(CLI::Validator(positive_integer, "POSITIVE"));
   c->add_option("--max-epochs", a.max_epochs, "epochs at most");
