@@ -529,7 +529,7 @@ TEST(XlingEval, NerEndToEndOnTheBilmTfFixture) {
   // each run's numbers are the same.
   const testing::ToolRun r = testing::run_tool(cmd + " --jobs 2 --predictions " + dir + "/pred --out " + dir + "/ner.json");
   ASSERT_EQ(r.rc, 0) << r.out;
-  EXPECT_TRUE(testing::contains(r.out, "2 at a time")) << r.out;
+  EXPECT_TRUE(testing::contains(r.out, "2 at a time on a thread each")) << r.out;
   const testing::ToolRun one = testing::run_tool("OMP_NUM_THREADS=1 " + cmd + " --jobs 1 --out " + dir + "/ner1.json");
   ASSERT_EQ(one.rc, 0) << one.out;
   EXPECT_EQ(nlohmann::json::parse(std::ifstream(dir + "/ner1.json"))["runs"],

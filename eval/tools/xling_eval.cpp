@@ -12,7 +12,6 @@
 #include <cmath>
 #include <atomic>
 #include <exception>
-#include <thread>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
@@ -253,10 +252,11 @@ int run_jobs(const TaskArgs& a) {
   return std::clamp(a.jobs > 0 ? a.jobs : omp_get_max_threads(), 1, a.runs);
 }
 
-// Every run's scores, run_jobs(a) at a time: each job a thread with its share of the OpenMP (and
-// BLAS) threads. Two runs side by side on two cores finish in about the time of one run on both:
-// the classifiers' GEMMs are small and their elementwise ops do not split well over threads. Each
-// run's numbers do not depend on the jobs beside it.
+// Every run's scores, run_jobs(a) at a time: the jobs are the threads of one OpenMP region, so
+// each run's BLAS calls and OpenMP loops run on its own thread (OpenBLAS's OpenMP build stays on
+// the calling thread inside a parallel region). Two runs side by side on two cores finish sooner
+// than one after the other on both: the classifiers' GEMMs are small and their elementwise ops
+// do not split well over threads. Each run's numbers do not depend on the runs beside it.
 std::vector<RunScores> train_runs(const TaskArgs& a, const std::function<RunScores(int, uint64_t)>& one_run) {
   const int jobs = run_jobs(a);
   std::vector<RunScores> out(static_cast<size_t>(a.runs));
@@ -265,23 +265,19 @@ std::vector<RunScores> train_runs(const TaskArgs& a, const std::function<RunScor
     for (int r = 0; r < a.runs; ++r) run(r);
     return out;
   }
-  const int threads = std::max(1, omp_get_max_threads() / jobs);
-  std::fprintf(stderr, "training %d runs, %d at a time (--jobs), %d thread%s each\n", a.runs, jobs, threads,
-               threads == 1 ? "" : "s");
+  std::fprintf(stderr, "training %d runs, %d at a time on a thread each (--jobs)\n", a.runs, jobs);
   std::atomic<int> next{0};
   std::vector<std::exception_ptr> errors(static_cast<size_t>(jobs));
-  std::vector<std::thread> pool;
-  for (int j = 0; j < jobs; ++j)
-    pool.emplace_back([&, j] {
-      omp_set_num_threads(threads);
-      try {
-        for (int r = next++; r < a.runs; r = next++) run(r);
-      } catch (...) {
-        errors[static_cast<size_t>(j)] = std::current_exception();
-        next = a.runs;  // the others stop after their current run
-      }
-    });
-  for (std::thread& t : pool) t.join();
+#pragma omp parallel num_threads(jobs)
+  {
+    const int j = omp_get_thread_num();
+    try {
+      for (int r = next++; r < a.runs; r = next++) run(r);
+    } catch (...) {
+      errors[static_cast<size_t>(j)] = std::current_exception();
+      next = a.runs;  // the others stop after their current run
+    }
+  }
   for (const std::exception_ptr& e : errors)
     if (e) std::rethrow_exception(e);
   return out;
@@ -637,9 +633,8 @@ void add_common(CLI::App* c, TaskArgs& a, const char* what) {
   c->add_option("--runs", a.runs, "classifiers trained with seeds seed, seed+1, ...")
       ->check(CLI::Validator(positive_integer, "POSITIVE"));
   c->add_option("--seed", a.seed, "first seed");
-  c->add_option("--jobs", a.jobs, "runs trained at once on the CPU, each on its own share of the threads (0: one per "
-                                  "thread, at most --runs; one at a time on a GPU). A run's numbers depend on its seed and its thread "
-                                  "count only");
+  c->add_option("--jobs", a.jobs, "runs trained at once on the CPU, on a thread each (0: one per thread, at most --runs; "
+                                  "one at a time on a GPU). A run's numbers depend on its seed and its thread count only");
   c->add_option("--batch-size", a.batch_size, std::string(what) + " per batch")
       ->check(CLI::Validator(positive_integer, "POSITIVE"));
   c->add_option("--max-epochs", a.max_epochs, "epochs at most");
