@@ -86,6 +86,9 @@ class Backend {
   // y = mask ? value : x, mask u8 broadcast by plan (a = x, b = mask)
   virtual void masked_fill(const Tensor& x, const Tensor& mask, double value, Tensor& y, const BroadcastPlan& p) = 0;
 
+  // out (f64 [1]) = the sum of x's squared elements, accumulated in double in a fixed order:
+  // gradient norms without a squared copy of every gradient.
+  virtual void sum_squares(const Tensor& x, Tensor& out) = 0;
   // x viewed as [outer, n, inner]; out [outer, inner]; argmax (i32, may be null) for Max
   virtual void reduce(ReduceOp op, const Tensor& x, int64_t outer, int64_t n, int64_t inner, Tensor& out,
                       Tensor* argmax) = 0;
@@ -217,6 +220,7 @@ class Backend {
   void sum_to(const Tensor& g, Tensor& out, const BroadcastPlan& p, bool accumulate) override; \
   void axpy(double alpha, const Tensor& x, Tensor& y) override; \
   void masked_fill(const Tensor& x, const Tensor& mask, double value, Tensor& y, const BroadcastPlan& p) override; \
+  void sum_squares(const Tensor& x, Tensor& out) override; \
   void reduce(ReduceOp op, const Tensor& x, int64_t outer, int64_t n, int64_t inner, Tensor& out, \
               Tensor* argmax) override; \
   void reduce_max_backward(const Tensor& gy, const Tensor& argmax, int64_t outer, int64_t n, int64_t inner, \

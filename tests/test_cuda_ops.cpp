@@ -65,6 +65,23 @@ TEST(CudaReductions, LongRowsSplitOverBlocksMatchTheCpu) {
   EXPECT_EQ(gpu[3][static_cast<size_t>(n + 350'000)], 0.0);
 }
 
+// The gradient-norm primitive on the GPU (blocks' partials added in order) against the CPU's.
+TEST(CudaReductions, SumSquaresMatchesTheCpu) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU present: CUDA reduction check skipped";
+  std::mt19937_64 rng(6);
+  std::normal_distribution<double> g(0, 1);
+  for (DType dt : {DType::F32, DType::F64})
+    for (int64_t n : {int64_t{1}, int64_t{1000}, int64_t{400'003}}) {
+      std::vector<double> v(static_cast<size_t>(n));
+      for (double& e : v) e = g(rng);
+      const Tensor x = Tensor::of(v, {n}, dt);
+      Tensor cpu = Tensor::empty({1}, DType::F64), gpu = Tensor::empty({1}, DType::F64, Device::cuda(0));
+      backend(Device::cpu()).sum_squares(x, cpu);
+      backend(Device::cuda(0)).sum_squares(x.to(Device::cuda(0)), gpu);
+      EXPECT_NEAR(gpu.values()[0], cpu.values()[0], 1e-12 * cpu.values()[0]) << dtype_name(dt) << " n=" << n;
+    }
+}
+
 // cuDNN's cell clip is not TF's, so the cuDNN path refuses a layer with a clip instead of computing
 // another function.
 TEST(CudaLstm, CudnnPathRefusesClips) {

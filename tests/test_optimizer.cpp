@@ -1,6 +1,8 @@
 // Adagrad (dense and row-sparse) and global-norm clipping.
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include <cmath>
 
 #include "train/optimizer.h"
@@ -87,6 +89,25 @@ TEST(Adagrad, CudaKernelsMatchCpu) {
     for (size_t i = 0; i < out[k].size(); ++i) EXPECT_NEAR(out[k][i], out[k + 2][i], 1e-6 * std::abs(out[k][i]) + 1e-7);
 }
 
+// The gradient-norm primitive: the sum of squares in double, over a tensor long enough to split
+// over threads, in f32 and f64; 0 for an empty tensor.
+TEST(SumSquares, IsTheSumOfSquaresInDouble) {
+  std::mt19937_64 rng(3);
+  std::normal_distribution<double> g(0, 1);
+  for (DType dt : {DType::F32, DType::F64}) {
+    std::vector<double> v(100'003);
+    for (double& e : v) e = g(rng);
+    const Tensor x = Tensor::of(v, {static_cast<int64_t>(v.size())}, dt);
+    double want = 0;
+    for (double e : x.values()) want += e * e;
+    Tensor out = Tensor::empty({1}, DType::F64);
+    backend(Device::cpu()).sum_squares(x, out);
+    EXPECT_NEAR(out.values()[0], want, 1e-12 * want) << dtype_name(dt);
+    backend(Device::cpu()).sum_squares(Tensor::zeros({0}, dt), out);
+    EXPECT_EQ(out.values()[0], 0.0);
+  }
+}
+
 TEST(ClipGlobalNorm, CountsSparseRowsAndScalesEverything) {
   Tensor w = Tensor::of({0.0, 0.0}, {2}, DType::F64).set_requires_grad();
   Tensor t = Tensor::of({0, 0, 0, 0}, {2, 2}, DType::F64).set_requires_grad().set_sparse_grad();
@@ -95,6 +116,8 @@ TEST(ClipGlobalNorm, CountsSparseRowsAndScalesEverything) {
                          ops::sum(ops::mul(ops::gather_rows(t, idx), Tensor::of({6, 0, 0, 0}, {2, 2}, DType::F64))));
   backward(loss);
   coalesce_sparse_grads({w, t});
+  EXPECT_NEAR(global_norm({w, t}), std::sqrt(9.0 + 16.0 + 36.0), 1e-12);
+  EXPECT_EQ(w.grad().values()[0], 3.0);  // global_norm leaves the gradients as they are
   double norm = clip_global_norm({w, t}, 5.0);
   EXPECT_NEAR(norm, std::sqrt(9.0 + 16.0 + 36.0), 1e-12);
   double s = 5.0 / norm;

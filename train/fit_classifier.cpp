@@ -47,16 +47,18 @@ FitResult fit_classifier(const std::vector<Tensor>& params, int64_t n_examples,
       Tensor loss = batch_loss(rows, gen);
       total += loss.item() * static_cast<double>(rows.size());
       backward(loss);
-      clip_global_norm(params, o.clip);
       if (sgd) {
+        // The clip's scale goes into the step: one pass over each gradient, not two.
+        const double norm = global_norm(params), scale = norm > o.clip ? o.clip / norm : 1.0;
         NoGrad ng;
         for (const Tensor& p : params)
           if (Tensor g = p.grad(); g.defined()) {
             Tensor w = p;
-            backend(p.device()).axpy(-lr, g, w);
+            backend(p.device()).axpy(-lr * scale, g, w);
             p.zero_grad();
           }
       } else {
+        clip_global_norm(params, o.clip);
         opt.step(params);
       }
     }

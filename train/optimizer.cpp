@@ -8,22 +8,25 @@ void coalesce_sparse_grads(const std::vector<Tensor>& params) {
   for (const Tensor& p : params) p.sparse_grad().coalesce_in_place();
 }
 
-double clip_global_norm(const std::vector<Tensor>& params, double max_norm) {
-  // Each tensor's sum of squares, widened to f64 and added on the device, then read once: a read
-  // per tensor made the host wait for the GPU dozens of times a step. Same value as adding the
-  // f32 sums in double on the host.
+double global_norm(const std::vector<Tensor>& params) {
+  // Each tensor's sum of squares (in double, without a squared copy of the gradient) added on the
+  // device, then read once: a read per tensor made the host wait for the GPU dozens of times a step.
   NoGrad ng;
   Tensor total;
   auto add = [&](const Tensor& g) {
-    const Tensor s = ops::sum(ops::square(g)).to(DType::F64);
+    Tensor s = Tensor::empty({1}, DType::F64, g.device());
+    backend(g.device()).sum_squares(g, s);
     total = total.defined() ? ops::add(total, s) : s;
   };
   for (const Tensor& p : params) {
     if (p.grad().defined()) add(p.grad());
     for (const Tensor& r : p.sparse_grad().rows) add(r);
   }
-  const double ss = total.defined() ? total.item() : 0.0;
-  double norm = std::sqrt(ss);
+  return std::sqrt(total.defined() ? total.item() : 0.0);
+}
+
+double clip_global_norm(const std::vector<Tensor>& params, double max_norm) {
+  const double norm = global_norm(params);
   if (norm > max_norm && norm > 0) {
     double s = max_norm / norm;
     for (const Tensor& p : params) {

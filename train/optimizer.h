@@ -16,6 +16,8 @@ void coalesce_sparse_grads(const std::vector<Tensor>& params);
 // Global L2 norm of all gradients; when it exceeds max_norm, scales them all by max_norm / norm.
 // Returns the norm before clipping. Call after coalesce_sparse_grads (duplicates change the norm).
 double clip_global_norm(const std::vector<Tensor>& params, double max_norm);
+// The global L2 norm of the gradients (dense and sparse rows), leaving them as they are.
+double global_norm(const std::vector<Tensor>& params);
 
 class Adagrad {
  public:

@@ -46,6 +46,18 @@ void CpuBackend::reduce(ReduceOp op, const Tensor& x, int64_t outer, int64_t n, 
   });
 }
 
+void CpuBackend::sum_squares(const Tensor& x, Tensor& out) {
+  dispatch_float(x.dtype(), "sum_squares", [&](auto tag) {
+    using T = decltype(tag);
+    const T* xs = x.data<T>();
+    const int64_t n = x.numel();
+    double s = 0;
+#pragma omp parallel for reduction(+ : s) schedule(static) if (n > kParallelMin)
+    for (int64_t k = 0; k < n; ++k) s += static_cast<double>(xs[k]) * static_cast<double>(xs[k]);
+    out.data<double>()[0] = s;
+  });
+}
+
 void CpuBackend::reduce_max_backward(const Tensor& gy, const Tensor& argmax, int64_t outer, int64_t n, int64_t inner,
                                      Tensor& gx) {
   dispatch_float(gy.dtype(), "reduce_max_backward", [&](auto tag) {

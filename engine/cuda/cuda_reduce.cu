@@ -89,6 +89,36 @@ __global__ void reduce_strided_kernel(const T* x, int64_t outer, int64_t n, int6
   }
 }
 
+// The sum of squares in double: `parts` blocks each sum a stretch, then one block adds the partials
+// in order (the same result on every call).
+template <typename T>
+__global__ void sum_squares_parts_kernel(const T* x, int64_t n, int64_t parts, double* pv) {
+  const int64_t len = (n + parts - 1) / parts, b = blockIdx.x * len, e = b + len < n ? b + len : n;
+  double s = 0;
+  for (int64_t k = b + threadIdx.x; k < e; k += blockDim.x) s += double(x[k]) * double(x[k]);
+  const double total = block_reduce<double, false>(s);
+  if (threadIdx.x == 0) pv[blockIdx.x] = total;
+}
+
+__global__ void sum_partials_kernel(const double* pv, int64_t parts, double* out) {
+  double s = 0;
+  for (int64_t k = threadIdx.x; k < parts; k += blockDim.x) s += pv[k];
+  const double total = block_reduce<double, false>(s);
+  if (threadIdx.x == 0) out[0] = total;
+}
+
+void CudaBackend::sum_squares(const Tensor& x, Tensor& out) {
+  const int64_t n = x.numel(), parts = std::max<int64_t>(1, std::min<int64_t>(1024, n / 16384));
+  Tensor pv = Tensor::empty({parts}, DType::F64, x.device());
+  dispatch(x.dtype(), "sum_squares", [&](auto tag) {
+    using T = decltype(tag);
+    sum_squares_parts_kernel<T><<<static_cast<unsigned>(parts), kRowThreads, 0, stream_>>>(x.data<T>(), n, parts,
+                                                                                           pv.data<double>());
+  });
+  sum_partials_kernel<<<1, kRowThreads, 0, stream_>>>(pv.data<double>(), parts, out.data<double>());
+  CUDA_LAUNCHED("sum_squares");
+}
+
 void CudaBackend::reduce(ReduceOp op, const Tensor& x, int64_t outer, int64_t n, int64_t inner, Tensor& out,
                          Tensor* argmax) {
   if (outer * inner == 0) return;

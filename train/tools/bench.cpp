@@ -283,6 +283,14 @@ void bench_ops(Device d, bool quick) {
   bw("softmax (rows of 1024)", 8.0 * n, [&] { Tensor z = ops::softmax(x); });
   bw("sum (all)", 4.0 * n, [&] { Tensor z = ops::sum(x); });
 
+  {  // the gradient norm's primitive against the square-then-sum it replaced (clip_global_norm)
+    Tensor out = Tensor::empty({1}, DType::F64, d);
+    const double tf = time_it(d, iters, [&] { backend(d).sum_squares(x, out); });
+    const double tc = time_it(d, iters, [&] { Tensor z = ops::sum(ops::square(x)).to(DType::F64); });
+    std::printf("%-7s %-34s %-18s %9.3f ms %9.3f ms %7.2f\n", dev.c_str(), "sum_squares vs square+sum",
+                (std::to_string(n >> 20) + "M f32").c_str(), tf * 1e3, tc * 1e3, tc / tf);
+  }
+
   // Fused cells against the chains of ops they replace (same math).
   const int64_t batch = quick ? 64 : 256, hid = quick ? 512 : 4096;
   Tensor gates = randn({batch, 4 * hid}, d), cprev = randn({batch, hid}, d);
