@@ -46,6 +46,7 @@ NerTagger NerTagger::init(int64_t F, int64_t K, const NerTaggerOptions& o, uint6
 }
 
 Tensor NerTagger::emissions(const Tensor& x, const std::vector<int>& lengths, bool train, Generator& gen) const {
+  SA_CHECK(!lengths.empty(), "ner tagger: an empty batch");
   const std::vector<int64_t> off = packed_offsets(lengths);
   SA_CHECK(x.rank() == 2 && x.dim(0) == off.back(), "ner tagger: packed x {} for {} tokens", describe(x), off.back());
   const int64_t B = static_cast<int64_t>(lengths.size()), F = x.dim(1), H = options.hidden, K = W_out.dim(1);
