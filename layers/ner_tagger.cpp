@@ -11,18 +11,22 @@ Tensor dropout_mask(const std::vector<int>& lengths, int64_t F, double keep, dou
   std::mt19937_64 rng(gen.seed * 0x9E3779B97F4A7C15ull + gen.take(1));
   std::bernoulli_distribution draw(keep), word(word_keep);
   const float scale = static_cast<float>(keep > 0 ? 1 / keep : 0);
-  const int64_t N = packed_offsets(lengths).back();
-  std::vector<float> m(static_cast<size_t>(N * F));
-  std::vector<float> sentence(static_cast<size_t>(F));
-  float* row = m.data();
-  for (int len : lengths) {
-    for (float& v : sentence) v = draw(rng) ? scale : 0.f;
-    for (int t = 0; t < len; ++t, row += F) {
-      const bool kept = word_keep >= 1 || word(rng);
-      for (int64_t f = 0; f < F; ++f) row[f] = kept ? sentence[static_cast<size_t>(f)] : 0.f;
+  const int64_t B = static_cast<int64_t>(lengths.size()), N = packed_offsets(lengths).back();
+  // Drawn per sentence and per token on the host (a sentence's features, then its tokens); laid
+  // out over the packed rows on the device, so a GPU receives B x F + N values, not N x F.
+  std::vector<float> sentence_mask;
+  std::vector<float> token_kept;
+  std::vector<int32_t> sentence_of;
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t f = 0; f < F; ++f) sentence_mask.push_back(draw(rng) ? scale : 0.f);
+    for (int t = 0; t < lengths[static_cast<size_t>(b)]; ++t) {
+      sentence_of.push_back(static_cast<int32_t>(b));
+      if (word_keep < 1) token_kept.push_back(word(rng) ? 1.f : 0.f);
     }
   }
-  const Tensor mask = Tensor::from(m, {N, F}, like.device());
+  const Device dev = like.device();
+  Tensor mask = ops::gather_rows(Tensor::from(sentence_mask, {B, F}, dev), Tensor::from(sentence_of, {N}, dev));
+  if (word_keep < 1) mask = ops::mul(mask, Tensor::from(token_kept, {N, 1}, dev));
   return like.dtype() == DType::F32 ? mask : mask.to(like.dtype());
 }
 

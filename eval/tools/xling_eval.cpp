@@ -9,10 +9,10 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <cmath>
 #include <atomic>
-#include <exception>
+#include <cmath>
 #include <cstdio>
+#include <exception>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -244,8 +244,6 @@ struct TaskReport {
   std::vector<std::string> test_notes;
 };
 
-// Runs `one_run(run, seed)` for seeds seed..seed+runs-1, then prints the table (mean ± sample std
-// per language) and writes the JSON report.
 // How many runs train at once: one on a GPU, else --jobs (0: one per OpenMP thread), at most --runs.
 int run_jobs(const TaskArgs& a) {
   if (resolve_device(a.device).is_cuda()) return 1;
@@ -283,6 +281,17 @@ std::vector<RunScores> train_runs(const TaskArgs& a, const std::function<RunScor
   return out;
 }
 
+// The fit options every task takes from its arguments, for run `run` with `seed`.
+FitOptions fit_options(const TaskArgs& a, const char* task, int run, uint64_t seed) {
+  FitOptions fo;
+  fo.batch_size = a.batch_size, fo.max_epochs = a.max_epochs, fo.patience = a.patience, fo.lr = a.lr, fo.seed = seed;
+  fo.label = std::string(task) + " run " + std::to_string(run + 1) + "/" + std::to_string(a.runs);
+  fo.epoch_progress = run_jobs(a) == 1;  // in-epoch lines of runs side by side would mix
+  return fo;
+}
+
+// Runs `one_run(run, seed)` for seeds seed..seed+runs-1, then prints the table (mean ± sample std
+// per language) and writes the JSON report.
 int run_and_report(const TaskArgs& a, const Encoders& enc, const LayerSpec& spec,
                    const std::vector<std::pair<std::string, std::string>>& tests, TaskReport rep,
                    const std::function<RunScores(int, uint64_t)>& one_run) {
@@ -401,10 +410,7 @@ int run_sent(const TaskArgs& a) {
   }
   return run_and_report(a, encs, spec, tests, rep, [&](int run, uint64_t seed) {
     DenseClassifier clf = DenseClassifier::init(train_x.dim(1), a.hidden, 2, a.dropout, seed, dev);
-    FitOptions fo;
-    fo.batch_size = a.batch_size, fo.max_epochs = a.max_epochs, fo.patience = a.patience, fo.lr = a.lr, fo.seed = seed;
-    fo.label = "sent run " + std::to_string(run + 1) + "/" + std::to_string(a.runs);
-    fo.epoch_progress = run_jobs(a) == 1;  // in-epoch lines of runs side by side would mix
+    const FitOptions fo = fit_options(a, "sent", run, seed);
     Generator eval_gen(0);
     RunScores r;
     r.fit = fit_classifier(
@@ -491,12 +497,9 @@ int run_ner(const TaskArgs& a) {
   }
   return run_and_report(a, encs, spec, tests, rep, [&](int run, uint64_t seed) {
     NerTagger tagger = NerTagger::init(train_x.dim(1), static_cast<int64_t>(tagset.tags.size()), to, seed, dev);
-    FitOptions fo;
+    FitOptions fo = fit_options(a, "ner", run, seed);
     fo.schedule = FitOptions::Schedule::SgdAnneal;
-    fo.batch_size = a.batch_size, fo.max_epochs = a.max_epochs, fo.patience = a.patience, fo.lr = a.lr;
-    fo.min_lr = a.min_lr, fo.seed = seed;
-    fo.label = "ner run " + std::to_string(run + 1) + "/" + std::to_string(a.runs);
-    fo.epoch_progress = run_jobs(a) == 1;  // in-epoch lines of runs side by side would mix
+    fo.min_lr = a.min_lr;
     RunScores r;
     r.fit = fit_classifier(
         tagger.params(), static_cast<int64_t>(train.size()),
@@ -589,10 +592,7 @@ int run_xnli(const TaskArgs& a) {
   }
   return run_and_report(a, encs, spec, tests, rep, [&](int run, uint64_t seed) {
     NliClassifier clf = NliClassifier::init(train.p.dim(1), a.hidden, a.dense, a.dropout, seed, dev);
-    FitOptions fo;
-    fo.batch_size = a.batch_size, fo.max_epochs = a.max_epochs, fo.patience = a.patience, fo.lr = a.lr, fo.seed = seed;
-    fo.label = "xnli run " + std::to_string(run + 1) + "/" + std::to_string(a.runs);
-    fo.epoch_progress = run_jobs(a) == 1;  // in-epoch lines of runs side by side would mix
+    const FitOptions fo = fit_options(a, "xnli", run, seed);
     RunScores r;
     r.fit = fit_classifier(
         clf.params(), static_cast<int64_t>(train.data.labels.size()),
