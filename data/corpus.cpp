@@ -42,9 +42,7 @@ std::vector<Sentence> read_sentences(const std::string& path, bool lowercase) {
   std::string line;
   for (int lineno = 1; std::getline(f, line); ++lineno) {
     if (!line.empty() && line.back() == '\r') line.pop_back();  // CRLF files
-    size_t bad = 0;
-    SA_CHECK(valid_utf8(line, &bad), "{}:{}: invalid UTF-8 at byte {} (the corpus must be UTF-8 text)", path, lineno,
-             bad + 1);
+    require_utf8(line, path, lineno);
     if (lowercase) lowercase_ascii(line);
     std::istringstream ss(line);
     Sentence s;

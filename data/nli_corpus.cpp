@@ -4,6 +4,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "data/vocab.h"
 #include "engine/core/error.h"
 
 namespace sa {
@@ -56,6 +57,7 @@ NliSet read_nli_tsv(const std::string& path) {
   for (int n = 1; std::getline(in, line); ++n) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty()) continue;
+    require_utf8(line, path, n);
     std::vector<std::string> f = split_tabs(line);
     if (n == 1) {
       const int cp = column(f, {"sentence1", "premise", "sentence_a"}), ch = column(f, {"sentence2", "hypothesis", "sentence_b"}),
@@ -81,6 +83,7 @@ NliSet read_nli_jsonl(const std::string& path) {
   for (int n = 1; std::getline(in, line); ++n) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     const std::string where = path + ":" + std::to_string(n);
+    require_utf8(line, path, n);
     try {
       const nlohmann::json j = nlohmann::json::parse(line);
       add(set, j.at("sentence1").get<std::string>(), j.at("sentence2").get<std::string>(),

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "data/vocab.h"
 #include "engine/core/error.h"
 
 namespace sa {
@@ -15,7 +16,9 @@ std::string read_all(const std::string& path) {
   SA_CHECK(in, "{}: cannot open", path);
   std::stringstream s;
   s << in.rdbuf();
-  return s.str();
+  std::string text = s.str();
+  require_utf8(text, path);
+  return text;
 }
 
 bool parse_number(const std::string& s, double& v) {

@@ -25,6 +25,14 @@ bool valid_utf8(const std::string& s, size_t* bad) {
   return true;
 }
 
+void require_utf8(const std::string& text, const std::string& path, int first_line) {
+  size_t bad = 0;
+  if (valid_utf8(text, &bad)) return;
+  const size_t line_start = bad == 0 ? 0 : text.rfind('\n', bad - 1) + 1;  // npos + 1 == 0: the first line
+  const auto line = first_line + std::count(text.begin(), text.begin() + static_cast<long>(bad), '\n');
+  fail("{}:{}: invalid UTF-8 at byte {} (expected UTF-8 text)", path, line, bad - line_start + 1);
+}
+
 void Vocab::build(const std::string& origin, bool require_unk) {
   index_.clear();
   for (size_t i = 0; i < words_.size(); ++i) index_.emplace(words_[i], static_cast<int>(i));
@@ -43,8 +51,7 @@ Vocab Vocab::load(const std::string& path, bool require_unk) {
   Vocab v;
   std::string line;
   for (int lineno = 1; std::getline(f, line); ++lineno) {
-    size_t bad = 0;
-    SA_CHECK(valid_utf8(line, &bad), "{}:{}: invalid UTF-8 at byte {}", path, lineno, bad + 1);
+    require_utf8(line, path, lineno);
     size_t b = line.find_first_not_of(" \t\r"), e = line.find_last_not_of(" \t\r");
     std::string w = b == std::string::npos ? "" : line.substr(b, e - b + 1);
     if (w.empty() || w == "!!!MAXTERMID") continue;

@@ -43,4 +43,8 @@ Vocab build_vocab(const std::vector<std::string>& corpora, int min_count, int ma
 // True when s is valid UTF-8; otherwise `bad` gets the byte offset of the first invalid byte.
 bool valid_utf8(const std::string& s, size_t* bad = nullptr);
 
+// Throws "PATH:LINE: invalid UTF-8 at byte K" for the first invalid byte of `text`, which starts on
+// line `first_line` of `path` and may span several lines.
+void require_utf8(const std::string& text, const std::string& path, int first_line = 1);
+
 }  // namespace sa

@@ -63,8 +63,9 @@ std::vector<TaggedSentence> tag_sentences(const NerTagger& tagger, const TagSet&
       if (misc_to_o)
         for (std::string& g : guess)
           if (g.size() > 2 && g.compare(2, std::string::npos, "MISC") == 0) g = "O";
+      const std::vector<std::string> gold = bioes_to_iob2(iob_to_bioes(s.tags));  // IOB1 files are written as IOB2 too
       TaggedSentence ts;
-      for (size_t t = 0; t < s.tokens.size(); ++t) ts.push_back({s.tokens[t], s.tags[t], guess[t]});
+      for (size_t t = 0; t < s.tokens.size(); ++t) ts.push_back({s.tokens[t], gold[t], guess[t]});
       out.push_back(std::move(ts));
     }
   }

@@ -29,8 +29,8 @@ struct TagSet {
   std::vector<int32_t> bioes_ids(const std::vector<std::string>& iob_tags) const;
 };
 
-// Tags every sentence (Viterbi, in batches), converts the BIOES path to IOB2 and scores it against
-// the gold tags. With `misc_to_o`, predicted MISC chunks become O (test sets without MISC).
+// Tags every sentence (Viterbi, in batches) and converts the BIOES path to IOB2; the gold tags
+// (IOB1 or IOB2 as read) come back in IOB2 as well, for prediction files in one scheme. With `misc_to_o`, predicted MISC chunks become O (test sets without MISC).
 std::vector<TaggedSentence> tag_sentences(const NerTagger& tagger, const TagSet& tagset, const Tensor& features,
                                           const std::vector<NerSentence>& sentences, bool misc_to_o, Device dev);
 // Whether any gold tag of the corpus has type MISC.

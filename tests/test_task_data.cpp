@@ -81,6 +81,18 @@ TEST(NliData, TsvByHeaderOrPositionAndJsonl) {
   EXPECT_TRUE(contains(testing::error_of([&] { read_nli_jsonl(js); }), js + ":1: expected a JSON object"));
 }
 
+// A Latin-1 byte in a file that must be UTF-8: the error names the file, the line and the byte.
+TEST(TaskData, InvalidUtf8NamesFileLineAndByte) {
+  const std::string marc = temp_file("latin1.csv", "0,fine,5\n1,\"two\nlines caf\xe9\",1\n");
+  EXPECT_TRUE(contains(testing::error_of([&] { read_marc_csv(marc); }), marc + ":3: invalid UTF-8 at byte 10"));
+  const std::string webis = temp_file("latin1.review", "<item><rating>5.0</rating>\n<text>tr\xe8s bien</text></item>\n");
+  EXPECT_TRUE(contains(testing::error_of([&] { read_webis_cls(webis); }), webis + ":2: invalid UTF-8 at byte 9"));
+  const std::string tsv = temp_file("latin1.tsv", "a\tb\tneutral\n\xc4rger\tb\tneutral\n");
+  EXPECT_TRUE(contains(testing::error_of([&] { read_nli_tsv(tsv); }), tsv + ":2: invalid UTF-8 at byte 1"));
+  const std::string js = temp_file("latin1.jsonl", "{\"gold_label\": \"neutral\", \"sentence1\": \"ni\xf1o\", \"sentence2\": \"b\"}\n");
+  EXPECT_TRUE(contains(testing::error_of([&] { read_nli_jsonl(js); }), js + ":1: invalid UTF-8 at byte 43"));
+}
+
 TEST(TaskData, TheSharedFilesReadWhole) {
   const std::string d = "../shared/data/";
   if (!std::filesystem::exists(d + "sentiment/marc-train-en.csv")) GTEST_SKIP() << "no ../shared/data here";

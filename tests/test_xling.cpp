@@ -129,6 +129,32 @@ TEST(FitClassifier, LearnsSeparableDataAndKeepsTheBestDevEpoch) {
   EXPECT_DOUBLE_EQ(dev_acc(), r.best_dev);       // the best epoch's parameters are back
 }
 
+// Flair's schedule: the SGD rate is halved after `patience` epochs without a dev gain and training
+// stops once it falls below min_lr. The loss is the parameter itself (gradient 1, under the clip),
+// so each epoch's step is the rate of that epoch.
+TEST(FitClassifier, SgdHalvesTheRateWithoutAGainAndStopsBelowTheMinimum) {
+  Tensor p = Tensor::of(std::vector<double>{0.0}, {1}, DType::F64);
+  p.set_requires_grad(true);
+  std::vector<double> after;  // p after each epoch
+  FitOptions o;
+  o.schedule = FitOptions::Schedule::SgdAnneal;
+  o.lr = 0.1, o.min_lr = 0.02, o.patience = 1, o.max_epochs = 50, o.batch_size = 1;
+  FitResult r = fit_classifier(
+      {p}, 1, [&](const std::vector<int64_t>&, Generator&) { return ops::sum(p); },
+      [&] {
+        after.push_back(p.values()[0]);
+        return after.size() == 2 ? 1.0 : 0.0;  // the only gain: epoch 2
+      },
+      o);
+  // Rates 0.1 (epochs 1-3: epoch 2 gains, epoch 3 does not), 0.05, 0.025; then 0.0125 < 0.02 stops.
+  ASSERT_EQ(after.size(), 5u);
+  const double expected[] = {-0.1, -0.2, -0.3, -0.35, -0.375};
+  for (size_t i = 0; i < after.size(); ++i) EXPECT_NEAR(after[i], expected[i], 1e-12) << "epoch " << i + 1;
+  EXPECT_EQ(r.epochs, 5);
+  EXPECT_EQ(r.best_epoch, 2);
+  EXPECT_NEAR(p.values()[0], -0.2, 1e-12);  // the best epoch's value is back
+}
+
 }  // namespace
 }  // namespace sa
 
@@ -206,6 +232,35 @@ TEST(XlingEval, SentEndToEndOnTheBilmTfFixture) {
     EXPECT_NE(r.rc, 0) << bad;
     EXPECT_TRUE(testing::contains(r.out, "no --test file") || testing::contains(r.out, "given twice")) << r.out;
   }
+}
+
+// xling_eval names a model as bin/embed does: a BERT directory with --pieces (which keys the cache
+// too: mean and first pieces are different vectors), and bilm-tf files with a --vocab that is checked.
+TEST(XlingEval, TakesTheModelsBinEmbedTakes) {
+  const std::string bert = "tests/reference/bert_small";
+  const std::string dir = ::testing::TempDir() + "/xling_models";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string train = testing::temp_file("xling_models/train.csv", reviews_csv(40, true, 5));
+  const std::string cmd = "./bin/xling_eval sent --device cpu --train " + train + " --test en=" + train +
+                          " --runs 1 --max-epochs 2 --cache " + dir + "/cache --out " + dir + "/r.json";
+  const testing::ToolRun first = testing::run_tool(cmd + " --model " + bert + " --pieces first");
+  ASSERT_EQ(first.rc, 0) << first.out;
+  EXPECT_EQ(nlohmann::json::parse(std::ifstream(dir + "/r.json"))["encoders"]["en"]["model"], bert);
+  const testing::ToolRun mean = testing::run_tool(cmd + " --model " + bert + " --pieces mean");
+  ASSERT_EQ(mean.rc, 0) << mean.out;
+  EXPECT_TRUE(testing::contains(mean.out, "embed " + train)) << mean.out;  // other vectors: embedded anew
+  const testing::ToolRun again = testing::run_tool(cmd + " --model " + bert + " --pieces mean");
+  ASSERT_EQ(again.rc, 0) << again.out;
+  EXPECT_FALSE(testing::contains(again.out, "embed " + train)) << again.out;  // now from the cache
+  EXPECT_TRUE(testing::contains(again.out, "cached in")) << again.out;
+  if (!std::filesystem::exists(kFixture + "/lm_weights.hdf5")) GTEST_SKIP() << "no ../shared/data fixture here";
+  const std::string bilm = cmd + " --options " + kFixture + "/options.json --weights " + kFixture + "/lm_weights.hdf5";
+  const testing::ToolRun vocab = testing::run_tool(bilm + " --vocab " + kFixture + "/vocab_test.txt");
+  EXPECT_EQ(vocab.rc, 0) << vocab.out;
+  const testing::ToolRun missing = testing::run_tool(bilm + " --vocab " + dir + "/no-vocab.txt");
+  EXPECT_NE(missing.rc, 0);
+  EXPECT_TRUE(testing::contains(missing.out, "no-vocab.txt: cannot open vocabulary file")) << missing.out;
 }
 
 TEST(XlingEval, SentBadArgumentsSayWhatIsExpected) {
@@ -557,7 +612,11 @@ TEST(XlingEval, NerEndToEndOnTheBilmTfFixture) {
     if (sents.back().empty()) sents.pop_back();
     ASSERT_EQ(sents.size(), 1u);
     EXPECT_EQ(sents[0][0].token, "J\xc3\xbcrgen");  // Latin-1 read and written as UTF-8
-    EXPECT_EQ(sents[0][0].gold, "I-PER");
+    EXPECT_EQ(sents[0][0].gold, "B-PER");  // IOB1 as read, IOB2 as written
+    EXPECT_EQ(sents[0][3].gold, "B-LOC");
+    for (size_t i = 0; i < sents[0].size(); ++i)  // IOB2: an I- tag continues a chunk of its type
+      if (sents[0][i].gold.rfind("I-", 0) == 0)
+        EXPECT_TRUE(i > 0 && sents[0][i - 1].gold.substr(2) == sents[0][i].gold.substr(2)) << i;
     EXPECT_NEAR(conlleval(sents).all.f1(), rep["runs"][run - 1]["test"]["de"].get<double>(), 1e-9);
   }
 }

@@ -14,6 +14,7 @@
 #include "data/dictionary.h"
 #include "eval/alignment.h"
 #include "eval/anchors.h"
+#include "eval/tools/encoder_options.h"
 #include "layers/load_encoder.h"
 
 using namespace sa;
@@ -56,15 +57,13 @@ Matrix rows_of(const WordVectors& v, const std::vector<int>& idx) {
 int main(int argc, char** argv) {
   CLI::App app{"Projection alignment (least squares or Procrustes) and bilingual lexicon induction"};
   app.require_subcommand(1);
-  EncoderSource model;
+  EncoderOptions model;
   std::string corpus, out, src, tgt, dict, map_path, method = "lsq", dev = "";
   int refine = 0, batch = 64;
   int64_t max_sentences = 0;
   bool identical = false;
   auto* an = app.add_subcommand("anchors", "mean contextual vector per word and layer over a corpus");
-  an->add_option("--model", model.run_dir, "our run directory");
-  an->add_option("--options", model.options, "bilm-tf options.json");
-  an->add_option("--weights", model.weights, "bilm-tf weights.hdf5");
+  model.add_to(an);
   an->add_option("--corpus", corpus, "one tokenized sentence per line")->required();
   an->add_option("-o,--output", out, "prefix: PREFIX.layerL.vec")->required();
   an->add_option("--max-sentences", max_sentences);
@@ -85,7 +84,8 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     if (an->parsed()) {
-      std::unique_ptr<ContextualEncoder> enc = load_encoder(model, resolve_device("auto"));
+      model.check();
+      std::unique_ptr<ContextualEncoder> enc = load_encoder(model.source, resolve_device("auto"));
       auto layers = average_anchors(*enc, corpus, {batch, 1, max_sentences, enc->lowercase});
       for (size_t l = 0; l < layers.size(); ++l) {
         const std::string path = out + ".layer" + std::to_string(l) + ".vec";

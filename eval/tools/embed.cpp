@@ -16,6 +16,7 @@
 #include "data/progress_line.h"
 #include "data/vocab.h"
 #include "eval/aligned_encoder.h"
+#include "eval/tools/encoder_options.h"
 #include "layers/load_encoder.h"
 
 using namespace sa;
@@ -32,8 +33,7 @@ std::vector<std::vector<std::string>> read_sentences(const std::string& path, st
   std::string line;
   for (int lineno = 1; std::getline(f, line); ++lineno) {
     if (!line.empty() && line.back() == '\r') line.pop_back();  // CRLF: the line is a sentence_to_index key
-    size_t bad = 0;
-    SA_CHECK(valid_utf8(line, &bad), "{}:{}: invalid UTF-8 at byte {}", path, lineno, bad + 1);
+    require_utf8(line, path, lineno);
     std::istringstream ss(line);
     std::vector<std::string> toks;
     for (std::string w; ss >> w;) {
@@ -54,17 +54,11 @@ std::vector<std::vector<std::string>> read_sentences(const std::string& path, st
 
 int main(int argc, char** argv) {
   CLI::App app{"Contextual ELMo embeddings in the bilm-tf/AllenNLP HDF5 layout"};
-  EncoderSource files;
-  std::string vocab, input, output, layers = "all", device = "auto", align;
+  EncoderOptions model;
+  std::string input, output, layers = "all", device = "auto", align;
   int batch = 64;
   bool stateful = false;
-  app.add_option("--model", files.run_dir,
-                 "a run directory (ELMo: options.json + weights.hdf5), or a BERT directory (ours or Hugging Face's)");
-  app.add_option("--pieces", files.pieces, "BERT: a word's vector is the mean of its WordPiece vectors, or the first")
-      ->check(CLI::IsMember({"mean", "first"}));
-  app.add_option("--options", files.options, "bilm-tf options.json");
-  app.add_option("--weights", files.weights, "bilm-tf weights.hdf5");
-  app.add_option("--vocab", vocab, "bilm-tf vocabulary (checked, not needed for embeddings)");
+  model.add_to(&app);
   app.add_option("--input", input, "one tokenized sentence per line")->required();
   app.add_option("--output", output, "HDF5 file to write")->required();
   app.add_option("--layers", layers, "all, top or average")->check(CLI::IsMember({"all", "top", "average"}));
@@ -75,8 +69,8 @@ int main(int argc, char** argv) {
   app.add_option("--device", device, "auto, cpu, cuda or cuda:N");
   CLI11_PARSE(app, argc, argv);
   try {
-    if (!vocab.empty()) Vocab::load(vocab, false);
-    std::unique_ptr<ContextualEncoder> enc = load_encoder(files, resolve_device(device));
+    model.check();
+    std::unique_ptr<ContextualEncoder> enc = load_encoder(model.source, resolve_device(device));
     std::vector<std::string> lines;
     auto sents = read_sentences(input, lines, enc->lowercase);
     std::vector<Tensor> maps;  // per layer

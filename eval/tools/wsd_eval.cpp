@@ -14,6 +14,7 @@
 #include "layers/load_encoder.h"
 #include "eval/wsd.h"
 #include "eval/wsd_scorer.h"
+#include "eval/tools/encoder_options.h"
 
 using namespace sa;
 namespace fs = std::filesystem;
@@ -94,16 +95,13 @@ WsdCorpus merge_tests(const std::vector<WsdCorpus>& tests, const std::vector<std
 
 int main(int argc, char** argv) {
   CLI::App app{"Word sense disambiguation by the nearest sense centroid (Raganato et al. 2017 framework)"};
-  EncoderSource model;
+  EncoderOptions model;
   std::string train, out_dir = "out/wsd", wordnet = WordNetSenses::kDefaultPath, device = "auto";
   std::vector<std::string> tests;
   WsdLayer layer;
   bool filter_lemma = false, mfs_backoff = false, all_settings = false, baselines = false;
   int batch = 64;
-  app.add_option("--model", model.run_dir, "a run directory of ours (options.json + weights.hdf5)");
-  app.add_option("--options", model.options, "bilm-tf options.json");
-  app.add_option("--weights", model.weights, "bilm-tf weights.hdf5");
-  app.add_option("--vocab", "bilm-tf vocabulary (accepted for symmetry with bin/embed; inputs are characters)");
+  model.add_to(&app);
   app.add_option("--train", train, "training corpus: NAME.data.xml (keys NAME.gold.key.txt) or the SemCor 3.0 directory");
   app.add_option("--test", tests, "evaluation set NAME.data.xml (keys NAME.gold.key.txt); repeatable");
   app.add_option("--layer", layer.spec, "0 (token layer), 1, 2, top, average or concat");
@@ -123,7 +121,8 @@ int main(int argc, char** argv) {
   try {
     if (conv->parsed()) return convert_semcor(semcor_dir, semcor_out, wordnet);
     SA_CHECK(!train.empty() && !tests.empty(), "give --train and at least one --test (see --help)");
-    const bool use_model = !model.run_dir.empty() || !model.options.empty();
+    model.check();
+    const bool use_model = !model.source.run_dir.empty() || !model.source.options.empty();
     SA_CHECK(use_model || baselines, "give --model RUN_DIR or --options/--weights (or --baselines alone)");
     fs::create_directories(out_dir);
     const WordNetSenses wn = WordNetSenses::load(wordnet);
@@ -146,7 +145,7 @@ int main(int argc, char** argv) {
       report("WordNet first sense", "wn1", names, golds, predict_first_sense(test, wn), out_dir);
     }
     if (!use_model) return 0;
-    std::unique_ptr<ContextualEncoder> enc = load_encoder(model, resolve_device(device));
+    std::unique_ptr<ContextualEncoder> enc = load_encoder(model.source, resolve_device(device));
     std::printf("model %s, layer %s%s\n", enc->origin.c_str(), layer.spec.c_str(), enc->lowercase ? ", lowercased" : "");
     auto t0 = std::chrono::steady_clock::now();
     InstanceVectors train_vecs = embed_instances(*enc, tr.corpus, {layer, batch, enc->lowercase, "train"});

@@ -28,6 +28,8 @@
 #include "eval/nli_task.h"
 #include "eval/precomputed_encoder.h"
 #include "eval/sentiment_task.h"
+#include "eval/tools/encoder_options.h"
+#include "layers/bert_encoder.h"
 #include "layers/dense_classifier.h"
 #include "layers/load_encoder.h"
 #include "layers/ner_tagger.h"
@@ -40,10 +42,10 @@ namespace {
 
 // The options of every task (each sets its own defaults) and those of one task.
 struct TaskArgs {
-  EncoderSource model;
+  EncoderOptions model;
   std::string device = "auto", train, dev, layers = "concat", cache = "xling-cache", out;
   std::vector<std::string> tests, embeddings, align, test_models;
-  double dropout = 0.5, lr = 1e-3;
+  double dropout = 0.5, lr = 1e-3, clip = 5.0;
   int runs = 5, hidden = 256, batch_size = 32, max_epochs = 50, patience = 5;
   int jobs = 0;  // runs trained at once on the CPU; 0: as many as there are threads, at most --runs
   uint64_t seed = 1;
@@ -107,26 +109,34 @@ uint64_t hash_files(uint64_t h, const std::vector<std::string>& files) {
   return h;
 }
 
-// A model given as a run directory, or as "options.json,weights.hdf5".
-EncoderSource model_source(const std::string& v) {
+// A model given as a run directory, or as "options.json,weights.hdf5"; BERT pools pieces as --pieces.
+EncoderSource model_source(const std::string& v, const std::string& pieces) {
   const size_t comma = v.find(',');
-  if (comma == std::string::npos) return {v, "", ""};
-  return {"", v.substr(0, comma), v.substr(comma + 1)};
+  if (comma == std::string::npos) return {v, "", "", pieces};
+  return {"", v.substr(0, comma), v.substr(comma + 1), pieces};
 }
 
-std::vector<std::string> model_files(const EncoderSource& m) {
-  if (!m.run_dir.empty()) return {m.run_dir + "/options.json", m.run_dir + "/weights.hdf5"};
-  return {m.options, m.weights};
+// What a model's vectors depend on: its files' bytes, and for BERT how a word pools its pieces.
+uint64_t model_fingerprint(const EncoderSource& m) {
+  if (!m.run_dir.empty() && is_bert_dir(m.run_dir)) {
+    std::vector<std::string> files = {m.run_dir + "/config.json", m.run_dir + "/model.safetensors", m.run_dir + "/vocab.txt"};
+    if (std::filesystem::exists(m.run_dir + "/config.cfg")) files.push_back(m.run_dir + "/config.cfg");
+    return hash_files(hash_string(kFnvOffset, "bert pieces " + m.pieces), files);
+  }
+  if (!m.run_dir.empty()) return hash_files(kFnvOffset, {m.run_dir + "/options.json", m.run_dir + "/weights.hdf5"});
+  return hash_files(kFnvOffset, {m.options, m.weights});
 }
 
 Encoders open_encoders(const TaskArgs& a, Device dev, const std::vector<std::pair<std::string, std::string>>& tests) {
-  const bool model = !a.model.run_dir.empty() || !a.model.weights.empty();
+  const EncoderSource& source = a.model.source;
+  const bool model = !source.run_dir.empty() || !source.weights.empty();
   SA_CHECK(model != !a.embeddings.empty(), "give either a model (--model, or --options and --weights) or "
                                            "--embeddings files, not both");
   Encoders e;
   if (model) {
-    e.english = load_encoder(a.model, dev);
-    e.fingerprint[""] = hash_files(kFnvOffset, model_files(a.model));
+    a.model.check();
+    e.english = load_encoder(source, dev);
+    e.fingerprint[""] = model_fingerprint(source);
   } else {
     e.english = std::make_shared<PrecomputedEncoder>(a.embeddings);
     e.fingerprint[""] = hash_files(kFnvOffset, a.embeddings);
@@ -149,9 +159,9 @@ Encoders open_encoders(const TaskArgs& a, Device dev, const std::vector<std::pai
     std::shared_ptr<const ContextualEncoder> enc = e.english;
     uint64_t fp = e.fingerprint[""];
     if (const std::string m = find(models, lang); !m.empty()) {
-      const EncoderSource src = model_source(m);
+      const EncoderSource src = model_source(m, source.pieces);
       enc = load_encoder(src, dev);
-      fp = hash_files(kFnvOffset, model_files(src));
+      fp = model_fingerprint(src);
       SA_CHECK(enc->n_layers() == e.english->n_layers() && enc->dim() == e.english->dim(),
                "--test-model {}: {} layers of {} dimensions, but the English model has {} of {}", m, enc->n_layers(),
                enc->dim(), e.english->n_layers(), e.english->dim());
@@ -285,8 +295,11 @@ std::vector<RunScores> train_runs(const TaskArgs& a, const std::function<RunScor
 FitOptions fit_options(const TaskArgs& a, const char* task, int run, uint64_t seed) {
   FitOptions fo;
   fo.batch_size = a.batch_size, fo.max_epochs = a.max_epochs, fo.patience = a.patience, fo.lr = a.lr, fo.seed = seed;
+  fo.clip = a.clip;
   fo.label = std::string(task) + " run " + std::to_string(run + 1) + "/" + std::to_string(a.runs);
-  fo.epoch_progress = run_jobs(a) == 1;  // in-epoch lines of runs side by side would mix
+  // Runs side by side (--jobs): only the first job shows the epoch in progress, so lines never mix;
+  // the others run at about its pace.
+  fo.epoch_progress = omp_get_thread_num() == 0;
   return fo;
 }
 
@@ -612,9 +625,7 @@ int run_xnli(const TaskArgs& a) {
 // The options every task takes: the model, the data, the runs, the cache and the report.
 void add_common(CLI::App* c, TaskArgs& a, const char* what) {
   c->option_defaults()->always_capture_default();
-  c->add_option("--model", a.model.run_dir, "a run directory (options.json + weights.hdf5)");
-  c->add_option("--options", a.model.options, "bilm-tf options.json");
-  c->add_option("--weights", a.model.weights, "bilm-tf weights.hdf5");
+  a.model.add_to(c);
   c->add_option("--embeddings", a.embeddings, "instead of a model: vectors in bilm-tf/AllenNLP's HDF5 layout "
                                               "(bin/embed, allennlp elmo), one file per data file, each sentence's "
                                               "tokens joined by spaces as its line; repeatable");
@@ -638,7 +649,10 @@ void add_common(CLI::App* c, TaskArgs& a, const char* what) {
   c->add_option("--batch-size", a.batch_size, std::string(what) + " per batch")
       ->check(CLI::Validator(positive_integer, "POSITIVE"));
   c->add_option("--max-epochs", a.max_epochs, "epochs at most");
-  c->add_option("--cache", a.cache, "directory of cached vectors (keyed by model, maps, file, settings); empty: none");
+  c->add_option("--clip", a.clip, "the classifier's gradients are scaled to this global norm at most");
+  c->add_option("--cache", a.cache, "directory of cached vectors in HDF5, keyed by checksums of the model's files, the "
+                                    "maps, the data file and the feature settings, so runs and tasks never embed a file "
+                                    "twice; empty: none");
   c->add_option("--out", a.out, "JSON report: settings, each run's numbers, mean and std per language");
   c->add_option("--device", a.device, "auto, cpu, cuda or cuda:N");
 }
@@ -659,8 +673,10 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   TaskArgs s;
   CLI::App* sent = app.add_subcommand(
-      "sent", "review sentiment (MARC CSV or Webis-CLS-10 .review): the mean of a review's vectors -> dense "
-              "(hidden, ReLU, dropout) -> dense to 2 classes; Adam, best English-dev epoch; 3-star reviews left out");
+      "sent", "review sentiment (MARC CSV, with or without a header row, or Webis-CLS-10 .review): 1-2 stars "
+              "negative, 4-5 positive, 3 left out; the review split into sentences and cut at --max-tokens; the mean of "
+              "its vectors -> dense (hidden, ReLU, dropout) -> dense to 2 classes; Adam, early stop on English dev "
+              "accuracy");
   add_common(sent, s, "reviews");
   add_cjk(sent, s);
   sent->add_option("--dev", s.dev, "English dev reviews (default: --dev-fraction of --train)");
@@ -675,10 +691,12 @@ int main(int argc, char** argv) {
   TaskArgs n;  // Flair's SequenceTagger defaults
   n.lr = 0.1, n.max_epochs = 150, n.patience = 3;
   CLI::App* ner = app.add_subcommand(
-      "ner", "named entities (CoNLL-2002/2003 column files, PAN-X .tsv): word dropout and locked dropout -> linear "
-             "re-projection -> BiLSTM -> locked dropout -> linear -> CRF; trained in BIOES with SGD (rate halved after "
-             "--patience epochs without a dev F1 gain, stop below --min-lr), best English-dev epoch; span F1 as "
-             "conlleval.pl; predicted MISC counts as O on test sets without MISC. Files given one CJK character a token "
+      "ner", "named entities (CoNLL-2002/2003 column files in IOB1 or IOB2, UTF-8 or else read as ISO-8859-1, "
+             "-DOCSTART- lines as document breaks; PAN-X .tsv): word dropout and locked dropout -> linear "
+             "re-projection -> BiLSTM -> locked dropout -> linear -> CRF; trained and decoded in BIOES with SGD "
+             "(batch 32, rate halved after --patience epochs without a dev F1 gain, stop below --min-lr), best "
+             "English-dev epoch; span F1 as conlleval.pl; --predictions written in IOB2; predicted MISC counts as O on "
+             "test sets without MISC. Files given one CJK character a token "
              "(PAN-X zh, ja) are regrouped into --cedict/--edict words for an ELMo encoder, each character scored with its "
              "word's vector");
   add_common(ner, n, "sentences");
@@ -696,8 +714,8 @@ int main(int argc, char** argv) {
   x.runs = 2, x.lr = 4e-4, x.hidden = 300, x.max_epochs = 20, x.patience = 3;
   CLI::App* xnli = app.add_subcommand(
       "xnli", "sentence pairs (SICK, XNLI and MultiNLI .tsv, MultiNLI .jsonl): premise and hypothesis each through "
-              "its own BiLSTM, mean-pooled -> [u; v; u - v; u * v] -> dense (ReLU) -> dropout -> 3 labels; Adam, best "
-              "English-dev epoch");
+              "its own BiLSTM (not shared), mean-pooled over its true length -> [u; v; u - v; u * v] -> dense (ReLU) "
+              "-> dropout -> 3 labels; Adam, best English-dev epoch; raw text tokenized as the corpora were");
   add_common(xnli, x, "pairs");
   add_cjk(xnli, x);
   xnli->add_option("--dev", x.dev, "English dev pairs (XNLI dev-en.tsv)")->required();
