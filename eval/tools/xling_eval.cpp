@@ -633,7 +633,8 @@ void add_common(CLI::App* c, TaskArgs& a, const char* what) {
                 "LANG=W.layer{layer}.txt, repeatable (+Proj): a map from `bin/align fit` (fitted from LANG into English) "
                 "applied to LANG's test vectors; \"{layer}\" picks one per layer; English is never mapped");
   c->add_option("--test-model", a.test_models,
-                "LANG=RUN_DIR or LANG=options.json,weights.hdf5, repeatable: embed LANG's test file with this model "
+                "LANG=RUN_DIR (ours or a BERT directory) or LANG=options.json,weights.hdf5, repeatable: embed LANG's test "
+                "file with this model "
                 "(ELMo+Proj: one monolingual model per language)");
   c->add_option("--train", a.train, std::string("English training ") + what)->required();
   c->add_option("--test", a.tests, std::string("LANG=FILE, repeatable: ") + what + " to test on. LANG names the "
@@ -694,7 +695,7 @@ int main(int argc, char** argv) {
       "ner", "named entities (CoNLL-2002/2003 column files in IOB1 or IOB2, UTF-8 or else read as ISO-8859-1, "
              "-DOCSTART- lines as document breaks; PAN-X .tsv): word dropout and locked dropout -> linear "
              "re-projection -> BiLSTM -> locked dropout -> linear -> CRF; trained and decoded in BIOES with SGD "
-             "(batch 32, rate halved after --patience epochs without a dev F1 gain, stop below --min-lr), best "
+             "(--batch-size sentences a step, rate halved after --patience epochs without a dev F1 gain, stop below --min-lr), best "
              "English-dev epoch; span F1 as conlleval.pl; --predictions written in IOB2; predicted MISC counts as O on "
              "test sets without MISC. Files given one CJK character a token "
              "(PAN-X zh, ja) are regrouped into --cedict/--edict words for an ELMo encoder, each character scored with its "
