@@ -39,6 +39,14 @@ std::unique_ptr<ElmoEncoder> load_elmo(const EncoderSource& s, Device dev) {
   return enc;
 }
 
+std::vector<std::string> encoder_files(const EncoderSource& s) {
+  if (s.run_dir.empty()) return {s.options, s.weights};
+  if (!is_bert_dir(s.run_dir)) return {run_files::options(s.run_dir), run_files::weights(s.run_dir)};
+  std::vector<std::string> files = {s.run_dir + "/config.json", s.run_dir + "/model.safetensors", s.run_dir + "/vocab.txt"};
+  if (std::filesystem::exists(s.run_dir + "/config.cfg")) files.push_back(s.run_dir + "/config.cfg");  // our run's lowercasing
+  return files;
+}
+
 std::unique_ptr<ContextualEncoder> load_encoder(const EncoderSource& s, Device dev) {
   if (!s.run_dir.empty() && is_bert_dir(s.run_dir)) {
     SA_CHECK(s.pieces == "mean" || s.pieces == "first", "--pieces {}: expected mean or first", s.pieces);

@@ -5,6 +5,7 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "layers/elmo_encoder.h"
 
@@ -19,5 +20,8 @@ struct EncoderSource {
 std::unique_ptr<ContextualEncoder> load_encoder(const EncoderSource& source, Device dev);
 // The same, for tools that need ELMo itself (its weights, its sense heads).
 std::unique_ptr<ElmoEncoder> load_elmo(const EncoderSource& source, Device dev);
+// The files load_encoder reads for `source`: what its vectors depend on besides BERT's `pieces`
+// (xling_eval keys its cache by their bytes).
+std::vector<std::string> encoder_files(const EncoderSource& source);
 
 }  // namespace sa

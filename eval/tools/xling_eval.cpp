@@ -118,13 +118,8 @@ EncoderSource model_source(const std::string& v, const std::string& pieces) {
 
 // What a model's vectors depend on: its files' bytes, and for BERT how a word pools its pieces.
 uint64_t model_fingerprint(const EncoderSource& m) {
-  if (!m.run_dir.empty() && is_bert_dir(m.run_dir)) {
-    std::vector<std::string> files = {m.run_dir + "/config.json", m.run_dir + "/model.safetensors", m.run_dir + "/vocab.txt"};
-    if (std::filesystem::exists(m.run_dir + "/config.cfg")) files.push_back(m.run_dir + "/config.cfg");
-    return hash_files(hash_string(kFnvOffset, "bert pieces " + m.pieces), files);
-  }
-  if (!m.run_dir.empty()) return hash_files(kFnvOffset, {m.run_dir + "/options.json", m.run_dir + "/weights.hdf5"});
-  return hash_files(kFnvOffset, {m.options, m.weights});
+  const uint64_t h = hash_files(kFnvOffset, encoder_files(m));
+  return !m.run_dir.empty() && is_bert_dir(m.run_dir) ? hash_string(h, "pieces " + m.pieces) : h;
 }
 
 Encoders open_encoders(const TaskArgs& a, Device dev, const std::vector<std::pair<std::string, std::string>>& tests) {
