@@ -71,15 +71,29 @@ Tensor candidate_softmax_loss_unfused(const Tensor& x, const Tensor& W, const Te
 }
 
 Tensor sampled_softmax_loss(const Tensor& x, const Tensor& W, const Tensor& b, const std::vector<int32_t>& labels,
-                            const LogUniformSampler& sampler, int n_samples, std::mt19937_64& rng) {
+                            const LogUniformSampler& sampler, int n_samples, std::mt19937_64& rng,
+                            std::vector<int32_t>* drawn) {
   const int64_t N = x.dim(0);
   int64_t tries = 0;
   std::vector<int32_t> sampled = sampler.sample_unique(n_samples, rng, tries);
+  if (drawn) *drawn = sampled;
   // TF's subtract_log_q: logits minus log(expected count) for true and sampled ids.
   std::vector<double> logq_true(static_cast<size_t>(N)), logq_s(sampled.size());
   for (int64_t r = 0; r < N; ++r) logq_true[r] = -std::log(sampler.expected_count(labels[r], n_samples, tries));
   for (size_t s = 0; s < sampled.size(); ++s) logq_s[s] = -std::log(sampler.expected_count(sampled[s], n_samples, tries));
   return candidate_softmax_loss(x, W, b, labels, sampled, &logq_true, &logq_s);
+}
+
+std::vector<double> softmax_init_rows(int64_t vocab, int64_t dim, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> n(0.0, 1.0 / std::sqrt(static_cast<double>(dim)));
+  std::vector<double> w(static_cast<size_t>(vocab * dim));
+  for (double& v : w) v = n(rng);
+  return w;
+}
+
+uint64_t softmax_init_seed(uint64_t model_seed, int direction) {
+  return (model_seed ^ 0x5eed50f7ull) + 0x9e3779b97f4a7c15ull * static_cast<uint64_t>(direction);
 }
 
 Tensor full_softmax_loss(const Tensor& x, const Tensor& W, const Tensor& b, const std::vector<int32_t>& labels) {

@@ -40,9 +40,17 @@ Tensor candidate_softmax_loss_unfused(const Tensor& x, const Tensor& W, const Te
                               const std::vector<double>* sampled_shift = nullptr);
 
 // Per-row loss [N] of x [N, P] against labels (vocab ids) with the sampled softmax over table
-// W [V, P] and bias b [V, 1]; draws its candidates from `rng`.
+// W [V, P] and bias b [V, 1]; draws its candidates from `rng` (into `drawn` when given).
 Tensor sampled_softmax_loss(const Tensor& x, const Tensor& W, const Tensor& b, const std::vector<int32_t>& labels,
-                            const LogUniformSampler& sampler, int n_samples, std::mt19937_64& rng);
+                            const LogUniformSampler& sampler, int n_samples, std::mt19937_64& rng,
+                            std::vector<int32_t>* drawn = nullptr);
+
+// The output table of the plain ELMo LM before training: N(0, 1/sqrt(dim)) rows [vocab, dim] from
+// one stream of `seed`, drawn word by word. SaELMo's sense 0 rows come from the same stream, so a
+// one-sense SaELMo starts where ELMo does.
+std::vector<double> softmax_init_rows(int64_t vocab, int64_t dim, uint64_t seed);
+// The seed of direction d's output table (ELMo's shared table is direction 0's).
+uint64_t softmax_init_seed(uint64_t model_seed, int direction);
 
 // Per-row loss [N] with the full softmax over all V rows.
 Tensor full_softmax_loss(const Tensor& x, const Tensor& W, const Tensor& b, const std::vector<int32_t>& labels);

@@ -7,8 +7,9 @@
 
 namespace sa {
 
-SenseHead::SenseHead(int vocab, const SenseOptions& o, int dim, uint64_t seed, Device dev, DType dt, TableShard shard)
-    : table(vocab, o.n_context, dim, seed, dev, dt, shard), proj(dim, o.cluster_proj_dim, o.pca_sample, seed ^ 0x9e3779b9ull),
+SenseHead::SenseHead(int vocab, const SenseOptions& o, int dim, uint64_t seed, Device dev, DType dt, TableShard shard,
+                     std::optional<uint64_t> first_sense_seed)
+    : table(vocab, o.n_context, dim, seed, dev, dt, shard, first_sense_seed), proj(dim, o.cluster_proj_dim, o.pca_sample, seed ^ 0x9e3779b9ull),
       usage(o.context_record_window) {}
 
 std::string sense_head_prefix(size_t d) { return "sense/" + std::to_string(d) + "/"; }
@@ -91,6 +92,9 @@ Tensor sense_direction_loss(SenseHead& h, const Tensor& top, const LmBatch& b, c
   using N = SenseOptions::Negatives;
   // Negatives: drawn here, or for a working table when its rows were gathered.
   auto uniform = [&] { return work ? work->negatives.rows : sample_enabled_rows(table, n_negatives, rng); };
+  auto log_uniform = [&] {
+    return sample_log_uniform_senses(table, n_negatives, targets, rng, o.negative_budget, o.negative_rows_max);
+  };
   // The common training case runs selection inside the fused softmax; seeding (sequential over
   // tokens), the translation loss and the other negatives select first.
   const bool fused = training && !dict && o.negatives == N::Uniform && !o.seed_centers();
@@ -110,39 +114,47 @@ Tensor sense_direction_loss(SenseHead& h, const Tensor& top, const LmBatch& b, c
     sel = select_senses(table, ctx, targets, h.proj.matrix(), mean, seeding);
   }
   Tensor per_row;
+  std::vector<int32_t> negatives;  // the rows drawn, for the coverage log
   if (fused) {
-    SelectedLoss r = select_and_sampled_loss(flat, table, ctx, targets, h.proj.matrix(), mean, uniform());
+    negatives = uniform();
+    SelectedLoss r = select_and_sampled_loss(flat, table, ctx, targets, h.proj.matrix(), mean, negatives);
     per_row = r.per_row, sel = std::move(r.selected);
   } else if (dict) {  // Bi-SaELMo: uniform or log-uniform negatives (the config allows no others)
     TranslationCandidates cand = translation_candidates(table, *dict, targets, ctx, h.proj.matrix(), mean_of, &b.lang);
     if (o.translation_candidates == SenseOptions::Translations::Best) keep_best_only(cand);
     if (o.negatives == N::LogUniform) {
-      const SenseNegatives neg = work ? work->negatives : sample_log_uniform_senses(table, n_negatives, targets, rng);
+      const SenseNegatives neg = work ? work->negatives : log_uniform();
       std::function<int32_t(int32_t)> global_word;  // a working table's words are local
       if (work) global_word = [&](int32_t w) { return work->global_word(w); };
       const TranslationShifts sh = translation_shifts(neg, table, sel, cand, global_word);
       per_row = sense_translation_loss(flat, table, sel, cand, neg.rows, &sh);
+      negatives = neg.rows;
     } else {
-      per_row = sense_translation_loss(flat, table, sel, cand, uniform());
+      negatives = uniform();
+      per_row = sense_translation_loss(flat, table, sel, cand, negatives);
     }
   } else if (o.negatives == N::Full) {
     per_row = sense_full_loss(flat, table, sel);
   } else if (o.negatives == N::LogUniform) {
-    per_row = sense_sampled_loss(flat, table, sel,
-                                 work ? work->negatives : sample_log_uniform_senses(table, n_negatives, targets, rng));
+    const SenseNegatives neg = work ? work->negatives : log_uniform();
+    per_row = sense_sampled_loss(flat, table, sel, neg);
+    negatives = neg.rows;
   } else {  // uniform negatives with seeding
-    per_row = sense_sampled_loss(flat, table, sel, uniform());
+    negatives = uniform();
+    per_row = sense_sampled_loss(flat, table, sel, negatives);
   }
+  if (work) negatives = work->global_rows(negatives);
   // after_step sees what every rank selected, so the ranks keep one sense state.
   if (step && dist::size() > 1)
     *step = {all_ctx.defined() ? all_ctx : dist::allgather_rows(ctx), dist::allgather(sel),
-             all_targets.empty() ? dist::allgather(targets) : all_targets};
+             all_targets.empty() ? dist::allgather(targets) : all_targets, std::move(negatives)};
   else if (step)
-    *step = {ctx, std::move(sel), targets};
+    *step = {ctx, std::move(sel), targets, std::move(negatives)};
   return ops::mean(per_row);
 }
 
-SenseEvents after_step(SenseHead& h, const SenseOptions& o, int64_t step, const SenseStep& s, WorkingTable* work) {
+SenseEvents after_step(SenseHead& h, const SenseOptions& o, int64_t step, const SenseStep& s, WorkingTable* work,
+                       const std::vector<int32_t>& rare) {
   SenseEvents ev;
   update_sense_centers(work ? work->table : h.table, o, s.ctx, s.selected, s.targets);
   if (work) work->store_centers(h.table);
@@ -158,6 +170,7 @@ SenseEvents after_step(SenseHead& h, const SenseOptions& o, int64_t step, const 
   if (step == o.contextual_warmup) {
     h.table.end_warmup(o.warmup_init_copy());
     if (o.warmup_zero_centers()) h.table.zero_new_centers();
+    h.table.keep_first_sense(rare);
     ev.warmup_ended = true;
   }
   if (step >= o.prune_first && step % o.prune_every == 0) ev.pruned = h.usage.prune(h.table, o.remove_less_freqent_contexts);

@@ -23,8 +23,9 @@ struct SenseHead {
   SenseTable table;
   PcaProjection proj;
   SenseUsage usage;
+  // `first_sense_seed`: sense 0's rows start as ELMo's softmax rows of that seed (SenseTable).
   SenseHead(int vocab, const SenseOptions& o, int dim, uint64_t seed, Device dev, DType dt = DType::F32,
-            TableShard shard = {});
+            TableShard shard = {}, std::optional<uint64_t> first_sense_seed = std::nullopt);
 
   // The trainable table, W and b, under `prefix`.
   std::vector<NamedTensor> params(const std::string& prefix);
@@ -53,6 +54,7 @@ struct SenseStep {
   Tensor ctx;                     // the selection vectors [B*T, P]
   std::vector<int32_t> selected;  // the chosen table row of each target
   std::vector<int32_t> targets;
+  std::vector<int32_t> negative_rows;  // the sampled negatives' table rows (global ids); empty: full softmax
 };
 
 // What the schedule did at a step, for the log.
@@ -80,8 +82,9 @@ Tensor sense_direction_loss(SenseHead& head, const Tensor& top, const LmBatch& b
 // Everything a head does between training steps, in order: the center update and usage record of
 // `s`; a projection refit on the first step and every pca_every steps after it (Alg. 2); the end
 // of the warm-up at step contextual_warmup; pruning every prune_every steps from prune_first on.
-// With `work`, `s` holds the working table's rows: its centers move and are written back.
+// With `work`, `s` holds the working table's rows: its centers move and are written back. At the end
+// of the warm-up, the words in `rare` keep their one sense (split_min_count).
 SenseEvents after_step(SenseHead& head, const SenseOptions& o, int64_t step, const SenseStep& s,
-                       WorkingTable* work = nullptr);
+                       WorkingTable* work = nullptr, const std::vector<int32_t>& rare = {});
 
 }  // namespace sa

@@ -32,6 +32,10 @@ SenseModel load_sense_model(const std::string& dir, Device dev) {
     m.heads.reserve(2);  // params below point into the heads
     for (size_t d = 0; d < 2; ++d) {
       SenseHead& h = m.heads.emplace_back(m.vocab.size(), m.options, static_cast<int>(m.dim()), 0, dev);
+      if (d == 1 && m.options.shared_tables()) {  // one W and b for both directions, stored under sense/0/
+        h.table.W = m.heads[0].table.W, h.table.b = m.heads[0].table.b;
+        continue;
+      }
       for (NamedTensor& nt : h.params(sense_head_prefix(d))) params.push_back(nt);
     }
   }

@@ -33,6 +33,18 @@ const std::vector<std::string_view>& enum_names<SenseOptions::Translations>() {
   return v;
 }
 
+template <>
+const std::vector<std::string_view>& enum_names<SenseOptions::NegativeBudget>() {
+  static const std::vector<std::string_view> v = {"rows", "words"};
+  return v;
+}
+
+template <>
+const std::vector<std::string_view>& enum_names<SenseOptions::TableLayout>() {
+  static const std::vector<std::string_view> v = {"default", "shared", "per_direction"};
+  return v;
+}
+
 template <typename E>
 E parse_enum(std::string_view name) {
   const auto& names = enum_names<E>();
@@ -49,6 +61,8 @@ template SenseOptions::Negatives parse_enum<SenseOptions::Negatives>(std::string
 template SenseOptions::WarmupInit parse_enum<SenseOptions::WarmupInit>(std::string_view);
 template SenseOptions::SelectionMean parse_enum<SenseOptions::SelectionMean>(std::string_view);
 template SenseOptions::Translations parse_enum<SenseOptions::Translations>(std::string_view);
+template SenseOptions::NegativeBudget parse_enum<SenseOptions::NegativeBudget>(std::string_view);
+template SenseOptions::TableLayout parse_enum<SenseOptions::TableLayout>(std::string_view);
 
 nlohmann::json SenseOptions::to_json() const {
   return {{"n_context", n_context},
@@ -65,6 +79,11 @@ nlohmann::json SenseOptions::to_json() const {
           {"prune_first", prune_first},
           {"center_update", enum_name(center_update)},
           {"sense_negatives", enum_name(negatives)},
+          {"sense_negative_budget", enum_name(negative_budget)},
+          {"sense_negative_rows_max", negative_rows_max},
+          {"split_min_count", split_min_count},
+          {"softmax_tables", enum_name(softmax_tables)},
+          {"translation_candidates", enum_name(translation_candidates)},
           {"warmup_init", enum_name(warmup_init)},
           {"selection_mean", enum_name(selection_mean)},
           {"select_after_dropout", select_after_dropout}};
@@ -91,6 +110,11 @@ SenseOptions SenseOptions::from_json(const nlohmann::json& j, const std::string&
     o.selection_mean = parse_enum<SelectionMean>(j.at("selection_mean").get<std::string>());
     o.select_after_dropout = j.at("select_after_dropout").get<bool>();
     o.translation_candidates = parse_enum<Translations>(j.value("translation_candidates", std::string("all")));
+    // Runs of earlier versions lack these: their settings were the defaults.
+    o.negative_budget = parse_enum<NegativeBudget>(j.value("sense_negative_budget", std::string("rows")));
+    o.negative_rows_max = j.value("sense_negative_rows_max", int64_t{0});
+    o.split_min_count = j.value("split_min_count", int64_t{0});
+    o.softmax_tables = parse_enum<TableLayout>(j.value("softmax_tables", std::string("default")));
   } catch (const nlohmann::json::exception& e) {
     fail("{}: invalid sense settings: {}", origin, e.what());
   } catch (const std::invalid_argument& e) {

@@ -30,6 +30,21 @@ struct SenseOptions {
   // Negatives of the sampled softmax: uniform over enabled rows (released), log-uniform over words
   // with all their enabled senses (log-Q corrected), or the exact softmax.
   enum class Negatives { Uniform, LogUniform, Full } negatives = Negatives::Uniform;
+  // How many log-uniform negatives a step draws: about n_negative_samples_batch "rows" (fewer
+  // words as words gain senses), or n_negative_samples_batch "words", each with all its enabled
+  // senses: as many words as ELMo's sampler draws, so both cover the same share of the vocabulary.
+  enum class NegativeBudget { Rows, Words } negative_budget = NegativeBudget::Rows;
+  // With the "words" budget: draw fewer words when they would bring more than about this many rows
+  // (words x enabled senses per word); 0: no cap.
+  int64_t negative_rows_max = 0;
+  // Words seen fewer than this many times as training targets before the warm-up ends keep their
+  // one trained sense (no split); 0 splits every word, as released.
+  int64_t split_min_count = 0;
+  // The output tables: "shared" by both directions (bilm-tf's ELMo) or one "per_direction"
+  // (the released SaELMo). "default" is each model's own: shared for ELMo, per direction for
+  // SaELMo. SaELMo's shared layout shares W and b; centers, projection, enabled scores and usage
+  // windows stay per direction.
+  enum class TableLayout { Default, Shared, PerDirection } softmax_tables = TableLayout::Default;
   // How senses 1.. start when the warm-up ends: random rows, copies of sense 0's rows, zero
   // centers (released at scale), or copies with centers seeded by the first contexts seen.
   enum class WarmupInit { Random, Copy, Zero, Data } warmup_init = WarmupInit::Random;
@@ -46,6 +61,9 @@ struct SenseOptions {
   // dropout noise is larger than what tells a word's senses apart.
   bool select_after_dropout = true;
 
+  bool shared_tables() const {
+    return softmax_tables == TableLayout::Shared || (softmax_tables == TableLayout::Default && n_context < 2);
+  }
   int push_every() const { return pca_push_every > 0 ? pca_push_every : pca_every; }
   bool warmup_init_copy() const { return warmup_init == WarmupInit::Copy || warmup_init == WarmupInit::Data; }
   bool warmup_zero_centers() const { return warmup_init == WarmupInit::Zero || warmup_init == WarmupInit::Data; }

@@ -27,11 +27,17 @@ Tensor sense_sampled_loss(const Tensor& x, const SenseTable& t, const std::vecto
   return candidate_softmax_loss(x, t.W, t.b, selected, negatives);
 }
 
+int log_uniform_words(int64_t V, int64_t enabled, int n, SenseOptions::NegativeBudget budget, int64_t max_rows) {
+  const double per_word = std::max(1.0, static_cast<double>(enabled) / static_cast<double>(V));
+  double words = budget == SenseOptions::NegativeBudget::Words ? n : n / per_word;
+  if (budget == SenseOptions::NegativeBudget::Words && max_rows > 0) words = std::min(words, max_rows / per_word);
+  return static_cast<int>(std::clamp<int64_t>(std::lround(words), 1, V));
+}
+
 SenseNegatives sample_log_uniform_senses(const SenseTable& t, int n, const std::vector<int32_t>& targets,
-                                         std::mt19937_64& rng) {
+                                         std::mt19937_64& rng, SenseOptions::NegativeBudget budget, int64_t max_rows) {
   const int V = t.vocab(), C = t.n_context();
-  const double per_word = std::max(1.0, static_cast<double>(t.enabled_count()) / V);
-  const int words = std::clamp(static_cast<int>(std::lround(n / per_word)), 1, V);
+  const int words = log_uniform_words(V, t.enabled_count(), n, budget, max_rows);
   const LogUniformSampler sampler(V);
   SenseNegatives out;
   const std::vector<int32_t> drawn = sampler.sample_unique(words, rng, out.tries);

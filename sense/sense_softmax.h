@@ -12,8 +12,9 @@ namespace sa {
 // `n` distinct enabled rows, uniformly (all of them when fewer are enabled).
 std::vector<int32_t> sample_enabled_rows(const SenseTable& table, int n, std::mt19937_64& rng);
 
-// Negatives `sense_negatives = "log_uniform"`: about n rows, from distinct words drawn by bilm-tf's
-// log-uniform sampler over the frequency-sorted vocabulary, each with all its enabled senses. The
+// Negatives `sense_negatives = "log_uniform"`: distinct words drawn by bilm-tf's log-uniform sampler
+// over the frequency-sorted vocabulary, each with all its enabled senses; about n rows (budget
+// Rows) or n words (budget Words, at most about `max_rows` rows when max_rows > 0). The
 // log-Q shifts (-log expected count of the word) go with the candidates and, for `targets`, with
 // the true rows, as in TF's sampled softmax.
 struct SenseNegatives {
@@ -29,7 +30,11 @@ struct SenseNegatives {
   double word_shift(int32_t w) const;
 };
 SenseNegatives sample_log_uniform_senses(const SenseTable& table, int n, const std::vector<int32_t>& targets,
-                                         std::mt19937_64& rng);
+                                         std::mt19937_64& rng,
+                                         SenseOptions::NegativeBudget budget = SenseOptions::NegativeBudget::Rows,
+                                         int64_t max_rows = 0);
+// How many words such a draw takes from a table with `enabled` enabled rows over `vocab` words.
+int log_uniform_words(int64_t vocab, int64_t enabled, int n, SenseOptions::NegativeBudget budget, int64_t max_rows);
 
 // Per-row loss [N] of x [N, P] with target rows `selected`, against the sampled `negatives`.
 Tensor sense_sampled_loss(const Tensor& x, const SenseTable& table, const std::vector<int32_t>& selected,

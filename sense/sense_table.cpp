@@ -3,12 +3,14 @@
 #include <cmath>
 #include <random>
 
+#include "layers/softmax.h"
+
 namespace sa {
 
 namespace {
 // Rows [first, first + count) of `rows` x `dim` normal draws taken row by row.
-Tensor normal_rows(int64_t rows, int64_t dim, int64_t first, int64_t count, double stddev, std::mt19937_64& rng,
-                   Device dev, DType dt) {
+std::vector<double> normal_rows(int64_t rows, int64_t dim, int64_t first, int64_t count, double stddev,
+                                std::mt19937_64& rng) {
   std::normal_distribution<double> n(0.0, stddev);
   std::vector<double> v(static_cast<size_t>(count * dim));
   for (int64_t r = 0; r < rows; ++r)
@@ -16,7 +18,7 @@ Tensor normal_rows(int64_t rows, int64_t dim, int64_t first, int64_t count, doub
       const double x = n(rng);
       if (r >= first && r < first + count) v[static_cast<size_t>((r - first) * dim + j)] = x;
     }
-  return Tensor::of(v, {count, dim}, dt, dev);
+  return v;
 }
 
 }  // namespace
@@ -28,7 +30,8 @@ void assign_rows(Tensor& t, const Tensor& rows, const Tensor& values) {
   be.scatter_add_rows(values, rows, t);
 }
 
-SenseTable::SenseTable(int vocab, int n_context, int dim, uint64_t seed, Device dev, DType dt, TableShard shard)
+SenseTable::SenseTable(int vocab, int n_context, int dim, uint64_t seed, Device dev, DType dt, TableShard shard,
+                       std::optional<uint64_t> first_sense_seed)
     : vocab_(vocab), C_(n_context) {
   SA_CHECK(vocab > 0 && n_context >= 2 && dim > 0, "sense table: vocab {}, n_context {} (>= 2: sense 0 is the warm-up "
            "sense) and dim {} must be positive", vocab, n_context, dim);
@@ -37,11 +40,17 @@ SenseTable::SenseTable(int vocab, int n_context, int dim, uint64_t seed, Device 
   first_word_ = static_cast<int>(shard.first_word(vocab)), stored_words_ = static_cast<int>(shard.words(vocab));
   std::mt19937_64 rng(seed);
   const int64_t R = static_cast<int64_t>(vocab) * n_context, first = first_row(), n = stored_rows();
-  W = normal_rows(R, dim, first, n, 1.0 / std::sqrt(static_cast<double>(dim)), rng, dev, dt)
-          .set_requires_grad()
-          .set_sparse_grad();
+  std::vector<double> w = normal_rows(R, dim, first, n, 1.0 / std::sqrt(static_cast<double>(dim)), rng);
+  if (first_sense_seed) {
+    const std::vector<double> elmo = softmax_init_rows(vocab, dim, *first_sense_seed);
+    for (int word = first_word_; word < first_word_ + stored_words_; ++word)
+      std::copy_n(elmo.begin() + static_cast<int64_t>(word) * dim, dim,
+                  w.begin() + static_cast<int64_t>(row(word, 0) - first) * dim);
+  }
+  W = Tensor::of(w, {n, dim}, dt, dev).set_requires_grad().set_sparse_grad();
+  w = {};
   b = Tensor::zeros({n, 1}, dt, dev).set_requires_grad().set_sparse_grad();
-  centers = normal_rows(R, dim, first, n, 16.0, rng, dev, dt);
+  centers = Tensor::of(normal_rows(R, dim, first, n, 16.0, rng), {n, dim}, dt, dev);
   enabled.resize(static_cast<size_t>(R));
   begin_warmup();
 }
@@ -83,8 +92,13 @@ void SenseTable::begin_warmup() {
 
 void SenseTable::end_warmup(bool copy) {
   for (int r = 0; r < rows(); ++r) enabled[static_cast<size_t>(r)] = r % C_ == 0 ? 0.f : 1.f;
-  if (!copy || stored_words_ == 0) return;
-  // Rows w*C+1 .. w*C+C-1 take sense 0's W, b and center (stored rows: a word's rows share a shard).
+  if (!copy) return;
+  for (Tensor* t : {&W, &b, &centers}) copy_first_sense(*t);
+}
+
+void SenseTable::copy_first_sense(Tensor& t) const {
+  if (stored_words_ == 0) return;
+  // Stored rows: a word's rows share a shard.
   std::vector<int32_t> from, to;
   for (int w = 0; w < stored_words_; ++w)
     for (int s = 1; s < C_; ++s) {
@@ -92,10 +106,15 @@ void SenseTable::end_warmup(bool copy) {
       to.push_back(w * C_ + s);
     }
   NoGrad ng;
-  const Device dev = W.device();
+  const Device dev = t.device();
   Tensor src = Tensor::from(from, {static_cast<int64_t>(from.size())}, dev);
   Tensor dst = Tensor::from(to, {static_cast<int64_t>(to.size())}, dev);
-  for (Tensor* t : {&W, &b, &centers}) assign_rows(*t, dst, ops::gather_rows(*t, src));
+  assign_rows(t, dst, ops::gather_rows(t, src));
+}
+
+void SenseTable::keep_first_sense(const std::vector<int32_t>& words) {
+  for (int32_t w : words)
+    for (int s = 0; s < C_; ++s) enabled[static_cast<size_t>(row(w, s))] = s == 0 ? 1.f : 0.f;
 }
 
 void SenseTable::zero_new_centers() {

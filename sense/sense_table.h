@@ -5,6 +5,7 @@
 // the words [V*r/R, V*(r+1)/R) in W, b and centers; row ids and `enabled` stay global, and a
 // training step reads its rows through a WorkingTable (sense/working_table.h).
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,9 +25,10 @@ struct TableShard {
 class SenseTable {
  public:
   // Draws the whole table's initialization in one order and keeps the shard's rows, so a sharded
-  // table holds exactly the rows an unsharded one would.
+  // table holds exactly the rows an unsharded one would. With `first_sense_seed`, sense 0's rows of
+  // W are ELMo's softmax rows of that seed (softmax_init_rows): a one-sense SaELMo starts as ELMo.
   SenseTable(int vocab, int n_context, int dim, uint64_t seed, Device dev = Device::cpu(), DType dt = DType::F32,
-             TableShard shard = {});
+             TableShard shard = {}, std::optional<uint64_t> first_sense_seed = std::nullopt);
   // A table over given tensors ([vocab * n_context, P], [.., 1], [.., P]) and scores: a working table.
   SenseTable(int vocab, int n_context, Tensor W, Tensor b, Tensor centers, std::vector<float> enabled);
 
@@ -56,6 +58,11 @@ class SenseTable {
   // `copy`, else from their initialization).
   void begin_warmup();
   void end_warmup(bool copy);
+  // Rows w*C+1 .. w*C+C-1 of t ([stored rows, ...]: W, b, centers or their optimizer state) take
+  // row w*C's values.
+  void copy_first_sense(Tensor& t) const;
+  // `words` keep their warm-up sense 0 alone (rare words are not split).
+  void keep_first_sense(const std::vector<int32_t>& words);
   // Centers of senses 1..C-1 set to zero: the state the released schedule reaches when its
   // 20000-step warm-up decays them (x 0.99 per step) below float32's range.
   void zero_new_centers();

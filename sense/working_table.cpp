@@ -118,7 +118,7 @@ WorkingTable step_working_table(const SenseTable& shard, const SenseOptions& o, 
            "sense_tables = \"sharded\" needs sampled negatives (sense_negatives = \"full\" reads every row)");
   // The draw sense_direction_loss makes on a replicated table, in the same order of `rng`.
   SenseNegatives neg = o.negatives == SenseOptions::Negatives::LogUniform
-                           ? sample_log_uniform_senses(shard, n_negatives, targets, rng)
+                           ? sample_log_uniform_senses(shard, n_negatives, targets, rng, o.negative_budget, o.negative_rows_max)
                            : SenseNegatives{sample_enabled_rows(shard, n_negatives, rng), {}, {}};
   std::vector<int32_t> words = dist::allgather(targets);
   const std::vector<int32_t> all_targets = words;

@@ -32,51 +32,56 @@ LmBatch batch(const std::vector<std::string>& tokens, const Vocab& v, int rows, 
   return b;
 }
 
+// In both table layouts: one softmax table for both directions (bilm-tf) and one per direction.
 TEST(ElmoTrain, WholeLossGradientMatchesFiniteDifferences) {
-  Vocab v = Vocab::from_words({"<S>", "</S>", "<UNK>", "the", "cat", "sat", "on", "a", "mat", "."});
-  ElmoLM lm = ElmoLM::init(tiny(), v.size(), 3, Device::cpu(), DType::F64);
-  std::vector<std::string> words = {"<S>", "the", "cat", "sat", "on", "a", "mat", ".", "</S>", "dog"};
-  LmBatch bf = batch(words, v, 2, 3), bb = batch({words.rbegin(), words.rend()}, v, 2, 3);
-  LogUniformSampler sampler(v.size());
-  LossOptions lo{true, 0.2, 4};
-  auto loss = [&]() {
-    BilmState st = BilmState::zeros(tiny(), 2, Device::cpu(), DType::F64);
-    for (auto& d : st.dir)  // a non-zero carried state, as between batches
-      for (LstmState& s : d) {
-        s.c = ops::add_scalar(s.c, 0.3);
-        s.m = ops::add_scalar(s.m, -0.2);
+  for (bool shared : {true, false}) {
+    SCOPED_TRACE(shared ? "shared" : "per_direction");
+    Vocab v = Vocab::from_words({"<S>", "</S>", "<UNK>", "the", "cat", "sat", "on", "a", "mat", "."});
+    ElmoLM lm = ElmoLM::init(tiny(), v.size(), 3, Device::cpu(), DType::F64, shared);
+    EXPECT_EQ(lm.named().size(), lm.bilm.named().size() + (shared ? 2 : 4));
+    std::vector<std::string> words = {"<S>", "the", "cat", "sat", "on", "a", "mat", ".", "</S>", "dog"};
+    LmBatch bf = batch(words, v, 2, 3), bb = batch({words.rbegin(), words.rend()}, v, 2, 3);
+    LogUniformSampler sampler(v.size());
+    LossOptions lo{true, 0.2, 4};
+    auto loss = [&]() {
+      BilmState st = BilmState::zeros(tiny(), 2, Device::cpu(), DType::F64);
+      for (auto& d : st.dir)  // a non-zero carried state, as between batches
+        for (LstmState& s : d) {
+          s.c = ops::add_scalar(s.c, 0.3);
+          s.m = ops::add_scalar(s.m, -0.2);
+        }
+      Generator gen(11);
+      std::mt19937_64 rng(5);
+      auto [tf, tb] = encode_batches(lm, bf, bb);
+      BilmOutputs out = bilm_forward(lm.bilm, {tf, tb}, st, lo.dropout, gen);
+      Tensor lf = direction_loss(lm, 0, out.top[0], bf, lo, &sampler, &rng);
+      Tensor lb = direction_loss(lm, 1, out.top[1], bb, lo, &sampler, &rng);
+      return ops::scale(ops::add(lf, lb), 0.5);
+    };
+    backward(loss());
+    int checked = 0;
+    for (NamedTensor& nt : lm.named()) {
+      Tensor p = *nt.tensor;
+      std::vector<double> analytic = p.is_sparse_grad()
+                                         ? p.sparse_grad().to_dense(p.dim(0), p.dim(1)).values()
+                                         : (p.grad().defined() ? p.grad().values() : std::vector<double>(p.numel(), 0.0));
+      double* data = p.data<double>();
+      const int64_t step = std::max<int64_t>(1, p.numel() / 7);
+      for (int64_t e = 0; e < p.numel(); e += step) {
+        NoGrad ng;
+        const double keep = data[e], eps = 1e-6;
+        data[e] = keep + eps;
+        double up = loss().item();
+        data[e] = keep - eps;
+        double down = loss().item();
+        data[e] = keep;
+        double numeric = (up - down) / (2 * eps);
+        EXPECT_NEAR(analytic[e], numeric, 1e-6 + 1e-5 * std::abs(numeric)) << nt.name << " element " << e;
+        ++checked;
       }
-    Generator gen(11);
-    std::mt19937_64 rng(5);
-    auto [tf, tb] = encode_batches(lm, bf, bb);
-    BilmOutputs out = bilm_forward(lm.bilm, {tf, tb}, st, lo.dropout, gen);
-    Tensor lf = direction_loss(lm, out.top[0], bf, lo, &sampler, &rng);
-    Tensor lb = direction_loss(lm, out.top[1], bb, lo, &sampler, &rng);
-    return ops::scale(ops::add(lf, lb), 0.5);
-  };
-  backward(loss());
-  int checked = 0;
-  for (NamedTensor& nt : lm.named()) {
-    Tensor p = *nt.tensor;
-    std::vector<double> analytic = p.is_sparse_grad()
-                                       ? p.sparse_grad().to_dense(p.dim(0), p.dim(1)).values()
-                                       : (p.grad().defined() ? p.grad().values() : std::vector<double>(p.numel(), 0.0));
-    double* data = p.data<double>();
-    const int64_t step = std::max<int64_t>(1, p.numel() / 7);
-    for (int64_t e = 0; e < p.numel(); e += step) {
-      NoGrad ng;
-      const double keep = data[e], eps = 1e-6;
-      data[e] = keep + eps;
-      double up = loss().item();
-      data[e] = keep - eps;
-      double down = loss().item();
-      data[e] = keep;
-      double numeric = (up - down) / (2 * eps);
-      EXPECT_NEAR(analytic[e], numeric, 1e-6 + 1e-5 * std::abs(numeric)) << nt.name << " element " << e;
-      ++checked;
     }
+    EXPECT_GT(checked, 100);
   }
-  EXPECT_GT(checked, 100);
 }
 
 // The training forward (bilm_forward from a zero state, no dropout) and bin/embed's stateless forward
@@ -141,8 +146,8 @@ void expect_cuda_step_matches_cpu(const ElmoOptions& o, bool tf32 = false) {
     std::mt19937_64 rng(5);
     auto [tf, tb] = encode_batches(lm, bf, bb);
     BilmOutputs out = bilm_forward(lm.bilm, {tf, tb}, st, lo.dropout, gen);
-    Tensor loss = ops::scale(ops::add(direction_loss(lm, out.top[0], bf, lo, &sampler, &rng),
-                                      direction_loss(lm, out.top[1], bb, lo, &sampler, &rng)),
+    Tensor loss = ops::scale(ops::add(direction_loss(lm, 0, out.top[0], bf, lo, &sampler, &rng),
+                                      direction_loss(lm, 1, out.top[1], bb, lo, &sampler, &rng)),
                              0.5);
     double value = loss.item();
     backward(loss);

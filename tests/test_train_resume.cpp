@@ -94,6 +94,9 @@ void check_resume(const std::string& name, const std::string& extra_config) {
 
 TEST(TrainResume, SigkillThenRerunEqualsUninterruptedRun) { check_resume("elmo", ""); }
 
+// ELMo with one softmax table per direction (softmax/1/W and its accumulator resume).
+TEST(TrainResume, ElmoPerDirectionTablesResume) { check_resume("elmo-per-direction", "softmax_tables = \"per_direction\"\n"); }
+
 // SaELMo: centers, projection and its queue, enabled scores and usage windows must all resume,
 // and the random state resets must hit the same rows after a resume. Selection runs inside the
 // fused softmax here (uniform negatives, no seeding), with word offsets from the batch mean.
@@ -112,6 +115,17 @@ TEST(TrainResume, SaelmoDataSeedingAndLogUniformNegativesResume) {
                "n_context = 4\ncluster_proj_dim = 8\npca_sample = 500\npca_every = 7\ncontextual_warmup = 15\n"
                "prune_first = 20\nprune_every = 12\ncontext_record_window = 10\nwarmup_init = \"data\"\nselection_mean = \"word\"\nselect_after_dropout = false\n"
                "sense_negatives = \"log_uniform\"\npca_push_every = 3\npca_queue_steps = 10\n");
+}
+
+// SaELMo with one sense table for both directions, the words budget of log-uniform negatives,
+// copied senses with their Adagrad state and unsplit rare words (the counts of the targets seen
+// are rebuilt while the data stream replays).
+TEST(TrainResume, SaelmoSharedTablesWordBudgetAndRareWordsResume) {
+  check_resume("saelmo-shared",
+               "n_context = 4\ncluster_proj_dim = 8\npca_sample = 500\npca_every = 7\ncontextual_warmup = 30\n"
+               "prune_first = 40\nprune_every = 12\ncontext_record_window = 10\nsoftmax_tables = \"shared\"\n"
+               "sense_negatives = \"log_uniform\"\nsense_negative_budget = \"words\"\nsense_negative_rows_max = 150\n"
+               "warmup_init = \"copy\"\nsplit_min_count = 4\n");
 }
 
 // Bi-SaELMo on Brown and the first 400 lines of wiki-de, with the translation loss from MUSE's

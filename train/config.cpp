@@ -133,6 +133,10 @@ const std::vector<Key>& schema() {
         SA_KEY(int64_t, "an integer", "prune_first", sense.prune_first),
         SA_ENUM_KEY(CenterUpdate, "center_update", sense.center_update),
         SA_ENUM_KEY(Negatives, "sense_negatives", sense.negatives),
+        SA_ENUM_KEY(NegativeBudget, "sense_negative_budget", sense.negative_budget),
+        SA_KEY(int64_t, "an integer", "sense_negative_rows_max", sense.negative_rows_max),
+        SA_KEY(int64_t, "an integer", "split_min_count", sense.split_min_count),
+        SA_ENUM_KEY(TableLayout, "softmax_tables", sense.softmax_tables),
         SA_ENUM_KEY(WarmupInit, "warmup_init", sense.warmup_init),
         SA_ENUM_KEY(SelectionMean, "selection_mean", sense.selection_mean),
         SA_ENUM_KEY(Translations, "translation_candidates", sense.translation_candidates),
@@ -307,6 +311,8 @@ void validate(const TrainConfig& c, const std::string& origin, const KeyLines& l
     check(c.sense.center_update != SenseOptions::CenterUpdate::Released, "sense_tables",
           "\"sharded\" needs center_update = \"paper\" or \"per_token\" (\"released\" decays every center each step)");
   }
+  check(!(c.sense.softmax_tables == SenseOptions::TableLayout::Shared && c.sense_tables == "sharded"), "softmax_tables",
+        "\"shared\" needs sense_tables = \"replicated\" (a sharded step gathers each direction's rows apart)");
   check(c.model.cudnn == "auto" || c.model.cudnn == "on" || c.model.cudnn == "off", "lstm.cudnn",
         fmt::format("must be \"auto\", \"on\" or \"off\", got \"{}\"", c.model.cudnn));
   check(c.dictionary_format == "muse" || c.dictionary_format == "cedict" || c.dictionary_format == "edict" ||
@@ -329,6 +335,8 @@ void validate(const TrainConfig& c, const std::string& origin, const KeyLines& l
     positive("context_record_window", c.sense.context_record_window);
     positive("prune_every", c.sense.prune_every);
     non_negative("prune_first", static_cast<double>(c.sense.prune_first));
+    non_negative("sense_negative_rows_max", static_cast<double>(c.sense.negative_rows_max));
+    non_negative("split_min_count", static_cast<double>(c.sense.split_min_count));
     positive("contextual_warmup", static_cast<double>(c.sense.contextual_warmup));
     positive("sense_learning_rate", c.sense.sense_learning_rate);
     check(c.sense.remove_less_freqent_contexts >= 0 && c.sense.remove_less_freqent_contexts <= 1,

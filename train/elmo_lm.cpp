@@ -4,15 +4,16 @@
 
 namespace sa {
 
-ElmoLM ElmoLM::init(const ElmoOptions& opt, int vocab_size, uint64_t seed, Device dev, DType dt) {
+ElmoLM ElmoLM::init(const ElmoOptions& opt, int vocab_size, uint64_t seed, Device dev, DType dt, bool shared) {
   ElmoLM lm;
   lm.bilm = ElmoModel::init(opt, seed, dev, dt);
-  std::mt19937_64 rng(seed ^ 0x5eed50f7ull);
-  std::normal_distribution<double> n(0.0, 1.0 / std::sqrt(static_cast<double>(opt.projection_dim)));
-  std::vector<double> w(static_cast<size_t>(vocab_size) * opt.projection_dim);
-  for (double& v : w) v = n(rng);
-  lm.softmax_W = Tensor::of(w, {vocab_size, opt.projection_dim}, dt, dev);
-  lm.softmax_b = Tensor::zeros({vocab_size, 1}, dt, dev);
+  lm.shared_tables = shared;
+  for (int d = 0; d < (shared ? 1 : 2); ++d) {
+    lm.softmax_W[d] = Tensor::of(softmax_init_rows(vocab_size, opt.projection_dim, softmax_init_seed(seed, d)),
+                                 {vocab_size, opt.projection_dim}, dt, dev);
+    lm.softmax_b[d] = Tensor::zeros({vocab_size, 1}, dt, dev);
+  }
+  if (shared) lm.softmax_W[1] = lm.softmax_W[0], lm.softmax_b[1] = lm.softmax_b[0];
   lm.set_trainable();
   return lm;
 }
@@ -21,24 +22,33 @@ ElmoLM ElmoLM::init_sense(const ElmoOptions& opt, const SenseOptions& so, int vo
                           DType dt, TableShard shard) {
   ElmoLM lm;
   lm.bilm = ElmoModel::init(opt, seed, dev, dt);
-  for (int d = 0; d < 2; ++d) lm.heads.emplace_back(vocab_size, so, opt.projection_dim, seed * 31 + 7 + d, dev, dt, shard);
+  lm.shared_tables = so.shared_tables();
+  SA_CHECK(!lm.shared_tables || shard.count == 1, "shared sense tables cannot be sharded");
+  for (int d = 0; d < 2; ++d)
+    lm.heads.emplace_back(vocab_size, so, opt.projection_dim, seed * 31 + 7 + d, dev, dt, shard,
+                          softmax_init_seed(seed, lm.shared_tables ? 0 : d));
+  if (lm.shared_tables) lm.heads[1].table.W = lm.heads[0].table.W, lm.heads[1].table.b = lm.heads[0].table.b;
   lm.set_trainable();
   return lm;
 }
 
 ElmoLM ElmoLM::make(const ElmoOptions& opt, const SenseOptions& so, int vocab_size, uint64_t seed, Device dev,
                     DType dt, TableShard shard) {
-  return so.n_context >= 2 ? init_sense(opt, so, vocab_size, seed, dev, dt, shard) : init(opt, vocab_size, seed, dev, dt);
+  return so.n_context >= 2 ? init_sense(opt, so, vocab_size, seed, dev, dt, shard)
+                           : init(opt, vocab_size, seed, dev, dt, so.shared_tables());
 }
 
 std::vector<NamedTensor> ElmoLM::named() {
   std::vector<NamedTensor> v = bilm.named();
+  // Shared tables are named once, under direction 0.
+  const size_t tables = shared_tables ? 1 : 2;
   if (sense()) {
-    for (size_t d = 0; d < heads.size(); ++d)
+    for (size_t d = 0; d < tables; ++d)
       for (NamedTensor& nt : heads[d].params(sense_head_prefix(d))) v.push_back(nt);
   } else {
-    v.push_back({"softmax/W", &softmax_W});
-    v.push_back({"softmax/b", &softmax_b});
+    v.push_back({"softmax/W", &softmax_W[0]});
+    v.push_back({"softmax/b", &softmax_b[0]});
+    if (tables == 2) v.push_back({"softmax/1/W", &softmax_W[1]}), v.push_back({"softmax/1/b", &softmax_b[1]});
   }
   return v;
 }
@@ -65,13 +75,14 @@ std::pair<Tensor, Tensor> encode_batches(const ElmoLM& lm, const LmBatch& f, con
   return {both[0], both[1]};
 }
 
-Tensor direction_loss(ElmoLM& lm, const Tensor& top, const LmBatch& b, const LossOptions& o,
-                      const LogUniformSampler* sampler, std::mt19937_64* rng) {
+Tensor direction_loss(ElmoLM& lm, int d, const Tensor& top, const LmBatch& b, const LossOptions& o,
+                      const LogUniformSampler* sampler, std::mt19937_64* rng, std::vector<int32_t>* drawn) {
   const int64_t B = b.rows, T = b.steps, P = lm.bilm.opt.projection_dim;
   Tensor flat = ops::reshape(top, {B * T, P});
+  const Tensor &W = lm.softmax_W[static_cast<size_t>(d)], &bias = lm.softmax_b[static_cast<size_t>(d)];
   Tensor loss = o.training && o.n_samples > 0
-                    ? sampled_softmax_loss(flat, lm.softmax_W, lm.softmax_b, b.targets, *sampler, o.n_samples, *rng)
-                    : full_softmax_loss(flat, lm.softmax_W, lm.softmax_b, b.targets);
+                    ? sampled_softmax_loss(flat, W, bias, b.targets, *sampler, o.n_samples, *rng, drawn)
+                    : full_softmax_loss(flat, W, bias, b.targets);
   return ops::mean(loss);
 }
 

@@ -1,6 +1,6 @@
 // The ELMo language model being trained: the biLM (its forward is layers/bilm.h) and its output
-// layer, one softmax table shared by both directions (bilm-tf) or, for SaELMo, a sense head per
-// direction.
+// layer: softmax tables (one shared by both directions as bilm-tf, or one per direction) or, for
+// SaELMo, a sense head per direction (their W and b shared when softmax_tables = "shared").
 #pragma once
 #include <array>
 #include <random>
@@ -14,11 +14,14 @@ namespace sa {
 
 struct ElmoLM {
   ElmoModel bilm;
-  Tensor softmax_W;  // [V, P], row-sparse gradients (plain ELMo: one table for both directions)
-  Tensor softmax_b;  // [V, 1], row-sparse gradients
+  // Plain ELMo: [V, P] and [V, 1] with row-sparse gradients, per direction; with shared tables both
+  // entries are the same tensors.
+  std::array<Tensor, 2> softmax_W, softmax_b;
   std::vector<SenseHead> heads;  // SaELMo: one sense head per direction instead
+  bool shared_tables = true;
 
-  static ElmoLM init(const ElmoOptions& opt, int vocab_size, uint64_t seed, Device dev, DType dt = DType::F32);
+  static ElmoLM init(const ElmoOptions& opt, int vocab_size, uint64_t seed, Device dev, DType dt = DType::F32,
+                     bool shared_tables = true);
   // `shard`: the part of the sense tables this rank stores (sense_tables = "sharded").
   static ElmoLM init_sense(const ElmoOptions& opt, const SenseOptions& so, int vocab_size, uint64_t seed, Device dev,
                            DType dt = DType::F32, TableShard shard = {});
@@ -26,7 +29,8 @@ struct ElmoLM {
   static ElmoLM make(const ElmoOptions& opt, const SenseOptions& so, int vocab_size, uint64_t seed, Device dev,
                      DType dt = DType::F32, TableShard shard = {});
   bool sense() const { return !heads.empty(); }
-  // The bilm-tf names plus softmax/W and softmax/b (or sense/d/W and sense/d/b); the trainable tensors.
+  // The bilm-tf names plus softmax/W and softmax/b (per direction: direction 1's as softmax/1/W and
+  // softmax/1/b), or sense/d/W and sense/d/b (shared: sense/0/ only); the trainable tensors.
   std::vector<NamedTensor> named();
   std::vector<Tensor> params();
   void set_trainable();
@@ -43,8 +47,10 @@ struct LossOptions {
 std::pair<Tensor, Tensor> encode_batches(const ElmoLM& lm, const LmBatch& fwd, const LmBatch& bwd,
                                          int64_t* distinct = nullptr);
 
-// Mean token loss of one direction from its top output [B, T, P] (bilm_forward's `top`).
-Tensor direction_loss(ElmoLM& lm, const Tensor& top, const LmBatch& batch, const LossOptions& o,
-                      const LogUniformSampler* sampler, std::mt19937_64* sample_rng);
+// Mean token loss of direction `d` from its top output [B, T, P] (bilm_forward's `top`); the
+// sampled negatives' word ids go to `drawn` when given.
+Tensor direction_loss(ElmoLM& lm, int d, const Tensor& top, const LmBatch& batch, const LossOptions& o,
+                      const LogUniformSampler* sampler, std::mt19937_64* sample_rng,
+                      std::vector<int32_t>* drawn = nullptr);
 
 }  // namespace sa

@@ -12,6 +12,7 @@
 #include "data/atomic_file.h"
 #include "data/dictionary.h"
 #include "data/run_files.h"
+#include "data/target_counts.h"
 #include "engine/dist/communicator.h"
 #include "engine/dist/tensor_collectives.h"
 #include "engine/engine.h"
@@ -47,7 +48,7 @@ double heldout_perplexity(ElmoLM& lm, const TrainConfig& c, const Vocab& vocab, 
     BilmOutputs out = bilm_forward(lm.bilm, {tf, tb}, st, 0.0, gen);
     for (int d = 0; d < 2; ++d)
       total[d] += lm.sense() ? sense_direction_loss(lm.heads[d], out.top[d], b[d], c.sense, 0, false, rng).item()
-                             : direction_loss(lm, out.top[d], b[d], lo, nullptr, nullptr).item();
+                             : direction_loss(lm, d, out.top[d], b[d], lo, nullptr, nullptr).item();
   }
   return std::exp((total[0] + total[1]) / (2 * c.heldout_batches));
 }
@@ -226,13 +227,17 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet, 
   LmStream bwd(corpus(c.seed * 2 + 2), vocab, global_rows, c.unroll_steps, true);
   std::unique_ptr<TranslationTable> dict = run_dictionary(c, vocab, quiet);
   LmBatch bf, bb;
-  for (int64_t i = 0; i < step; ++i) {  // replay the data stream up to the checkpoint
+  // The targets seen so far (the global batch's): the negatives' unigram mass and the rare words.
+  TargetCounts seen(vocab.size());
+  auto read_batches = [&] {
     fwd.next(bf);
     bwd.next(bb);
-  }
+    seen.add(bf.targets);
+    seen.add(bb.targets);
+  };
+  for (int64_t i = 0; i < step; ++i) read_batches();  // replay the data stream up to the checkpoint
   auto next_batches = [&] {
-    fwd.next(bf);
-    bwd.next(bb);
+    read_batches();
     if (ranks > 1) bf = batch_rows(bf, first_row, c.batch_size), bb = batch_rows(bb, first_row, c.batch_size);
   };
 
@@ -279,6 +284,7 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet, 
     const LmBatch* batches[2] = {&bf, &bb};
     Tensor dir_loss[2];
     SenseStep picked[2];
+    std::vector<int32_t> drawn[2];  // ELMo's negatives (word ids)
     std::optional<WorkingTable> work[2];
     for (int d = 0; d < 2; ++d) {
       if (sense) {
@@ -290,7 +296,7 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet, 
                                            true, sample_rng, &picked[d], dict.get(), select_top,
                                            work[d] ? &*work[d] : nullptr);
       } else {
-        dir_loss[d] = direction_loss(lm, out.top[d], *batches[d], lo, &sampler, &sample_rng);
+        dir_loss[d] = direction_loss(lm, d, out.top[d], *batches[d], lo, &sampler, &sample_rng, &drawn[d]);
       }
     }
     out = BilmOutputs();  // the tape keeps what backward needs; hold no other activations through it
@@ -324,9 +330,23 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet, 
     // sense schedule
     if (sense) {
       SenseEvents ev[2];
-      for (int d = 0; d < 2; ++d) ev[d] = after_step(lm.heads[d], c.sense, step, picked[d], work[d] ? &*work[d] : nullptr);
-      if (ev[0].warmup_ended && !quiet)
-        std::printf("step %ld: warm-up done, senses 1..%d enabled\n", (long)step, c.sense.n_context - 1);
+      const std::vector<int32_t> rare =
+          step == c.sense.contextual_warmup && c.sense.split_min_count > 0 ? seen.rarer_than(c.sense.split_min_count)
+                                                                          : std::vector<int32_t>{};
+      for (int d = 0; d < 2; ++d)
+        ev[d] = after_step(lm.heads[d], c.sense, step, picked[d], work[d] ? &*work[d] : nullptr, rare);
+      if (ev[0].warmup_ended) {
+        // Copied senses take sense 0's Adagrad state too: with a fresh accumulator their first steps
+        // would be as large as a new word's.
+        if (c.sense.warmup_init_copy())
+          for (int d = 0; d < (lm.shared_tables ? 1 : 2); ++d)
+            for (Tensor* t : {&lm.heads[d].table.W, &lm.heads[d].table.b})
+              lm.heads[d].table.copy_first_sense(s.opt.accumulator(*t));
+        if (!quiet)
+          std::printf("step %ld: warm-up done, senses 1..%d enabled%s\n", (long)step, c.sense.n_context - 1,
+                      rare.empty() ? "" : fmt::format(" ({} words seen fewer than {} times keep one)", rare.size(),
+                                                      c.sense.split_min_count).c_str());
+      }
       if (ev[0].pruned >= 0) {
         const int removed = ev[0].pruned + ev[1].pruned;
         log_metrics({{"step", step}, {"senses_removed", removed}});
@@ -347,8 +367,20 @@ TrainResult train_elmo(const TrainConfig& c, int64_t max_new_steps, bool quiet, 
       res.steady_tokens_per_s = static_cast<double>(step - first - warm) * tokens_per_step /
                                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t_warm).count();
     if (step % c.log_every == 0 || step == total) {
+      // What the negatives covered, the mean of the two directions: distinct words and their share
+      // of the text, on one scale for ELMo and SaELMo.
+      double words = 0, mass = 0, rows = 0;
+      for (int d = 0; d < 2; ++d) {
+        std::vector<int32_t> w = sense ? picked[d].negative_rows : drawn[d];
+        rows += static_cast<double>(w.size()) / 2;
+        if (sense)
+          for (int32_t& r : w) r /= c.sense.n_context;
+        const NegativeCoverage cov = seen.coverage(w);
+        words += cov.words / 2.0, mass += cov.mass / 2;
+      }
       log_metrics({{"step", step}, {"loss", lv}, {"perplexity", std::exp(lv)}, {"tokens_per_s", res.tokens_per_s},
-                   {"elapsed_s", el}});
+                   {"elapsed_s", el}, {"negative_rows", rows}, {"negative_words", words},
+                   {"negative_unigram_mass", mass}});
       if (!quiet) {
         // The console smooths (a moving average); metrics.jsonl logs each step's own loss.
         std::printf("step %ld/%ld | %.0f tokens/s | ETA %s | smoothed loss %.3f | perplexity %.1f\n", (long)step, (long)total,
