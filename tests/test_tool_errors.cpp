@@ -17,6 +17,7 @@
 #include "data/wsd_corpus.h"
 #include "eval/anchors.h"
 #include "tests/test_util.h"
+#include "train/config.h"
 
 namespace sa {
 namespace {
@@ -52,6 +53,20 @@ std::string not_a_directory() { return std::make_error_code(std::errc::not_a_dir
 std::string plain_file(const std::string& path) {
   std::ofstream(path) << "keep me\n";
   return path;
+}
+
+// `bin/train elmo.cfg` as users type it: a name that is not a file is read from configs/, and the
+// tool says which file it read; a name found nowhere names every place looked at.
+TEST(ToolErrors, AConfigNameIsLookedUpInConfigs) {
+  EXPECT_EQ(TrainConfig::find("configs/bench-small.cfg"), "configs/bench-small.cfg");
+  EXPECT_EQ(TrainConfig::find("bench-small.cfg"), "configs/bench-small.cfg");
+  const std::string dir = fresh_dir("config-lookup");
+  ToolRun r = run("./bin/train bench-small.cfg --set run_dir=" + dir + "/run --set train_prefix=" + dir + "/none.txt");
+  EXPECT_EQ(r.rc, 1) << r.out;
+  contains(r.out, {"config: configs/bench-small.cfg", dir + "/none.txt"});
+  r = run("./bin/train nosuch.cfg");
+  EXPECT_EQ(r.rc, 1) << r.out;
+  contains(r.out, {"nosuch.cfg: no such config file", "configs/nosuch.cfg"});
 }
 
 // Filesystem errors at the tools' boundary.

@@ -1,6 +1,7 @@
 #include "train/config.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <sstream>
@@ -383,6 +384,25 @@ std::vector<std::string> TrainConfig::refused_changes(const TrainConfig& saved) 
     if (was != is) refused.push_back(fmt::format("{}: {} -> {}", k.name, was, is));
   }
   return refused;
+}
+
+std::string TrainConfig::find(const std::string& name) {
+  namespace fs = std::filesystem;
+  if (fs::is_regular_file(name)) return name;
+  std::vector<std::string> tried = {name};
+  if (fs::path(name).is_relative()) {
+    std::vector<fs::path> places = {fs::path("configs") / name};
+    std::error_code ec;
+    const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+    if (!ec) places.push_back((exe.parent_path().parent_path() / "configs" / name).lexically_normal());
+    for (const fs::path& p : places) {
+      if (fs::is_regular_file(p)) return p.string();
+      tried.push_back(p.string());
+    }
+  }
+  std::string list;
+  for (const std::string& t : tried) list += (list.empty() ? "" : ", ") + t;
+  fail("{}: no such config file (looked for {})", name, list);
 }
 
 TrainConfig TrainConfig::load(const std::string& path, const std::vector<std::string>& overrides, bool check_files) {

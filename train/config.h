@@ -82,6 +82,10 @@ struct TrainConfig {
   int heldout_every = 0;       // 0: only at the end
   int heldout_batches = 20;
 
+  // The config file a tool was given: `name` itself when it is a file, else configs/NAME under the
+  // working directory or next to the tool (bin/../configs), so `bin/train elmo.cfg` reads
+  // configs/elmo.cfg. Fails naming every place it looked.
+  static std::string find(const std::string& name);
   // Reads `path` and applies `overrides` ("key=value", value in TOML syntax or a bare string).
   // Every value is checked here, errors naming the file and line (or the --set) that set it;
   // with check_files (bin/train), the corpora must exist too.

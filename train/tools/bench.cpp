@@ -371,7 +371,7 @@ int bench_train(const std::string& config, const std::string& corpus, int steps,
                                    "checkpoint_every=1000000", "device=" + device, "vocab_min_count=1"};
   if (!corpus.empty()) sets.push_back("train_prefix=" + corpus);
   sets.insert(sets.end(), overrides.begin(), overrides.end());
-  TrainConfig c = TrainConfig::load(config, sets);
+  TrainConfig c = TrainConfig::load(TrainConfig::find(config), sets);
   if (c.is_bert())
     std::printf("bench train: %s on %s, %d timed steps after 5 warm-up steps of %d sequences of <= %d pieces "
                 "(tokens = pieces)\n", config.c_str(), c.train_prefix.c_str(), steps, c.batch_size, c.max_seq_length);

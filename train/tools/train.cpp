@@ -1,6 +1,6 @@
 // bin/train: trains the model a config describes into its run directory; rerunning the same
 // command resumes from the last checkpoint.
-//   bin/train configs/elmo.cfg [--set key=value ...]
+//   bin/train configs/elmo.cfg [--set key=value ...]   (or bin/train elmo.cfg: configs/ is searched)
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
@@ -13,7 +13,7 @@ int main(int argc, char** argv) {
   CLI::App app{"Train a SenseAlign model from a config file (rerun to resume)"};
   std::string config;
   std::vector<std::string> sets;
-  app.add_option("config", config, "configs/*.cfg (TOML)")->required();
+  app.add_option("config", config, "a config file (TOML), or the name of one in configs/")->required();
   app.add_option("--set", sets, "override a config key: --set key=value (repeatable)");
   app.footer("Keys: " + [] {
     std::string s;
@@ -22,7 +22,9 @@ int main(int argc, char** argv) {
   }());
   CLI11_PARSE(app, argc, argv);
   try {
-    sa::TrainConfig c = sa::TrainConfig::load(config, sets, true);
+    const std::string path = sa::TrainConfig::find(config);
+    if (path != config) std::printf("config: %s\n", path.c_str()), std::fflush(stdout);
+    sa::TrainConfig c = sa::TrainConfig::load(path, sets, true);
     if (c.is_bert())
       sa::train_bert(c);
     else
