@@ -70,10 +70,43 @@ struct SenseOptions {
   bool seed_centers() const { return warmup_init == WarmupInit::Data; }
   bool word_means() const { return selection_mean == SelectionMean::Word || selection_mean == SelectionMean::WordOffset; }
 
-  // Every setting (options.json's "sense" section); from_json fails naming `origin`.
+  // Every setting once, by its config and options.json name: v(name, field) for each field in
+  // order. Config parsing, `--set`, the config echo, options.json and from_json all walk this
+  // list, so a setting is added here and nowhere else.
+  template <typename Visit>
+  void visit(Visit&& v);
+
+  // Every setting (options.json's "sense" section); from_json fails naming `origin`. Settings an
+  // older run's file lacks keep their defaults.
   nlohmann::json to_json() const;
   static SenseOptions from_json(const nlohmann::json& j, const std::string& origin);
 };
+
+template <typename Visit>
+void SenseOptions::visit(Visit&& v) {
+  v("n_context", n_context);
+  v("cluster_proj_dim", cluster_proj_dim);
+  v("pca_sample", pca_sample);
+  v("pca_every", pca_every);
+  v("pca_push_every", pca_push_every);
+  v("pca_queue_steps", pca_queue_steps);
+  v("sense_learning_rate", sense_learning_rate);
+  v("remove_less_freqent_contexts", remove_less_freqent_contexts);
+  v("context_record_window", context_record_window);
+  v("contextual_warmup", contextual_warmup);
+  v("prune_every", prune_every);
+  v("prune_first", prune_first);
+  v("center_update", center_update);
+  v("sense_negatives", negatives);
+  v("sense_negative_budget", negative_budget);
+  v("sense_negative_rows_max", negative_rows_max);
+  v("split_min_count", split_min_count);
+  v("softmax_tables", softmax_tables);
+  v("warmup_init", warmup_init);
+  v("selection_mean", selection_mean);
+  v("translation_candidates", translation_candidates);
+  v("select_after_dropout", select_after_dropout);
+}
 
 // The names of an enum's values, in declaration order.
 template <typename E>

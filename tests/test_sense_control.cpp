@@ -292,5 +292,40 @@ TEST(SenseControl, SharedTablesRunReadsBackInTheTools) {
   EXPECT_TRUE(testing::contains(r.out, "backward direction, 'the'")) << r.out;
 }
 
+// One list of sense settings (SenseOptions::visit) drives the config, its echo and options.json:
+// every setting, set away from its default, survives config -> config.cfg -> options.json -> load.
+TEST(SenseControl, EverySenseSettingRoundTrips) {
+  std::vector<std::string> sets;
+  SenseOptions{}.visit([&](const char* name, auto& f) {
+    using F = std::decay_t<decltype(f)>;
+    std::string v;
+    if constexpr (std::is_enum_v<F>)
+      v = std::string(enum_names<F>()[(static_cast<size_t>(f) + 1) % enum_names<F>().size()]);
+    else if constexpr (std::is_same_v<F, bool>)
+      v = f ? "false" : "true";
+    else if constexpr (std::is_same_v<F, double>)
+      v = fmt::format("{}", f / 2);
+    else
+      v = fmt::format("{}", f + 3);
+    sets.push_back(std::string(name) + "=" + v);
+  });
+  EXPECT_EQ(sets.size(), 22u);
+  const TrainConfig c = TrainConfig::load("configs/saelmo-small.cfg", sets);
+  int changed = 0;
+  SenseOptions defaults, loaded = c.sense;
+  nlohmann::json d = defaults.to_json(), l = loaded.to_json();
+  for (auto& [k, v] : d.items()) changed += l.at(k) != v;
+  EXPECT_EQ(changed, 22) << l.dump();
+  const std::string echo = testing::temp_file("sense-roundtrip.cfg", c.to_toml());
+  EXPECT_EQ(TrainConfig::load(echo).sense.to_json(), l);
+  const nlohmann::json options = c.bilm_options(100);
+  EXPECT_EQ(SenseOptions::from_json(options["sensealign"]["sense"], "options.json").to_json(), l);
+  // A bad value names the setting.
+  nlohmann::json bad = l;
+  bad["warmup_init"] = "sideways";
+  EXPECT_NE(testing::error_of([&] { SenseOptions::from_json(bad, "x/options.json"); }).find("warmup_init"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace sa

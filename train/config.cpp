@@ -64,7 +64,6 @@ Key enumerated(std::string name, Get get) {
              }};
 }
 
-#define SA_ENUM_KEY(E, name, field) enumerated<SenseOptions::E>(name, [](TrainConfig& c) -> auto& { return c.field; })
 #define SA_KEY(T, type, name, field) scalar<T>(name, type, [](TrainConfig& c) -> auto& { return c.field; })
 
 const std::vector<Key>& schema() {
@@ -120,28 +119,6 @@ const std::vector<Key>& schema() {
         SA_KEY(int64_t, "an integer", "keep_checkpoints", keep_checkpoints),
         SA_KEY(int64_t, "an integer", "heldout_every", heldout_every),
         SA_KEY(int64_t, "an integer", "heldout_batches", heldout_batches),
-        SA_KEY(int64_t, "an integer", "n_context", sense.n_context),
-        SA_KEY(int64_t, "an integer", "cluster_proj_dim", sense.cluster_proj_dim),
-        SA_KEY(int64_t, "an integer", "pca_sample", sense.pca_sample),
-        SA_KEY(int64_t, "an integer", "pca_every", sense.pca_every),
-        SA_KEY(int64_t, "an integer", "pca_push_every", sense.pca_push_every),
-        SA_KEY(int64_t, "an integer", "pca_queue_steps", sense.pca_queue_steps),
-        SA_KEY(double, "a number", "sense_learning_rate", sense.sense_learning_rate),
-        SA_KEY(double, "a number", "remove_less_freqent_contexts", sense.remove_less_freqent_contexts),
-        SA_KEY(int64_t, "an integer", "context_record_window", sense.context_record_window),
-        SA_KEY(int64_t, "an integer", "contextual_warmup", sense.contextual_warmup),
-        SA_KEY(int64_t, "an integer", "prune_every", sense.prune_every),
-        SA_KEY(int64_t, "an integer", "prune_first", sense.prune_first),
-        SA_ENUM_KEY(CenterUpdate, "center_update", sense.center_update),
-        SA_ENUM_KEY(Negatives, "sense_negatives", sense.negatives),
-        SA_ENUM_KEY(NegativeBudget, "sense_negative_budget", sense.negative_budget),
-        SA_KEY(int64_t, "an integer", "sense_negative_rows_max", sense.negative_rows_max),
-        SA_KEY(int64_t, "an integer", "split_min_count", sense.split_min_count),
-        SA_ENUM_KEY(TableLayout, "softmax_tables", sense.softmax_tables),
-        SA_ENUM_KEY(WarmupInit, "warmup_init", sense.warmup_init),
-        SA_ENUM_KEY(SelectionMean, "selection_mean", sense.selection_mean),
-        SA_ENUM_KEY(Translations, "translation_candidates", sense.translation_candidates),
-        SA_KEY(bool, "true or false", "select_after_dropout", sense.select_after_dropout),
         SA_KEY(int64_t, "an integer", "char_cnn.embedding.dim", model.char_dim),
         SA_KEY(int64_t, "an integer", "char_cnn.n_highway", model.n_highway),
         SA_KEY(int64_t, "an integer", "char_cnn.n_characters", model.n_characters),
@@ -155,6 +132,30 @@ const std::vector<Key>& schema() {
         SA_KEY(bool, "true or false", "lstm.use_skip_connections", model.use_skip_connections),
         SA_KEY(std::string, "a string", "lstm.cudnn", model.cudnn),
     };
+    // SaELMo's settings come from SenseOptions' own list (SenseOptions::visit), in its order,
+    // before the model's.
+    std::vector<Key> sense;
+    SenseOptions{}.visit([&](const char* name, auto& field) {
+      using F = std::decay_t<decltype(field)>;
+      auto get = [key = std::string(name)](TrainConfig& c) -> F& {
+        F* p = nullptr;
+        c.sense.visit([&](const char* n, auto& f) {
+          if constexpr (std::is_same_v<std::decay_t<decltype(f)>, F>)
+            if (key == n) p = &f;
+        });
+        return *p;
+      };
+      if constexpr (std::is_enum_v<F>)
+        sense.push_back(enumerated<F>(name, get));
+      else if constexpr (std::is_same_v<F, bool>)
+        sense.push_back(scalar<bool>(name, "true or false", get));
+      else if constexpr (std::is_same_v<F, double>)
+        sense.push_back(scalar<double>(name, "a number", get));
+      else
+        sense.push_back(scalar<int64_t>(name, "an integer", get));
+    });
+    v.insert(std::find_if(v.begin(), v.end(), [](const Key& k) { return k.name.starts_with("char_cnn."); }),
+             sense.begin(), sense.end());
     v.push_back(Key{"char_cnn.filters", "a list of [width, count] pairs",
                     [](TrainConfig& c, const toml::node& n) {
                       const toml::array* a = n.as_array();
