@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine from the repository root: unpacks the bundle next to this script,
+# puts its libraries and the machine's CUDA libraries (pip's nvidia-* packages) on the path,
+# then runs one job. Usage: tests/gpu/run_on_gpu.sh BUNDLE_DIR report|elmo-vs-saelmo [OUTDIR]
+set -uo pipefail
+bundle=$(cd "${1:?bundle dir}" && pwd); job=${2:?job}; out=${3:-${OUT:-gpu-out}}
+mkdir -p "$out" "$bundle/x"
+tar -C "$bundle/x" -xJf "$bundle/bundle.tar.xz" || exit 1
+libs="$bundle/x/lib:/usr/local/cuda/lib64"
+for d in $(python3 -c 'import nvidia, os; [print(os.path.join(p, d, "lib")) for p in nvidia.__path__ for d in sorted(os.listdir(p))]' 2>/dev/null); do
+  [ -d "$d" ] && libs="$libs:$d"
+done
+export LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+mkdir -p bin && cp -f "$bundle"/x/bin/* bin/
+# The tests read ../shared/data; give them the bundle's subset where nothing is there.
+[ -e ../shared/data ] || { mkdir -p ../shared && ln -s "$bundle/x/data" ../shared/data; }
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee -a "$out/bench-ops.log"
+for b in bin/*; do [ -x "$b" ] && [ "${b##*.}" != so ] && { ldd "$b" | grep -q "not found" && { echo "MISSING LIBS in $b:"; ldd "$b" | grep "not found"; }; }; done
+step() { local t=$1 log=$2; shift 2; echo "== $* (limit ${t}s)" | tee -a "$out/$log"; timeout "$t" "$@" >>"$out/$log" 2>&1; echo "== exit $?" | tee -a "$out/$log"; tail -4 "$out/$log"; }
+corpus=../shared/data/corpus/brown.txt
+case "$job" in
+report)
+  step ${T_TESTS:-180} tests.log ./bin/tests
+  grep -E "^\[  (FAILED|PASSED) |tests? (ran|passed)|SKIPPED \]" "$out/tests.log" | grep -v "^\[  SKIPPED" | tail -40
+  step 75 bench-ops.log ./bin/bench ops --device cuda
+  step 45 bench-train.log ./bin/bench train --config configs/bench-small.cfg --corpus $corpus --device cuda --steps 40 --peer ""
+  step 45 bench-train.log ./bin/bench train --config configs/saelmo-small.cfg --corpus $corpus --device cuda --steps 40 --peer "" --set contextual_warmup=2
+  step 60 bench-train.log ./bin/bench train --config configs/elmo.cfg --corpus $corpus --device cuda --steps 20 --peer "" --set precision=tf32
+  step 60 bench-train.log ./bin/bench train --config configs/saelmo.cfg --corpus $corpus --device cuda --steps 20 --peer "" --set precision=tf32
+  ;;
+elmo-vs-saelmo)
+  # Paper sizes, tf32, an equal token budget (both unroll 20), the sense schedule scaled to it.
+  n=${STEPS:-1500}; w=$((n / 3)); d=../shared/data; e=$d/wsd/eval
+  common="--set n_steps=$n --set precision=tf32 --set device=cuda --set heldout_every=$n --set checkpoint_every=$n --set unroll_steps=20 --set seed=${SEED:-1}"
+  step 300 elmo.log ./bin/train configs/elmo.cfg --set run_dir=runs/gpu-elmo $common
+  step 300 saelmo.log ./bin/train configs/saelmo.cfg --set run_dir=runs/gpu-saelmo $common \
+    --set contextual_warmup=$w --set prune_first=$((2 * w)) --set prune_every=$w
+  for m in elmo saelmo; do
+    cp runs/gpu-$m/metrics.jsonl "$out/$m-metrics.jsonl"
+    step 120 wsd.log ./bin/wsd_eval --model runs/gpu-$m --train $d/wsd/semcor.data.xml --test $e/senseval2/senseval2.data.xml \
+      --test $e/semeval2007/semeval2007.data.xml --all-settings --wordnet $d/wordnet/index.sense --device cuda
+  done
+  grep -h heldout_perplexity "$out"/*-metrics.jsonl | tail -2
+  ;;
+*) echo "unknown job $job"; exit 2 ;;
+esac
