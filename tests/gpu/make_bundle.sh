@@ -7,7 +7,8 @@ set -euo pipefail
 out=${1:?usage: make_bundle.sh BUNDLE_DIR [binaries...]}
 shift
 bins=("$@")
-[ ${#bins[@]} -gt 0 ] || bins=(tests bench train wsd_eval export)
+# Every tool by default: the tests run them.
+[ ${#bins[@]} -gt 0 ] || for b in bin/*; do [ -x "$b" ] && [ "${b%.so}" = "$b" ] && bins+=("${b#bin/}"); done
 data=${SHARED_DATA:-../shared/data}
 rm -rf "$out" && mkdir -p "$out/stage/bin" "$out/stage/lib" "$out/stage/data"
 for b in "${bins[@]}"; do strip -o "$out/stage/bin/$b" "bin/$b"; done
