@@ -32,7 +32,7 @@ report)
   step 45 bench-train.log ./bin/bench train --config configs/bench-small.cfg --corpus $corpus --device cuda --steps 40 --peer ""
   step 45 bench-train.log ./bin/bench train --config configs/saelmo-small.cfg --corpus $corpus --device cuda --steps 40 --peer "" --set contextual_warmup=2
   step 60 bench-train.log ./bin/bench train --config configs/elmo.cfg --corpus $corpus --device cuda --steps 20 --peer "" --set precision=tf32
-  step 60 bench-train.log ./bin/bench train --config configs/saelmo.cfg --corpus $corpus --device cuda --steps 20 --peer "" --set precision=tf32
+  step 60 bench-train.log ./bin/bench train --config configs/saelmo.cfg --corpus $corpus --device cuda --steps 20 --peer "" --set precision=tf32 --set contextual_warmup=2
   ;;
 elmo-vs-saelmo)
   # Paper sizes, tf32, an equal token budget (both unroll 20), the sense schedule scaled to it.
