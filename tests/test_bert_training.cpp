@@ -11,6 +11,7 @@
 #include "data/mlm_batches.h"
 #include "data/safetensors.h"
 #include "train/bert_trainer.h"
+#include "train/families.h"
 
 namespace sa {
 namespace {
@@ -95,7 +96,7 @@ TEST(BertTraining, RunDirectoryIsAHuggingFaceDirectory) {
       "\"\nrun_dir = \"" + dir + "\"\nbatch_size = 4\nn_steps = 6\ncheckpoint_every = 3\nmax_seq_length = 24\n"
       "vocab_max_size = 100\nlog_every = 1\ndevice = \"cpu\"\n[bert]\nhidden = 8\nlayers = 1\nheads = 2\n"
       "intermediate = 16\nmax_positions = 32\n");
-  const TrainResult r = train_bert(TrainConfig::load(cfg), 0, true);
+  const TrainResult r = train_model(TrainConfig::load(cfg), {.quiet = true});
   EXPECT_EQ(r.steps_done, 6);
   BertModel m = BertModel::load_hf(dir);
   EXPECT_EQ(m.config.hidden, 8);

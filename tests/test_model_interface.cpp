@@ -13,7 +13,7 @@
 #include "sense/sense_model.h"
 #include "tests/test_util.h"
 #include "train/run_dir.h"
-#include "train/trainer.h"
+#include "train/families.h"
 
 namespace sa {
 namespace {
@@ -43,7 +43,7 @@ std::string train_tiny(const std::string& name, const std::string& extra, const 
                                    << "n_steps = 6\nseed = 5\ndevice = \"cpu\"\n"
                                    << extra << "[char_cnn]\nembedding.dim = 4\nfilters = [[1, 8], [2, 8]]\nn_highway = 1\n"
                                    << "[lstm]\ndim = 16\nprojection_dim = 8\nn_layers = 2\n" << lstm_extra;
-  train_elmo(TrainConfig::load(dir + "/tiny.cfg"), 0, true);
+  train_model(TrainConfig::load(dir + "/tiny.cfg"), {.quiet = true});
   return dir + "/run";
 }
 
@@ -127,7 +127,7 @@ TEST(ModelInterface, PseudoEvalCountsAndScoresEveryOccurrence) {
                                    << "cluster_proj_dim = 4\nselection_mean = \"word\"\n"
                                    << "[char_cnn]\nembedding.dim = 4\nfilters = [[1, 8], [2, 8]]\nn_highway = 1\n"
                                    << "[lstm]\ndim = 16\nprojection_dim = 8\nn_layers = 2\n";
-  train_elmo(TrainConfig::load(dir + "/tiny.cfg"), 0, true);
+  train_model(TrainConfig::load(dir + "/tiny.cfg"), {.quiet = true});
   SenseModel m = load_sense_model(dir + "/run");
   for (bool stateful : {false, true}) {
     PseudoEvalResult r = pseudo_eval(m, pairs, corpus, {1000, stateful, true});

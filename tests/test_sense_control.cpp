@@ -19,7 +19,7 @@
 #include "tests/test_util.h"
 #include "train/config.h"
 #include "train/elmo_lm.h"
-#include "train/trainer.h"
+#include "train/families.h"
 
 namespace sa {
 namespace {
@@ -58,7 +58,7 @@ std::string train_tiny(const std::string& name, const std::string& extra, int st
                                    << extra
                                    << "[char_cnn]\nembedding.dim = 8\nfilters = [[1, 16], [2, 16]]\nn_highway = 1\n"
                                    << "[lstm]\ndim = 32\nprojection_dim = 16\nn_layers = 2\n";
-  train_elmo(TrainConfig::load(dir + "/tiny.cfg"), 0, true);
+  train_model(TrainConfig::load(dir + "/tiny.cfg"), {.quiet = true});
   return dir + "/run";
 }
 

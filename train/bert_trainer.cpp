@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <map>
+#include <optional>
 #include <random>
 
 #include "data/atomic_file.h"
@@ -119,7 +121,7 @@ Tensor mlm_loss(BertState& s, const TrainConfig& c, const MlmBatch& b, Generator
   return ops::mean(per_row);
 }
 
-double heldout_perplexity(BertState& s, const MlmData& data, const TrainConfig& c, Device dev) {
+double bert_heldout_perplexity(BertState& s, const MlmData& data, const TrainConfig& c, Device dev) {
   NoGrad ng;
   double total = 0, count = 0;
   for (int i = 0; i < c.heldout_batches; ++i) {
@@ -130,6 +132,24 @@ double heldout_perplexity(BertState& s, const MlmData& data, const TrainConfig& 
   return std::exp(total / count);
 }
 
+// SaBERT's sense tables go into model.safetensors under names of their own (Hugging Face's
+// loader leaves unknown names alone): our checkpoint name, theirs.
+constexpr std::pair<const char*, const char*> kSenseHfNames[] = {{"sense/0/W", "sense.output.weight"},
+                                                                  {"sense/0/b", "sense.output.bias"},
+                                                                  {"sense/0/centers", "sense.centers"},
+                                                                  {"sense/0/enabled", "sense.enabled"},
+                                                                  {"sense/0/projection", "sense.projection"}};
+
+// The sense tensors among `ours` (checkpoint names) under Hugging Face's names; the bias as a vector.
+std::vector<std::pair<std::string, Tensor>> hf_sense_tensors(const std::map<std::string, Tensor>& ours) {
+  std::vector<std::pair<std::string, Tensor>> t;
+  for (auto [name, theirs] : kSenseHfNames)
+    if (auto it = ours.find(name); it != ours.end())
+      t.emplace_back(theirs, it->second.rank() == 2 && it->second.dim(1) == 1 ? it->second.view({it->second.dim(0)})
+                                                                              : it->second);
+  return t;
+}
+
 }  // namespace
 
 double bert_learning_rate(double peak, int64_t step, int64_t warmup, int64_t total) {
@@ -137,38 +157,148 @@ double bert_learning_rate(double peak, int64_t step, int64_t warmup, int64_t tot
   return peak * std::max(0.0, static_cast<double>(total - step) / static_cast<double>(std::max<int64_t>(1, total - warmup)));
 }
 
-TrainResult train_bert(const TrainConfig& c, int64_t max_new_steps, bool quiet) {
-  SA_CHECK(dist::size() == 1, "{}: data-parallel training (mpirun) is implemented for ELMo and SaELMo; train BERT "
-           "in one process", c.run_dir);
-  SA_CHECK(c.sense.negatives != SenseOptions::Negatives::LogUniform, "{}: SaBERT takes sense_negatives = \"full\" or "
-           "\"uniform\"", c.run_dir);
-  const bool sense = c.sense.n_context >= 2;
-  TrainConfig cfg;
-  RunSession session(c, cfg);
-  const std::string& dir = c.run_dir;
-  const Device dev = resolve_device(c.device);
-  BasicTokenizerOptions basic;
-  basic.lowercase = c.lowercase;
-  const WordPieceTokenizer tok(run_wordpieces(c, basic), basic);
-  const int V = tok.vocab().size();
-  cfg.bert.vocab_size = V;
-  write_file_atomically(run_files::config(dir), cfg.to_toml());
-  cfg.bert.save_hf_json(dir + "/config.json");
+void validate_bert_config(const TrainConfig& c, const ConfigCheck& k) {
+  for (auto [key, v] : {std::pair{"bert.hidden", c.bert.hidden}, {"bert.layers", c.bert.layers}, {"bert.heads", c.bert.heads},
+                        {"bert.intermediate", c.bert.intermediate}, {"bert.max_positions", c.bert.max_positions},
+                        {"bert.type_vocab", c.bert.type_vocab}, {"max_predictions", c.max_predictions}})
+    k.positive(key, v);
+  k.check(c.bert.hidden % std::max(c.bert.heads, 1) == 0, "bert.hidden",
+          fmt::format("({}) must be a multiple of bert.heads ({})", c.bert.hidden, c.bert.heads));
+  k.check(c.max_seq_length >= 3 && c.max_seq_length <= c.bert.max_positions, "max_seq_length",
+          fmt::format("must be in [3, bert.max_positions = {}], got {}", c.bert.max_positions, c.max_seq_length));
+  k.check(c.mask_prob > 0 && c.mask_prob < 1, "mask_prob", fmt::format("must be in (0, 1), got {}", c.mask_prob));
+  k.check(c.bert.hidden_dropout >= 0 && c.bert.hidden_dropout < 1 && c.bert.attention_dropout >= 0 &&
+              c.bert.attention_dropout < 1,
+          "bert.hidden_dropout", "and bert.attention_dropout must be in [0, 1)");
+  k.non_negative("warmup_steps", static_cast<double>(c.warmup_steps));
+  k.non_negative("weight_decay", c.weight_decay);
+  k.positive("adam_eps", c.adam_eps);
+  k.check(c.sense.n_context == 0 || c.sense.n_context >= 2, "n_context", "must be 0 (BERT) or at least 2 (SaBERT)");
+  k.check(c.train_prefix_l2.empty() && c.dictionary.empty(), "train_prefix_l2",
+          "and dictionary are not supported for BERT yet (monolingual masked LM)");
+  k.check(c.precision != "f64", "precision", "\"f64\" is for ELMo and SaELMo (BERT trains in f32)");
+  k.check(c.sense_tables != "sharded", "sense_tables", "\"sharded\" is for SaELMo's sense tables");
+}
 
-  const MlmData train(c.train_prefix, tok, {c.max_seq_length, c.mask_prob, c.max_predictions, c.seed});
-  std::unique_ptr<MlmData> heldout;
-  if (!c.heldout_prefix.empty())
-    heldout = std::make_unique<MlmData>(c.heldout_prefix, tok,
-                                        MlmOptions{c.max_seq_length, c.mask_prob, c.max_predictions, 12345});
-  const int64_t per_epoch = std::max<int64_t>(1, static_cast<int64_t>(train.sequences()) / c.batch_size);
-  const int64_t total = c.n_steps > 0 ? c.n_steps : c.n_epochs * per_epoch;
+void export_bert_run(const std::string& run, const std::string& out) {
+  const TrainConfig c = TrainConfig::load(run_files::config(run));
+  const WordPieceVocab vocab = WordPieceVocab::load(run_files::vocab(run));
+  BertConfig bc = c.bert;
+  bc.vocab_size = vocab.size();
+  const std::string ckpt = run_files::newest_checkpoint(run);
+  const SafetensorsFile f = load_safetensors(ckpt);
+  BertModel m = BertModel::init(bc, 0);
+  for (NamedTensor& nt : m.named()) take_tensor(f, ckpt, nt.name, *nt.tensor);
+  fs::create_directories(out);
+  bc.save_hf_json(out + "/config.json");
+  m.save_hf_weights(out + "/model.safetensors",
+                    hf_sense_tensors(f.tensors));
+  vocab.save(out + "/vocab.txt");
+  const nlohmann::json tok = {{"tokenizer_class", "BertTokenizer"}, {"do_lower_case", c.lowercase},
+                              {"model_max_length", bc.max_positions}};
+  write_file_atomically(out + "/tokenizer_config.json", tok.dump(2) + "\n");
+  std::printf("export: %s (step %ld) -> %s/{config.json,model.safetensors,vocab.txt,tokenizer_config.json}\n",
+              ckpt.c_str(), static_cast<long>(f.metadata.value("step", int64_t{0})), out.c_str());
+}
 
-  auto fresh_state = [&] {
-    BertState s{BertModel::init(cfg.bert, c.seed, dev), Adam(c.learning_rate, 0.9, 0.999, c.adam_eps, c.weight_decay),
+namespace {
+
+// BERT and SaBERT (model = "bert"): the tokenizer, the masked-LM data and the state of a run.
+class BertFamily final : public ModelFamily {
+ public:
+  BertFamily(const TrainConfig& c, TrainConfig& cfg, const RunOutput& out)
+      : c_(c), out_(out), dev_(resolve_device(c.device)), sense_(c.sense.n_context >= 2) {
+    SA_CHECK(c.sense.negatives != SenseOptions::Negatives::LogUniform, "{}: SaBERT takes sense_negatives = \"full\" or "
+             "\"uniform\"", c.run_dir);
+    const std::string& dir = c.run_dir;
+    BasicTokenizerOptions basic;
+    basic.lowercase = c.lowercase;
+    tok_.emplace(run_wordpieces(c, basic), basic);
+    V_ = tok_->vocab().size();
+    cfg.bert.vocab_size = V_;
+    bert_ = cfg.bert;
+    write_file_atomically(run_files::config(dir), cfg.to_toml());
+    cfg.bert.save_hf_json(dir + "/config.json");
+    train_.emplace(c.train_prefix, *tok_, MlmOptions{c.max_seq_length, c.mask_prob, c.max_predictions, c.seed});
+    if (!c.heldout_prefix.empty())
+      heldout_.emplace(c.heldout_prefix, *tok_, MlmOptions{c.max_seq_length, c.mask_prob, c.max_predictions, 12345});
+    const int64_t per_epoch = std::max<int64_t>(1, static_cast<int64_t>(train_->sequences()) / c.batch_size);
+    total_ = c.n_steps > 0 ? c.n_steps : c.n_epochs * per_epoch;
+    s_.emplace(fresh_state());
+    const std::string resumed =
+        out.session->restore_newest([&](const std::string& p) { restore_state(p, *s_, V_); }, [&] { s_.emplace(fresh_state()); })
+            .first;
+    out.session->open_metrics(s_->step);
+    if (!resumed.empty() && (!fs::exists(hf_weights()) || fs::last_write_time(hf_weights()) < fs::last_write_time(resumed)))
+      s_->model.save_hf_weights(hf_weights(), hf_extra());
+    params_ = tensors_of(s_->named());
+    if (!out.quiet) {
+      int64_t n_params = 0;
+      for (const Tensor& p : params_) n_params += p.numel();
+      if (!resumed.empty())
+        std::printf("resuming %s from %s (step %ld)\n", dir.c_str(), fs::path(resumed).filename().c_str(), (long)s_->step);
+      if (sense_)
+        std::printf("sense table: %d pieces x %d senses x %d dims (%s softmax over the enabled rows)\n", V_, c.sense.n_context,
+                    bert_.hidden, c.sense.negatives == SenseOptions::Negatives::Full ? "exact" : "sampled");
+      std::printf("train: %s, %d pieces, %.2fM parameters, %zu sequences of <= %d pieces (%ld pieces/epoch), "
+                  "%ld steps of %d sequences, device %s\n",
+                  sense_ ? "SaBERT" : "BERT", V_, n_params / 1e6, train_->sequences(), c.max_seq_length,
+                  (long)train_->pieces(), (long)total_, c.batch_size, dev_.str().c_str());
+    }
+  }
+
+  int64_t step() const override { return s_->step; }
+  int64_t total_steps() const override { return total_; }
+  Device device() const override { return dev_; }
+  const char* loss_name() const override { return "MLM loss"; }
+  bool scores_heldout() const override { return heldout_.has_value(); }
+  double heldout_perplexity() override { return bert_heldout_perplexity(*s_, *heldout_, c_, dev_); }
+
+  StepStats train_step(StepPhases& phases) override {
+    const TrainConfig& c = c_;
+    BertState& s = *s_;
+    const MlmBatch b = train_->batch(s.step, c.batch_size, dev_);
+    ++s.step;
+    std::mt19937_64 sample_rng(c.seed * 1000003 + static_cast<uint64_t>(s.step));
+    phases.mark("batch");
+    SenseStep picked;
+    Tensor loss = mlm_loss(s, c, b, &s.dropout, &picked, &sample_rng);
+    const double lv = loss.item();
+    check_finite_loss(s.step, lv, "lower learning_rate?");
+    phases.mark("forward and loss");
+    phases.profile_backward_ops(true);
+    backward(loss);
+    phases.profile_backward_ops(false);
+    phases.mark("backward");
+    clip_global_norm(params_, c.all_clip_norm_val);
+    s.opt.set_lr(bert_learning_rate(c.learning_rate, s.step, c.warmup_steps, total_));
+    s.opt.step(params_);
+    phases.mark("update");
+    if (sense_) {
+      report_sense_events(out_, s.step, c.sense, after_step(*s.head, c.sense, s.step, picked));
+      phases.mark("sense schedule");
+    }
+    return {lv, b.pieces, 0};
+  }
+
+  nlohmann::json step_metrics() const override {
+    return {{"learning_rate", bert_learning_rate(c_.learning_rate, s_->step, c_.warmup_steps, total_)}};
+  }
+
+  void save() override {
+    save_state(run_files::checkpoint(c_.run_dir, s_->step), *s_, V_);
+    s_->model.save_hf_weights(hf_weights(), hf_extra());
+    out_.session->prune_checkpoints(c_.keep_checkpoints);
+  }
+
+ private:
+  BertState fresh_state() const {
+    const TrainConfig& c = c_;
+    BertState s{BertModel::init(bert_, c.seed, dev_), Adam(c.learning_rate, 0.9, 0.999, c.adam_eps, c.weight_decay),
                 Generator(c.seed * 7919 + 17), 0, nullptr};
     s.opt.set_bias_correction(c.bias_correction);
-    if (sense) {  // Adam is dense: the sense table's rows get dense gradients here
-      s.head = std::make_unique<SenseHead>(V, c.sense, cfg.bert.hidden, c.seed + 101, dev);
+    if (sense_) {  // Adam is dense: the sense table's rows get dense gradients here
+      s.head = std::make_unique<SenseHead>(V_, c.sense, bert_.hidden, c.seed + 101, dev_);
       s.head->table.W.set_sparse_grad(false);
       s.head->table.b.set_sparse_grad(false);
     }
@@ -179,100 +309,37 @@ TrainResult train_bert(const TrainConfig& c, int64_t max_new_steps, bool quiet) 
         s.opt.no_decay(*nt.tensor);
     }
     return s;
-  };
-  BertState s = fresh_state();
-  const std::string resumed = session.restore_newest([&](const std::string& p) { restore_state(p, s, V); },
-                                                      [&] { s = fresh_state(); }).first;
-  session.open_metrics(s.step);
-  const std::string hf_weights = dir + "/model.safetensors";
-  // SaBERT's sense tables go into model.safetensors under names of their own (Hugging Face's
-  // loader leaves unknown names alone).
-  auto hf_extra = [&] {
-    std::vector<std::pair<std::string, Tensor>> t;
-    if (!s.head) return t;
-    const SenseTable& st = s.head->table;
-    t = {{"sense.output.weight", st.W}, {"sense.output.bias", ops::reshape(st.b, {st.rows()})}, {"sense.centers", st.centers},
-         {"sense.enabled", Tensor::from(st.enabled, {st.rows()})}, {"sense.projection", s.head->proj.matrix()}};
-    return t;
-  };
-  if (!resumed.empty() && (!fs::exists(hf_weights) || fs::last_write_time(hf_weights) < fs::last_write_time(resumed)))
-    s.model.save_hf_weights(hf_weights, hf_extra());
-  std::vector<Tensor> params = tensors_of(s.named());
-  if (!quiet) {
-    int64_t n_params = 0;
-    for (const Tensor& p : params) n_params += p.numel();
-    if (!resumed.empty())
-      std::printf("resuming %s from %s (step %ld)\n", dir.c_str(), fs::path(resumed).filename().c_str(), (long)s.step);
-    if (sense)
-      std::printf("sense table: %d pieces x %d senses x %d dims (%s softmax over the enabled rows)\n", V, c.sense.n_context,
-                  cfg.bert.hidden, c.sense.negatives == SenseOptions::Negatives::Full ? "exact" : "sampled");
-    std::printf("train: %s, %d pieces, %.2fM parameters, %zu sequences of <= %d pieces (%ld pieces/epoch), "
-                "%ld steps of %d sequences, device %s\n",
-                sense ? "SaBERT" : "BERT", V, n_params / 1e6, train.sequences(), c.max_seq_length, (long)train.pieces(), (long)total, c.batch_size,
-                dev.str().c_str());
   }
-  auto save = [&] {
-    save_state(run_files::checkpoint(dir, s.step), s, V);
-    s.model.save_hf_weights(hf_weights, hf_extra());
-    session.prune_checkpoints(c.keep_checkpoints);
-  };
-  TrainResult res;
-  const int64_t first = s.step;
-  const auto t0 = std::chrono::steady_clock::now();
-  auto t_warm = t0;
-  int64_t pieces = 0, pieces_warm = 0;
-  const int64_t warm = 5;  // steps before the steady rate is timed (allocation warm-up)
-  double smooth = 0;
-  while (s.step < total && (max_new_steps <= 0 || s.step - first < max_new_steps)) {
-    const MlmBatch b = train.batch(s.step, c.batch_size, dev);
-    ++s.step;
-    std::mt19937_64 sample_rng(c.seed * 1000003 + static_cast<uint64_t>(s.step));
-    SenseStep picked;
-    Tensor loss = mlm_loss(s, c, b, &s.dropout, &picked, &sample_rng);
-    const double lv = loss.item();
-    SA_CHECK(std::isfinite(lv), "step {}: the loss is {} (lower learning_rate?)", s.step, lv);
-    backward(loss);
-    clip_global_norm(params, c.all_clip_norm_val);
-    s.opt.set_lr(bert_learning_rate(c.learning_rate, s.step, c.warmup_steps, total));
-    s.opt.step(params);
-    if (sense) {
-      const SenseEvents ev = after_step(*s.head, c.sense, s.step, picked);
-      if (ev.warmup_ended && !quiet) std::printf("step %ld: warm-up done, senses 1..%d enabled\n", (long)s.step, c.sense.n_context - 1);
-      if (ev.pruned >= 0) {
-        session.log({{"step", s.step}, {"senses_removed", ev.pruned}});
-        if (!quiet) std::printf("step %ld: pruning removed %d senses\n", (long)s.step, ev.pruned);
-      }
-    }
-    pieces += b.pieces;
-    smooth = s.step == first + 1 ? lv : 0.95 * smooth + 0.05 * lv;
-    res.last_loss = lv;
-    const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    res.tokens_per_s = static_cast<double>(pieces) / el;
-    if (s.step - first == warm) t_warm = std::chrono::steady_clock::now(), pieces_warm = pieces;
-    if (s.step - first > warm)
-      res.steady_tokens_per_s = static_cast<double>(pieces - pieces_warm) /
-                                std::chrono::duration<double>(std::chrono::steady_clock::now() - t_warm).count();
-    if (s.step % c.log_every == 0 || s.step == total) {
-      session.log({{"step", s.step}, {"loss", lv}, {"perplexity", std::exp(lv)}, {"tokens_per_s", res.tokens_per_s},
-                   {"learning_rate", bert_learning_rate(c.learning_rate, s.step, c.warmup_steps, total)},
-                   {"elapsed_s", el}});
-      if (!quiet) {
-        std::printf("step %ld/%ld | %.0f tokens/s | ETA %s | smoothed MLM loss %.3f | perplexity %.1f\n", (long)s.step,
-                    (long)total, res.tokens_per_s, clock_str(el / (s.step - first) * (total - s.step)).c_str(), smooth,
-                    std::exp(smooth));
-        std::fflush(stdout);
-      }
-    }
-    const bool final_step = s.step == total;
-    if (heldout && ((c.heldout_every > 0 && s.step % c.heldout_every == 0) || final_step)) {
-      res.heldout_perplexity = heldout_perplexity(s, *heldout, c, dev);
-      session.log({{"step", s.step}, {"heldout_perplexity", res.heldout_perplexity}});
-      if (!quiet) std::printf("step %ld: held-out MLM perplexity %.1f\n", (long)s.step, res.heldout_perplexity);
-    }
-    if (s.step % c.checkpoint_every == 0 || final_step) save();
+  std::string hf_weights() const { return c_.run_dir + "/model.safetensors"; }
+  std::vector<std::pair<std::string, Tensor>> hf_extra() const {
+    if (!s_->head) return {};
+    std::map<std::string, Tensor> ours;
+    std::vector<std::pair<std::string, Tensor>> saved;
+    s_->head->save(saved, BertState::kSensePrefix);
+    for (auto& [n, t] : saved) ours[n] = t;
+    ours[std::string(BertState::kSensePrefix) + "W"] = s_->head->table.W;
+    ours[std::string(BertState::kSensePrefix) + "b"] = s_->head->table.b;
+    return hf_sense_tensors(ours);
   }
-  res.steps_done = s.step;
-  return res;
+
+  const TrainConfig& c_;
+  RunOutput out_;
+  Device dev_;
+  bool sense_;
+  BertConfig bert_;
+  std::optional<WordPieceTokenizer> tok_;
+  int V_ = 0;
+  std::optional<MlmData> train_, heldout_;
+  int64_t total_ = 0;
+  std::optional<BertState> s_;
+  std::vector<Tensor> params_;
+};
+
+}  // namespace
+
+std::unique_ptr<ModelFamily> make_bert_family(const TrainConfig& c, TrainConfig& resolved, const RunOutput& out,
+                                              const TrainOptions&) {
+  return std::make_unique<BertFamily>(c, resolved, out);
 }
 
 }  // namespace sa

@@ -1,5 +1,7 @@
 #include "train/config.h"
 
+#include "train/families.h"
+
 #include <algorithm>
 #include <filesystem>
 #include <functional>
@@ -11,6 +13,16 @@
 #include "engine/core/error.h"
 
 namespace sa {
+
+void ConfigCheck::check(bool ok, const std::string& key, const std::string& what) const {
+  SA_CHECK(ok, "{}: {} {}", where_(key), key, what);
+}
+void ConfigCheck::positive(const std::string& key, double v) const {
+  check(v > 0, key, fmt::format("must be positive (got {})", v));
+}
+void ConfigCheck::non_negative(const std::string& key, double v) const {
+  check(v >= 0, key, fmt::format("must be >= 0 (got {})", v));
+}
 
 namespace {
 
@@ -237,21 +249,13 @@ void validate(const TrainConfig& c, const std::string& origin, const KeyLines& l
     auto it = lines.find(key);
     return it == lines.end() ? origin + " (default of " + key + ")" : it->second;
   };
-  auto check = [&](bool ok, const std::string& key, const std::string& what) {
-    SA_CHECK(ok, "{}: {} {}", at(key), key, what);
-  };
-  auto positive = [&](const char* key, double v) { check(v > 0, key, fmt::format("must be positive (got {})", v)); };
-  auto non_negative = [&](const char* key, double v) { check(v >= 0, key, fmt::format("must be >= 0 (got {})", v)); };
+  const ConfigCheck checks(at);
+  auto check = [&](bool ok, const std::string& key, const std::string& what) { checks.check(ok, key, what); };
+  auto positive = [&](const char* key, double v) { checks.positive(key, v); };
+  auto non_negative = [&](const char* key, double v) { checks.non_negative(key, v); };
   positive("batch_size", c.batch_size);
   positive("unroll_steps", c.unroll_steps);
   positive("n_negative_samples_batch", c.n_negative_samples_batch);
-  positive("lstm.dim", c.model.lstm_dim);
-  positive("lstm.projection_dim", c.model.projection_dim);
-  positive("lstm.n_layers", c.model.n_layers);
-  positive("char_cnn.embedding.dim", c.model.char_dim);
-  non_negative("char_cnn.n_highway", c.model.n_highway);
-  non_negative("lstm.cell_clip", c.model.cell_clip);
-  non_negative("lstm.proj_clip", c.model.proj_clip);
   positive("log_every", c.log_every);
   positive("checkpoint_every", c.checkpoint_every);
   positive("keep_checkpoints", c.keep_checkpoints);
@@ -275,39 +279,22 @@ void validate(const TrainConfig& c, const std::string& origin, const KeyLines& l
   check(!check_files || c.heldout_prefix.empty() || matches_a_file(c.heldout_prefix), "heldout_prefix",
         fmt::format("'{}' matches no file", c.heldout_prefix));
   check(!c.run_dir.empty(), "run_dir", "is required");
-  check(c.model_type == "elmo" || c.model_type == "bert", "model", fmt::format("must be \"elmo\" or \"bert\", got \"{}\"", c.model_type));
-  if (c.is_bert()) {
-    for (auto [key, v] : {std::pair{"bert.hidden", c.bert.hidden}, {"bert.layers", c.bert.layers}, {"bert.heads", c.bert.heads},
-                          {"bert.intermediate", c.bert.intermediate}, {"bert.max_positions", c.bert.max_positions},
-                          {"bert.type_vocab", c.bert.type_vocab}, {"max_predictions", c.max_predictions}})
-      positive(key, v);
-    check(c.bert.hidden % std::max(c.bert.heads, 1) == 0, "bert.hidden",
-          fmt::format("({}) must be a multiple of bert.heads ({})", c.bert.hidden, c.bert.heads));
-    check(c.max_seq_length >= 3 && c.max_seq_length <= c.bert.max_positions, "max_seq_length",
-          fmt::format("must be in [3, bert.max_positions = {}], got {}", c.bert.max_positions, c.max_seq_length));
-    check(c.mask_prob > 0 && c.mask_prob < 1, "mask_prob", fmt::format("must be in (0, 1), got {}", c.mask_prob));
-    check(c.bert.hidden_dropout >= 0 && c.bert.hidden_dropout < 1 && c.bert.attention_dropout >= 0 &&
-              c.bert.attention_dropout < 1,
-          "bert.hidden_dropout", "and bert.attention_dropout must be in [0, 1)");
-    non_negative("warmup_steps", static_cast<double>(c.warmup_steps));
-    non_negative("weight_decay", c.weight_decay);
-    positive("adam_eps", c.adam_eps);
-    check(c.sense.n_context == 0 || c.sense.n_context >= 2, "n_context", "must be 0 (BERT) or at least 2 (SaBERT)");
-    check(c.train_prefix_l2.empty() && c.dictionary.empty(), "train_prefix_l2",
-          "and dictionary are not supported for BERT yet (monolingual masked LM)");
+  std::string families;
+  const ModelFamilyInfo* family = nullptr;
+  for (const ModelFamilyInfo& f : model_families()) {
+    families += fmt::format("{}\"{}\"", families.empty() ? "" : " or ", f.model);
+    if (c.model_type == f.model) family = &f;
   }
-  check(c.model.max_characters_per_token == 50, "char_cnn.max_characters_per_token", "must be 50");
-  check(c.model.n_characters == 261 || c.model.n_characters == 262, "char_cnn.n_characters",
-        fmt::format("must be 261 (training) or 262 (bilm-tf's inference value), got {}", c.model.n_characters));
+  check(family, "model", fmt::format("must be {}, got \"{}\"", families, c.model_type));
+  if (family->validate) family->validate(c, checks);
   check(c.sense.n_context == 0 || c.sense.n_context >= 2, "n_context",
         fmt::format("must be 0 (plain ELMo) or at least 2 (sense 0 is the warm-up sense), got {}", c.sense.n_context));
   check(c.precision == "f32" || c.precision == "tf32" || c.precision == "f64", "precision",
         fmt::format("must be \"f32\", \"tf32\" or \"f64\", got \"{}\"", c.precision));
-  check(c.precision != "f64" || c.model_type != "bert", "precision", "\"f64\" is for ELMo and SaELMo (BERT trains in f32)");
   check(c.sense_tables == "replicated" || c.sense_tables == "sharded", "sense_tables",
         fmt::format("must be \"replicated\" or \"sharded\", got \"{}\"", c.sense_tables));
   if (c.sense_tables == "sharded") {
-    check(c.model_type != "bert" && c.sense.n_context >= 2, "sense_tables", "\"sharded\" is for SaELMo's sense tables");
+    check(c.sense.n_context >= 2, "sense_tables", "\"sharded\" is for SaELMo's sense tables");
     check(c.sense.negatives != SenseOptions::Negatives::Full, "sense_tables",
           "\"sharded\" needs sampled negatives (sense_negatives = \"full\" reads every row each step)");
     check(c.sense.center_update != SenseOptions::CenterUpdate::Released, "sense_tables",
@@ -315,8 +302,6 @@ void validate(const TrainConfig& c, const std::string& origin, const KeyLines& l
   }
   check(!(c.sense.softmax_tables == SenseOptions::TableLayout::Shared && c.sense_tables == "sharded"), "softmax_tables",
         "\"shared\" needs sense_tables = \"replicated\" (a sharded step gathers each direction's rows apart)");
-  check(c.model.cudnn == "auto" || c.model.cudnn == "on" || c.model.cudnn == "off", "lstm.cudnn",
-        fmt::format("must be \"auto\", \"on\" or \"off\", got \"{}\"", c.model.cudnn));
   check(c.dictionary_format == "muse" || c.dictionary_format == "cedict" || c.dictionary_format == "edict" ||
             c.dictionary_format == "ding",
         "dictionary_format", fmt::format("must be \"muse\", \"cedict\", \"edict\" or \"ding\", got \"{}\"", c.dictionary_format));

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,19 @@
 #include "sense/sense_options.h"
 
 namespace sa {
+
+// Checks a config's values; a failure names the file and line that set the key ("--set" for an
+// override) and what was expected.
+class ConfigCheck {
+ public:
+  explicit ConfigCheck(std::function<std::string(const std::string&)> where) : where_(std::move(where)) {}
+  void check(bool ok, const std::string& key, const std::string& what) const;
+  void positive(const std::string& key, double v) const;
+  void non_negative(const std::string& key, double v) const;
+
+ private:
+  std::function<std::string(const std::string&)> where_;
+};
 
 struct TrainConfig {
   // "elmo" (ELMo and SaELMo: [char_cnn], [lstm]) or "bert" (BERT and SaBERT: [bert] and the
@@ -29,7 +43,6 @@ struct TrainConfig {
   double adam_eps = 1e-6;
   bool bias_correction = false;  // BERT's optimizer has none
   bool word_pieces = false;      // vocabulary built from the corpus: whole words (released SaBERT) or WordPiece
-  bool is_bert() const { return model_type == "bert"; }
   // SaELMo (n_context >= 2; 0 = plain ELMo with the shared sampled softmax)
   SenseOptions sense{.n_context = 0};
   // bilm-tf training keys

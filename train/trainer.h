@@ -1,29 +1,26 @@
-// bin/train's loop for ELMo: the run directory (resolved config.cfg, options.json, vocab.txt,
-// metrics.jsonl, checkpoints/), resume by rerunning the same command, progress lines and
-// held-out perplexity with the full softmax.
+// ELMo and SaELMo's part of bin/train (model = "elmo"): the run directory (resolved config.cfg,
+// options.json, vocab.txt, checkpoints/, weights.hdf5 for bilm-tf), data-parallel ranks, the
+// bidirectional step with the sampled or sense-aware softmax, and held-out perplexity with the
+// full softmax. The loop itself is train/train_loop.h.
 #pragma once
+#include <memory>
 #include <string>
 
 #include "train/config.h"
+#include "train/train_loop.h"
 
 namespace sa {
 
-struct TrainResult {
-  int64_t steps_done = 0;
-  double last_loss = 0;
-  double heldout_perplexity = 0;  // 0 when no held-out data
-  double tokens_per_s = 0;         // over every step of this invocation
-  double steady_tokens_per_s = 0;  // after the first 5 steps (allocation warm-up excluded)
-  int64_t encoded_tokens = 0;      // distinct tokens through the char CNN in those steps (ELMo)
-  // Seconds per step phase over the steps after the first 5, when asked for (time_phases).
-  std::vector<std::pair<std::string, double>> phase_seconds;
-  std::vector<std::pair<std::string, double>> backward_op_seconds;  // the backward phase by op
-};
+// Builds (or restores from the newest checkpoint) the run that `config` describes. `resolved` is
+// the config as the run directory records it (n_train_tokens counted).
+std::unique_ptr<ModelFamily> make_elmo_family(const TrainConfig& config, TrainConfig& resolved, const RunOutput& out,
+                                              const TrainOptions& opts);
 
-// Trains (or resumes) the run that `config` describes. `max_new_steps` > 0 stops early after that
-// many steps of this invocation (benchmarks); checkpoints and metrics are still written.
-// `time_phases` waits for the device between the phases of each step to time them (benchmarks).
-TrainResult train_elmo(const TrainConfig& config, int64_t max_new_steps = 0, bool quiet = false,
-                       bool time_phases = false);
+// The [char_cnn] and [lstm] keys.
+void validate_elmo_config(const TrainConfig& c, const ConfigCheck& checks);
+
+// bin/export: the run's newest checkpoint as a bilm-tf/AllenNLP bundle (options.json with
+// n_characters = 262 for inference, weights.hdf5 with bilm-tf's dataset names, vocab.txt).
+void export_elmo_run(const std::string& run_dir, const std::string& out_dir);
 
 }  // namespace sa

@@ -22,9 +22,8 @@
 #include "layers/lstm.h"
 #include "layers/ner_tagger.h"
 #include "layers/softmax.h"
-#include "train/bert_trainer.h"
+#include "train/families.h"
 #include "train/step_flops.h"
-#include "train/trainer.h"
 
 using namespace sa;
 
@@ -372,14 +371,10 @@ int bench_train(const std::string& config, const std::string& corpus, int steps,
   if (!corpus.empty()) sets.push_back("train_prefix=" + corpus);
   sets.insert(sets.end(), overrides.begin(), overrides.end());
   TrainConfig c = TrainConfig::load(TrainConfig::find(config), sets);
-  if (c.is_bert())
-    std::printf("bench train: %s on %s, %d timed steps after 5 warm-up steps of %d sequences of <= %d pieces "
-                "(tokens = pieces)\n", config.c_str(), c.train_prefix.c_str(), steps, c.batch_size, c.max_seq_length);
-  else
-    std::printf("bench train: %s on %s, %d timed steps after 5 warm-up steps of %dx%d tokens\n", config.c_str(),
-                c.train_prefix.c_str(), steps, c.batch_size, c.unroll_steps);
-  SA_CHECK(!c.is_bert() || !time_phases, "bench train: --phases is for ELMo configs");
-  TrainResult r = c.is_bert() ? train_bert(c, 0, true) : train_elmo(c, 0, true, time_phases);
+  const ModelFamilyInfo& family = model_family(c.model_type);
+  std::printf("bench train: %s on %s, %d timed steps after 5 warm-up steps of %s\n", config.c_str(), c.train_prefix.c_str(),
+              steps, family.batch_shape(c).c_str());
+  TrainResult r = train_model(c, {.quiet = true, .time_phases = time_phases});
   std::filesystem::remove_all(dir);
   AllocatorStats hs = host_allocator().stats();
   std::printf("sensealign: %.0f tokens/s | peak RSS %.0f MiB | peak tensor memory %.0f MiB (host)",
@@ -391,7 +386,7 @@ int bench_train(const std::string& config, const std::string& corpus, int steps,
                 ds.peak_in_use / 1048576.0, ds.reserved / 1048576.0, d.str().c_str());
   }
   std::printf("\n");
-  if (!c.is_bert() && r.steady_tokens_per_s > 0) report_gemm_fraction(c, r, steps, d);
+  if (family.gemm_report && r.steady_tokens_per_s > 0) report_gemm_fraction(c, r, steps, d);
   if (time_phases) {
     double all = 0;
     for (const auto& [name, sec] : r.phase_seconds) all += sec;
@@ -405,7 +400,7 @@ int bench_train(const std::string& config, const std::string& corpus, int steps,
     for (size_t i = 0; i < ops.size() && i < 15; ++i)
       std::printf("  %-28s %8.2f ms\n", ops[i].first.c_str(), ops[i].second / steps * 1e3);
   }
-  if (peer.empty() || c.is_bert()) return 0;  // the PyTorch peer is an ELMo
+  if (peer.empty() || !family.pytorch_peer) return 0;
   // The PyTorch peer, same corpus, same machine, same run.
   std::string probe = "/usr/bin/python3 -c 'import torch' >/dev/null 2>&1";
   if (!std::filesystem::exists(peer) || std::system(probe.c_str()) != 0) {

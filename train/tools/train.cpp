@@ -6,8 +6,7 @@
 
 #include "engine/core/error.h"
 #include "engine/dist/communicator.h"
-#include "train/bert_trainer.h"
-#include "train/trainer.h"
+#include "train/families.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"Train a SenseAlign model from a config file (rerun to resume)"};
@@ -25,10 +24,7 @@ int main(int argc, char** argv) {
     const std::string path = sa::TrainConfig::find(config);
     if (path != config) std::printf("config: %s\n", path.c_str()), std::fflush(stdout);
     sa::TrainConfig c = sa::TrainConfig::load(path, sets, true);
-    if (c.is_bert())
-      sa::train_bert(c);
-    else
-      sa::train_elmo(c);
+    sa::train_model(c);
   } catch (const std::exception& e) {
     const int rc = sa::tool_failure("train", e);
     // Under mpirun the other ranks may be waiting in a collective: end the whole job.

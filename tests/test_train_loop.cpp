@@ -1,0 +1,160 @@
+// The training loop every family shares (train/train_loop.h), driven by a toy family: the cadence
+// of loss lines, held-out scores and checkpoints, a stop after max_new_steps, the family's own
+// metric keys; and the registry of families (train/families.h).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "data/run_files.h"
+#include "tests/test_util.h"
+#include "train/families.h"
+#include "train/train_loop.h"
+
+namespace sa {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Loss 1/step, 10 tokens a step; records when it was asked to score and to save.
+class ToyFamily final : public ModelFamily {
+ public:
+  ToyFamily(int64_t step, int64_t total) : step_(step), total_(total) {}
+  int64_t step() const override { return step_; }
+  int64_t total_steps() const override { return total_; }
+  Device device() const override { return Device::cpu(); }
+  StepStats train_step(StepPhases& phases) override {
+    ++step_;
+    phases.mark("work");
+    return {1.0 / static_cast<double>(step_), 10, 3};
+  }
+  nlohmann::json step_metrics() const override { return {{"toy_key", step_ * 2}}; }
+  bool scores_heldout() const override { return true; }
+  double heldout_perplexity() override {
+    scored.push_back(step_);
+    return 100.0 + static_cast<double>(step_);
+  }
+  void save() override { saved.push_back(step_); }
+  std::vector<int64_t> scored, saved;
+
+ private:
+  int64_t step_, total_;
+};
+
+std::vector<nlohmann::json> metric_lines(const std::string& dir) {
+  std::vector<nlohmann::json> v;
+  std::ifstream in(run_files::metrics(dir));
+  for (std::string line; std::getline(in, line);) v.push_back(nlohmann::json::parse(line));
+  return v;
+}
+
+struct LoopRun {
+  std::string dir;
+  TrainConfig c;
+};
+LoopRun toy_config(const std::string& name) {
+  LoopRun r{::testing::TempDir() + "/loop-" + name, TrainConfig()};
+  fs::remove_all(r.dir);
+  r.c.run_dir = r.dir;
+  r.c.log_every = 4;
+  r.c.heldout_every = 5;
+  r.c.checkpoint_every = 6;
+  return r;
+}
+
+TEST(TrainLoop, LogsScoresAndSavesOnTheirStepsAndOnceAtTheEnd) {
+  LoopRun r = toy_config("cadence");
+  TrainConfig resolved;
+  RunSession session(r.c, resolved);
+  session.open_metrics(0);
+  ToyFamily f(0, 13);
+  StepPhases phases(false, Device::cpu());
+  const TrainResult res = run_training(f, r.c, RunOutput{&session, true}, TrainOptions{}, phases);
+  EXPECT_EQ(res.steps_done, 13);
+  EXPECT_DOUBLE_EQ(res.last_loss, 1.0 / 13);
+  EXPECT_EQ(f.scored, (std::vector<int64_t>{5, 10, 13}));
+  EXPECT_EQ(f.saved, (std::vector<int64_t>{6, 12, 13}));
+  EXPECT_DOUBLE_EQ(res.heldout_perplexity, 113);
+  // 13 steps, the first 5 not timed as steady: 8 steps of 3 encoded tokens.
+  EXPECT_EQ(res.encoded_tokens, 24);
+  EXPECT_GT(res.tokens_per_s, 0);
+  std::vector<int64_t> loss_steps, heldout_steps;
+  for (const nlohmann::json& j : metric_lines(r.dir)) {
+    if (j.contains("loss")) {
+      loss_steps.push_back(j["step"]);
+      EXPECT_EQ(j["toy_key"], 2 * j["step"].get<int64_t>());  // the family's keys join the loss line
+      EXPECT_DOUBLE_EQ(j["loss"], 1.0 / j["step"].get<double>());
+    }
+    if (j.contains("heldout_perplexity")) heldout_steps.push_back(j["step"]);
+  }
+  EXPECT_EQ(loss_steps, (std::vector<int64_t>{4, 8, 12, 13}));
+  EXPECT_EQ(heldout_steps, (std::vector<int64_t>{5, 10, 13}));
+}
+
+TEST(TrainLoop, StopsAfterMaxNewStepsAndAFinishedRunDoesNothing) {
+  LoopRun r = toy_config("stop");
+  StepPhases phases(false, Device::cpu());
+  ToyFamily f(7, 13);  // resumed at step 7
+  TrainOptions o;
+  o.max_new_steps = 3;
+  EXPECT_EQ(run_training(f, r.c, RunOutput{nullptr, true}, o, phases).steps_done, 10);
+  EXPECT_EQ(f.saved, std::vector<int64_t>{});  // no step of 8..10 is a checkpoint step
+  EXPECT_EQ(f.scored, std::vector<int64_t>{10});
+  ToyFamily done(13, 13);
+  const TrainResult res = run_training(done, r.c, RunOutput{nullptr, true}, TrainOptions{}, phases);
+  EXPECT_EQ(res.steps_done, 13);
+  EXPECT_TRUE(done.scored.empty());
+  EXPECT_TRUE(done.saved.empty());
+}
+
+TEST(TrainLoop, PhasesAreTimedAfterTheWarmUpSteps) {
+  LoopRun r = toy_config("phases");
+  StepPhases phases(true, Device::cpu());
+  ToyFamily f(0, 8);
+  const TrainResult res = run_training(f, r.c, RunOutput{nullptr, true}, TrainOptions{}, phases);
+  ASSERT_EQ(res.phase_seconds.size(), 1u);
+  EXPECT_EQ(res.phase_seconds[0].first, "work");
+}
+
+TEST(ModelFamilies, TheRegistryNamesEachFamilyOnce) {
+  std::vector<std::string> names;
+  for (const ModelFamilyInfo& f : model_families()) {
+    names.push_back(f.model);
+    EXPECT_TRUE(f.make && f.export_run && f.batch_shape) << f.model;
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"elmo", "bert"}));
+  EXPECT_EQ(std::string(model_family("bert").model), "bert");
+  try {
+    model_family("gpt");
+    FAIL() << "an unknown family was accepted";
+  } catch (const Error& e) {
+    EXPECT_TRUE(testing::contains(e.what(), "\"elmo\" or \"bert\", got \"gpt\"")) << e.what();
+  }
+}
+
+TEST(ModelFamilies, EachFamilyChecksItsOwnKeysWithTheLine) {
+  const std::string corpus = testing::temp_file("loop-corpus.txt", "a b c\n");
+  const std::string cfg = testing::temp_file("loop-family.cfg", "train_prefix = \"" + corpus + "\"\nrun_dir = \"x\"\n"
+                                             "model = \"bert\"\n[bert]\nhidden = 30\nheads = 4\n");
+  try {
+    TrainConfig::load(cfg);
+    FAIL() << "hidden 30 with 4 heads was accepted";
+  } catch (const Error& e) {
+    EXPECT_TRUE(testing::contains(e.what(), "loop-family.cfg:5: bert.hidden (30) must be a multiple of bert.heads (4)"))
+        << e.what();
+  }
+  // ELMo's [lstm] keys are ELMo's: a BERT config never reads them.
+  EXPECT_NO_THROW(TrainConfig::load(cfg, {"bert.hidden=32", "lstm.cudnn=maybe"}));
+  try {
+    TrainConfig::load(cfg, {"model=elmo", "lstm.cudnn=maybe"});
+    FAIL() << "lstm.cudnn = maybe was accepted";
+  } catch (const Error& e) {
+    EXPECT_TRUE(testing::contains(e.what(), "--set lstm.cudnn=maybe: lstm.cudnn must be")) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace sa

@@ -1,0 +1,85 @@
+// bin/train's one training loop, for every model family: the step loop, progress lines (tokens/s,
+// steps done/total, ETA, smoothed loss), metrics.jsonl's loss lines, held-out cadence and
+// checkpoint cadence. A family (train/families.h lists them) implements ModelFamily: its data,
+// its state and checkpoint schema, one step's work, its held-out score and its exports.
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sense/sense_head.h"
+#include "train/config.h"
+#include "train/run_session.h"
+#include "train/step_phases.h"
+
+namespace sa {
+
+struct TrainOptions {
+  int64_t max_new_steps = 0;  // > 0: stop after that many steps of this invocation (benchmarks)
+  bool quiet = false;
+  bool time_phases = false;   // wait for the device between a step's phases to time them (bench train --phases)
+};
+
+struct TrainResult {
+  int64_t steps_done = 0;
+  double last_loss = 0;
+  double heldout_perplexity = 0;  // 0 when no held-out data
+  double tokens_per_s = 0;         // over every step of this invocation
+  double steady_tokens_per_s = 0;  // after the first 5 steps (allocation warm-up excluded)
+  int64_t encoded_tokens = 0;      // distinct tokens through the char CNN in those steps (ELMo)
+  // Seconds per step phase over the steps after the first 5, when asked for (time_phases).
+  std::vector<std::pair<std::string, double>> phase_seconds;
+  std::vector<std::pair<std::string, double>> backward_op_seconds;  // the backward phase by op
+};
+
+// Where a family reports what happens during training: metrics.jsonl (the rank that owns the run
+// directory) and the console (unless quiet).
+struct RunOutput {
+  RunSession* session = nullptr;  // null on data-parallel ranks other than 0
+  bool quiet = false;
+  void log(const nlohmann::json& j) const {
+    if (session) session->log(j);
+  }
+};
+
+// What one training step did.
+struct StepStats {
+  double loss = 0;             // the global batch's mean loss
+  int64_t tokens = 0;          // tokens of the global batch (ELMo: batch x unroll x ranks; BERT: pieces)
+  int64_t encoded_tokens = 0;  // distinct tokens through the char CNN (ELMo)
+};
+
+class ModelFamily {
+ public:
+  virtual ~ModelFamily() = default;
+  virtual int64_t step() const = 0;         // steps done (restored from the newest checkpoint)
+  virtual int64_t total_steps() const = 0;
+  virtual Device device() const = 0;
+  // Reads the next batch, advances step() by one and trains on it. Marks its phases in `phases`.
+  virtual StepStats train_step(StepPhases& phases) = 0;
+  // Keys the loss lines of metrics.jsonl add on logging steps (negative coverage, learning rate).
+  virtual nlohmann::json step_metrics() const { return nlohmann::json::object(); }
+  // Whether this process scores held-out text, and the score (the perplexity of the family's loss).
+  virtual bool scores_heldout() const = 0;
+  virtual double heldout_perplexity() = 0;
+  // Writes the checkpoint of step() and the family's exports, and prunes old checkpoints.
+  virtual void save() = 0;
+  // What the console calls the loss ("loss", "MLM loss").
+  virtual const char* loss_name() const { return "loss"; }
+};
+
+// Runs `family` from its step() to its total_steps() (or opts.max_new_steps more).
+TrainResult run_training(ModelFamily& family, const TrainConfig& c, const RunOutput& out, const TrainOptions& opts,
+                         StepPhases& phases);
+
+// Prints (and logs, for pruning) what a step's sense schedule did: the end of the warm-up, with
+// `note` after it, and the senses pruning removed.
+void report_sense_events(const RunOutput& out, int64_t step, const SenseOptions& o, SenseEvents ev,
+                         const std::string& note = "");
+
+// Stops a diverged run before its update reaches the weights.
+void check_finite_loss(int64_t step, double loss, const char* hint);
+
+}  // namespace sa
