@@ -30,7 +30,7 @@ BLAS_DIR ?= /usr/lib/x86_64-linux-gnu/openblas-openmp
 LDLIBS := -L$(BLAS_DIR) -Wl,-rpath,$(BLAS_DIR) -lopenblas -lfmt -lhdf5_serial -ltomlplusplus -lpugixml -lutf8proc -fopenmp -lpthread
 NVCCFLAGS := -std=c++20 -O3 -I. $(CUDA_ARCH) -Xcompiler -fopenmp --expt-relaxed-constexpr -MMD -MP
 
-ENGINE_SRC := engine/backend.cpp $(wildcard engine/core/*.cpp engine/ops/*.cpp engine/cpu/*.cpp) engine/dist/tensor_collectives.cpp
+ENGINE_SRC := engine/backend.cpp $(wildcard engine/core/*.cpp engine/ops/*.cpp engine/cpu/*.cpp engine/optim/*.cpp) engine/dist/tensor_collectives.cpp
 # MPI (data-parallel training, `mpirun -np N ./bin/train`) when OpenMPI's compiler wrapper is found;
 # `make MPI=0` builds single-process binaries. Only engine/dist/mpi_communicator.cpp sees mpi.h.
 ifeq ($(origin MPI), undefined)

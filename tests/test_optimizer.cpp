@@ -5,7 +5,7 @@
 
 #include <cmath>
 
-#include "train/optimizer.h"
+#include "engine/optim/optimizer.h"
 
 namespace sa {
 namespace {

@@ -24,7 +24,7 @@
 #include "layers/load_encoder.h"
 #include "layers/nli_classifier.h"
 #include "tests/test_util.h"
-#include "train/fit_classifier.h"
+#include "eval/fit_classifier.h"
 
 namespace sa {
 namespace {

@@ -17,7 +17,7 @@
 #include "sense/selection.h"
 #include "sense/sense_head.h"
 #include "sense/sense_softmax.h"
-#include "train/optimizer.h"
+#include "engine/optim/optimizer.h"
 #include "train/run_session.h"
 
 namespace sa {

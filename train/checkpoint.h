@@ -13,7 +13,7 @@
 
 #include "data/safetensors.h"
 #include "train/elmo_lm.h"
-#include "train/optimizer.h"
+#include "engine/optim/optimizer.h"
 
 namespace sa {
 

@@ -34,7 +34,7 @@
 #include "layers/load_encoder.h"
 #include "layers/ner_tagger.h"
 #include "layers/nli_classifier.h"
-#include "train/fit_classifier.h"
+#include "eval/fit_classifier.h"
 
 using namespace sa;
 

@@ -1,4 +1,4 @@
-#include "train/fit_classifier.h"
+#include "eval/fit_classifier.h"
 
 #include <algorithm>
 #include <chrono>
@@ -6,7 +6,7 @@
 #include <numeric>
 #include <random>
 
-#include "train/optimizer.h"
+#include "engine/optim/optimizer.h"
 
 namespace sa {
 
