@@ -70,12 +70,16 @@ LIB_OBJ := $(LIB_SRC:%.cpp=$(BUILD)/%.o) $(CUDA_SRC:%.cu=$(BUILD)/%.cu.o) $(CUDN
 LIB := $(BUILD)/libsensealign.a
 
 # Each module's command-line tools live in MODULE/tools/NAME.cpp and build to bin/NAME.
-TOOL_SRC := $(wildcard */tools/*.cpp)
+TOOL_SRC := $(filter-out tests/%,$(wildcard */tools/*.cpp))
 TOOLS := $(addprefix bin/,$(notdir $(TOOL_SRC:.cpp=)))
-TEST_SRC := $(wildcard tests/*.cpp)
+TEST_SRC := $(wildcard tests/*.cpp tests/*/*.cpp)
 TEST_OBJ := $(TEST_SRC:%.cpp=$(BUILD)/%.o)
+# Tests are filed by the module they test; `make unit` runs the modules' own tests (no training
+# runs of train/, no tools of tools/), in well under a minute on 2 cores.
+UNIT_SRC := $(wildcard tests/*.cpp $(foreach m,engine data layers sense eval,tests/$(m)/*.cpp))
+UNIT_OBJ := $(UNIT_SRC:%.cpp=$(BUILD)/%.o)
 
-.PHONY: all test bench clean deps corpus quickstart gpu-report
+.PHONY: all test unit bench clean deps corpus quickstart gpu-report
 all: $(TOOLS) bin/tests bin/fault_inject.so
 
 # Debian packages the build, the tests and the default corpus need; `make deps` installs the
@@ -142,6 +146,10 @@ bin/tests: $(TEST_OBJ) $(LIB)
 	@mkdir -p bin
 	$(CXX) -o $@ $(TEST_OBJ) $(LIB) $(LDLIBS) -lgtest
 
+bin/unit_tests: $(UNIT_OBJ) $(LIB)
+	@mkdir -p bin
+	$(CXX) -o $@ $(UNIT_OBJ) $(LIB) $(LDLIBS) -lgtest
+
 # The fault-injection tests' LD_PRELOAD shim (kills at a chosen rename or write).
 bin/fault_inject.so: tests/fault_inject.c
 	@mkdir -p bin
@@ -151,6 +159,11 @@ bin/fault_inject.so: tests/fault_inject.c
 test:
 	$(MAKE) -j$$(nproc) all
 	./bin/tests
+
+# A few of the eval tests run bin/align: the tools are built too.
+unit:
+	$(MAKE) -j$$(nproc) all bin/unit_tests
+	./bin/unit_tests
 
 bench:
 	$(MAKE) -j$$(nproc) bin/bench
