@@ -9,6 +9,7 @@
 #include "data/ner_corpus.h"
 #include "eval/conlleval.h"
 #include "eval/xling_features.h"
+#include "eval/xling_harness.h"
 #include "layers/encoder.h"
 #include "layers/ner_tagger.h"
 
@@ -35,5 +36,8 @@ std::vector<TaggedSentence> tag_sentences(const NerTagger& tagger, const TagSet&
                                           const std::vector<NerSentence>& sentences, bool misc_to_o, Device dev);
 // Whether any gold tag of the corpus has type MISC.
 bool has_misc(const std::vector<NerSentence>& sentences);
+
+// bin/xling_eval ner: its subcommand, defaults, options and run (eval/xling_harness.h).
+XlingTask ner_xling_task();
 
 }  // namespace sa

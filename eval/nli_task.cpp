@@ -3,6 +3,8 @@
 #include <filesystem>
 
 #include "data/tokenizer.h"
+#include "eval/sentiment_task.h"
+#include "layers/nli_classifier.h"
 
 namespace sa {
 
@@ -24,6 +26,120 @@ NliData prepare_nli(const NliSet& set, const CjkLexicon* lexicon) {
     d.labels.push_back(static_cast<int32_t>(p.label));
   }
   return d;
+}
+
+namespace {
+
+int run_xnli(const XlingArgs& a) {
+  const Device dev = resolve_device(a.device);
+  const std::vector<std::pair<std::string, std::string>> tests = by_language(a.tests, "--test", "FILE");
+  const Encoders encs = open_encoders(a, dev, tests);
+  const LayerSpec spec = parse_layer_spec(a.layers, encs.english->n_layers());
+  FeatureKeys feature_key(a);
+  const std::unique_ptr<CjkLexicon> lexicon = cjk_lexicon(a);
+  // A file's pairs and the token features of their premises and hypotheses.
+  struct Pairs {
+    NliData data;
+    Tensor p, h;
+    std::vector<int64_t> p_off, h_off;
+  };
+  auto load = [&](const std::string& file, const std::string& lang) {
+    const ContextualEncoder& enc = encs.of(lang);
+    Pairs s;
+    const NliSet set = read_nli_file(file);
+    if (!lexicon)
+      for (const NliPair& p : set.pairs)
+        if (has_cjk(p.premise) || has_cjk(p.hypothesis)) {
+          warn_cjk(file);
+          break;
+        }
+    s.data = prepare_nli(set, lexicon.get());
+    SA_CHECK(!s.data.labels.empty(), "{}: no labeled pair", file);
+    std::fprintf(stderr, "%s: %zu pairs (%d without a gold label and %d with an empty side left out)\n", file.c_str(),
+                 s.data.labels.size(), s.data.unlabeled, s.data.empty);
+    auto feats = [&](const Sentences& side, const char* what) {
+      return cached_tensor(a.cache,
+                           feature_key(encs.fingerprint.at(lang), file, enc.lowercase, std::string("xling nli ") + what),
+                           file + " (" + what + ")", Device::cpu(),
+                           [&] { return token_features(enc, side, spec, std::string("embed ") + what + " " + file); },
+                           sentence_offsets(side).back());
+    };
+    s.p = feats(s.data.premises, "premises");
+    s.h = feats(s.data.hypotheses, "hypotheses");
+    s.p_off = sentence_offsets(s.data.premises);
+    s.h_off = sentence_offsets(s.data.hypotheses);
+    return s;
+  };
+  const Pairs train = load(a.train, ""), dev_p = load(a.dev, "");
+  std::vector<Pairs> test_p;
+  for (const auto& [lang, file] : tests) test_p.push_back(load(file, lang));
+  auto logits = [&](const NliClassifier& c, const Pairs& s, const std::vector<size_t>& rows, bool training,
+                    Generator& gen) {
+    const SentenceBatch p = padded_batch(s.p, s.p_off, rows, nullptr, dev), h = padded_batch(s.h, s.h_off, rows, nullptr, dev);
+    return c.logits(p.x, p.lengths, h.x, h.lengths, training, gen);
+  };
+  auto accuracy_on = [&](const NliClassifier& c, const Pairs& s) {
+    Generator unused(0);
+    size_t right = 0;
+    for (size_t b0 = 0; b0 < s.data.labels.size(); b0 += 128) {
+      std::vector<size_t> rows;
+      std::vector<int32_t> gold;
+      for (size_t r = b0; r < std::min(s.data.labels.size(), b0 + 128); ++r) rows.push_back(r), gold.push_back(s.data.labels[r]);
+      right += static_cast<size_t>(std::lround(accuracy(logits(c, s, rows, false, unused), gold) * static_cast<double>(rows.size())));
+    }
+    return static_cast<double>(right) / static_cast<double>(s.data.labels.size());
+  };
+
+  TaskReport rep{"xnli", "accuracy", 4,
+                 {{"hidden", a.hidden}, {"dense", a.dense}, {"dropout", a.dropout}, {"lr", a.lr},
+                  {"batch_size", a.batch_size}, {"max_epochs", a.max_epochs}, {"patience", a.patience},
+                  {"train_pairs", train.data.labels.size()}, {"dev_pairs", dev_p.data.labels.size()}},
+                 {},
+                 {}};
+  for (const Pairs& p : test_p) {
+    rep.test_info.push_back({{"pairs", p.data.labels.size()}});
+    rep.test_notes.push_back(" (" + std::to_string(p.data.labels.size()) + " pairs)");
+  }
+  return run_and_report(a, encs, spec, tests, rep, [&](int run, uint64_t seed) {
+    NliClassifier clf = NliClassifier::init(train.p.dim(1), a.hidden, a.dense, a.dropout, seed, dev);
+    const FitOptions fo = fit_options(a, "xnli", run, seed);
+    RunScores r;
+    r.fit = fit_classifier(
+        clf.params(), static_cast<int64_t>(train.data.labels.size()),
+        [&](const std::vector<int64_t>& rows, Generator& gen) {
+          std::vector<int32_t> y;
+          for (int64_t i : rows) y.push_back(train.data.labels[static_cast<size_t>(i)]);
+          const Tensor l = logits(clf, train, std::vector<size_t>(rows.begin(), rows.end()), true, gen);
+          return ops::mean(ops::cross_entropy(l, Tensor::from(y, {static_cast<int64_t>(y.size())}, dev)));
+        },
+        [&] { return accuracy_on(clf, dev_p); }, fo);
+    NoGrad ng;
+    for (const Pairs& p : test_p) r.test.push_back(accuracy_on(clf, p));
+    return r;
+  });
+}
+
+}  // namespace
+
+XlingTask nli_xling_task() {
+  XlingTask t;
+  t.name = "xnli";
+  t.description = "sentence pairs (SICK, XNLI and MultiNLI .tsv, MultiNLI .jsonl): premise and hypothesis each through "
+              "its own BiLSTM (not shared), mean-pooled over its true length -> [u; v; u - v; u * v] -> dense (ReLU) "
+              "-> dropout -> 3 labels; Adam, best English-dev epoch; raw text tokenized as the corpora were";
+  t.items = "pairs";
+  XlingArgs& x = t.defaults;  // the NYU MultiNLI baseline's settings
+  x.runs = 2, x.lr = 4e-4, x.hidden = 300, x.max_epochs = 20, x.patience = 3;
+  t.add_options = [](CLI::App* c, XlingArgs& a) {
+    c->add_option("--dev", a.dev, "English dev pairs (XNLI dev-en.tsv)")->required();
+    c->add_option("--hidden", a.hidden, "BiLSTM units per direction (premise and hypothesis each)");
+    c->add_option("--dense", a.dense, "units of the ReLU layer");
+    c->add_option("--dropout", a.dropout, "dropout after the ReLU layer");
+    c->add_option("--lr", a.lr, "Adam learning rate");
+    c->add_option("--patience", a.patience, "epochs without a better dev accuracy before stopping");
+  };
+  t.run = run_xnli;
+  return t;
 }
 
 }  // namespace sa

@@ -6,6 +6,7 @@
 
 #include "data/nli_corpus.h"
 #include "data/tokenizer.h"
+#include "eval/xling_harness.h"
 #include "layers/encoder.h"
 
 namespace sa {
@@ -21,5 +22,8 @@ struct NliData {
 NliSet read_nli_file(const std::string& path);
 // `lexicon`: segment Chinese and Japanese as the bilingual corpora were (data/tokenizer.h).
 NliData prepare_nli(const NliSet& set, const CjkLexicon* lexicon = nullptr);
+
+// bin/xling_eval xnli: its subcommand, defaults, options and run (eval/xling_harness.h).
+XlingTask nli_xling_task();
 
 }  // namespace sa

@@ -1,7 +1,13 @@
 #include "eval/sentiment_task.h"
 
+#include <algorithm>
+#include <filesystem>
+#include <numeric>
+#include <random>
+
 #include "data/corpus.h"
 #include "data/tokenizer.h"
+#include "layers/dense_classifier.h"
 
 namespace sa {
 
@@ -88,6 +94,131 @@ double accuracy(const Tensor& logits, const std::vector<int32_t>& labels) {
     right += best == labels[i];
   }
   return static_cast<double>(right) / static_cast<double>(labels.size());
+}
+
+namespace {
+
+ReviewSet read_reviews(const std::string& path) {
+  return std::filesystem::path(path).extension() == ".review" ? read_webis_cls(path) : read_marc_csv(path);
+}
+
+int run_sent(const XlingArgs& a) {
+  const Device dev = resolve_device(a.device);
+  const std::vector<std::pair<std::string, std::string>> tests = by_language(a.tests, "--test", "FILE");
+  const Encoders encs = open_encoders(a, dev, tests);
+  const LayerSpec spec = parse_layer_spec(a.layers, encs.english->n_layers());
+  FeatureKeys feature_key(a);
+  const std::unique_ptr<CjkLexicon> lexicon = cjk_lexicon(a);
+  // Data: the English training file, its dev part, and each test file.
+  // lang: "" for English (train, dev), else a test language, whose encoder reads it.
+  auto load = [&](const std::string& file, const std::string& lang) {
+    const ReviewSet reviews = read_reviews(file);
+    if (!lexicon)
+      for (const Review& r : reviews.reviews)
+        if (has_cjk(r.text)) {
+          warn_cjk(file);
+          break;
+        }
+    SentimentData d = prepare_sentiment(reviews, a.max_tokens, encs.of(lang).lowercase, lexicon.get());
+    SA_CHECK(!d.labels.empty(), "{}: no review with 1, 2, 4 or 5 stars", file);
+    std::fprintf(stderr, "%s: %zu reviews (%d with 3 stars and %d without text left out, %d cut at %d tokens)\n",
+                 file.c_str(), d.labels.size(), d.neutral, d.empty, d.truncated, a.max_tokens);
+    return d;
+  };
+  auto features = [&](const std::string& file, const SentimentData& d, const std::string& lang) {
+    const ContextualEncoder& enc = encs.of(lang);
+    return cached_tensor(a.cache,
+                         feature_key(encs.fingerprint.at(lang), file, enc.lowercase, "xling sent review means v1"),
+                         file, dev, [&] { return review_means(enc, d, spec, "embed " + file); },
+                         static_cast<int64_t>(d.labels.size()));
+  };
+  SentimentData train = load(a.train, "");
+  Tensor train_x = features(a.train, train, "");
+  SentimentData dev_data;
+  Tensor dev_x;
+  if (!a.dev.empty()) {
+    dev_data = load(a.dev, "");
+    dev_x = features(a.dev, dev_data, "");
+  } else {  // a fixed part of the training file, the same for every run
+    SA_CHECK(a.dev_fraction > 0 && a.dev_fraction < 1, "--dev-fraction must be in (0, 1), got {}", a.dev_fraction);
+    std::vector<size_t> order(train.labels.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::shuffle(order.begin(), order.end(), std::mt19937_64(a.seed * 104729 + 7));
+    const size_t n_dev = std::max<size_t>(1, static_cast<size_t>(a.dev_fraction * static_cast<double>(order.size())));
+    SA_CHECK(n_dev < order.size(), "{}: too few reviews to hold out a dev part", a.train);
+    std::vector<size_t> dev_rows(order.begin(), order.begin() + static_cast<long>(n_dev)),
+        train_rows(order.begin() + static_cast<long>(n_dev), order.end());
+    std::sort(dev_rows.begin(), dev_rows.end());
+    std::sort(train_rows.begin(), train_rows.end());
+    auto rows_of = [&](const Tensor& x, const std::vector<size_t>& rows) {
+      std::vector<int32_t> r(rows.begin(), rows.end());
+      return ops::gather_rows(x, Tensor::from(r, {static_cast<int64_t>(r.size())}, dev));
+    };
+    dev_data = subset(train, dev_rows);
+    dev_x = rows_of(train_x, dev_rows);
+    train_x = rows_of(train_x, train_rows);
+    train = subset(train, train_rows);
+  }
+  std::vector<std::pair<SentimentData, Tensor>> test_sets;
+  for (const auto& [lang, file] : tests) {
+    SentimentData d = load(file, lang);
+    Tensor x = features(file, d, lang);
+    test_sets.emplace_back(std::move(d), x);
+  }
+
+  TaskReport rep{"sent", "accuracy", 4,
+                 {{"hidden", a.hidden}, {"dropout", a.dropout}, {"lr", a.lr}, {"batch_size", a.batch_size},
+                  {"max_epochs", a.max_epochs}, {"patience", a.patience}, {"max_tokens", a.max_tokens},
+                  {"train_reviews", train.labels.size()}, {"dev_reviews", dev_data.labels.size()}},
+                 {},
+                 {}};
+  for (const auto& [d, x] : test_sets) {
+    rep.test_info.push_back({{"reviews", d.labels.size()}});
+    rep.test_notes.push_back(" (" + std::to_string(d.labels.size()) + " reviews)");
+  }
+  return run_and_report(a, encs, spec, tests, rep, [&](int run, uint64_t seed) {
+    DenseClassifier clf = DenseClassifier::init(train_x.dim(1), a.hidden, 2, a.dropout, seed, dev);
+    const FitOptions fo = fit_options(a, "sent", run, seed);
+    Generator eval_gen(0);
+    RunScores r;
+    r.fit = fit_classifier(
+        clf.params(), train_x.dim(0),
+        [&](const std::vector<int64_t>& rows, Generator& gen) {
+          std::vector<int32_t> idx(rows.begin(), rows.end()), y;
+          for (int64_t i : rows) y.push_back(train.labels[static_cast<size_t>(i)]);
+          const int64_t n = static_cast<int64_t>(idx.size());
+          return ops::mean(ops::cross_entropy(clf.logits(ops::gather_rows(train_x, Tensor::from(idx, {n}, dev)), true, gen),
+                                              Tensor::from(y, {n}, dev)));
+        },
+        [&] { return accuracy(clf.logits(dev_x, false, eval_gen), dev_data.labels); }, fo);
+    NoGrad ng;
+    for (const auto& [d, x] : test_sets) r.test.push_back(accuracy(clf.logits(x, false, eval_gen), d.labels));
+    return r;
+  });
+}
+
+}  // namespace
+
+XlingTask sentiment_xling_task() {
+  XlingTask t;
+  t.name = "sent";
+  t.description = "review sentiment (MARC CSV, with or without a header row, or Webis-CLS-10 .review): 1-2 stars "
+              "negative, 4-5 positive, 3 left out; the review split into sentences and cut at --max-tokens; the mean of "
+              "its vectors -> dense (hidden, ReLU, dropout) -> dense to 2 classes; Adam, early stop on English dev "
+              "accuracy";
+  t.items = "reviews";
+  t.add_options = [](CLI::App* c, XlingArgs& a) {
+    c->add_option("--dev", a.dev, "English dev reviews (default: --dev-fraction of --train)");
+    c->add_option("--dev-fraction", a.dev_fraction, "part of --train held out as dev when --dev is not given");
+    c->add_option("--max-tokens", a.max_tokens, "tokens kept per review (its first sentences)")
+        ->check(CLI::Validator(positive_integer, "POSITIVE"));
+    c->add_option("--hidden", a.hidden, "units of the hidden dense layer");
+    c->add_option("--dropout", a.dropout, "dropout after the hidden layer");
+    c->add_option("--lr", a.lr, "Adam learning rate");
+    c->add_option("--patience", a.patience, "epochs without a better dev accuracy before stopping");
+  };
+  t.run = run_sent;
+  return t;
 }
 
 }  // namespace sa

@@ -8,6 +8,7 @@
 #include "data/review_corpus.h"
 #include "data/tokenizer.h"
 #include "eval/xling_features.h"
+#include "eval/xling_harness.h"
 #include "layers/encoder.h"
 
 namespace sa {
@@ -33,5 +34,8 @@ Tensor review_means(const ContextualEncoder& encoder, const SentimentData& data,
 
 // Accuracy of argmax(logits [N, classes]) against labels.
 double accuracy(const Tensor& logits, const std::vector<int32_t>& labels);
+
+// bin/xling_eval sent: its subcommand, defaults, options and run (eval/xling_harness.h).
+XlingTask sentiment_xling_task();
 
 }  // namespace sa

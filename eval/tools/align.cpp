@@ -14,7 +14,7 @@
 #include "data/dictionary.h"
 #include "eval/alignment.h"
 #include "eval/anchors.h"
-#include "eval/tools/encoder_options.h"
+#include "eval/encoder_options.h"
 #include "layers/load_encoder.h"
 
 using namespace sa;

@@ -16,7 +16,7 @@
 #include "data/progress_line.h"
 #include "data/vocab.h"
 #include "eval/aligned_encoder.h"
-#include "eval/tools/encoder_options.h"
+#include "eval/encoder_options.h"
 #include "layers/load_encoder.h"
 
 using namespace sa;

@@ -14,7 +14,7 @@
 #include "layers/load_encoder.h"
 #include "eval/wsd.h"
 #include "eval/wsd_scorer.h"
-#include "eval/tools/encoder_options.h"
+#include "eval/encoder_options.h"
 
 using namespace sa;
 namespace fs = std::filesystem;
