@@ -171,13 +171,13 @@ XlingTask ner_xling_task() {
   XlingTask t;
   t.name = "ner";
   t.description = "named entities (CoNLL-2002/2003 column files in IOB1 or IOB2, UTF-8 or else read as ISO-8859-1, "
-             "-DOCSTART- lines as document breaks; PAN-X .tsv): word dropout and locked dropout -> linear "
-             "re-projection -> BiLSTM -> locked dropout -> linear -> CRF; trained and decoded in BIOES with SGD "
-             "(--batch-size sentences a step, rate halved after --patience epochs without a dev F1 gain, stop below --min-lr), best "
-             "English-dev epoch; span F1 as conlleval.pl; --predictions written in IOB2; predicted MISC counts as O on "
-             "test sets without MISC. Files given one CJK character a token "
-             "(PAN-X zh, ja) are regrouped into --cedict/--edict words for an ELMo encoder, each character scored with its "
-             "word's vector";
+                  "-DOCSTART- lines as document breaks; PAN-X .tsv): word dropout and locked dropout -> linear "
+                  "re-projection -> BiLSTM -> locked dropout -> linear -> CRF; trained and decoded in BIOES with SGD "
+                  "(--batch-size sentences a step, rate halved after --patience epochs without a dev F1 gain, stop below --min-lr), best "
+                  "English-dev epoch; span F1 as conlleval.pl; --predictions written in IOB2; predicted MISC counts as O on "
+                  "test sets without MISC. Files given one CJK character a token "
+                  "(PAN-X zh, ja) are regrouped into --cedict/--edict words for an ELMo encoder, each character scored with its "
+                  "word's vector";
   t.items = "sentences";
   XlingArgs& n = t.defaults;  // Flair's SequenceTagger defaults
   n.lr = 0.1, n.max_epochs = 150, n.patience = 3;

@@ -125,8 +125,8 @@ XlingTask nli_xling_task() {
   XlingTask t;
   t.name = "xnli";
   t.description = "sentence pairs (SICK, XNLI and MultiNLI .tsv, MultiNLI .jsonl): premise and hypothesis each through "
-              "its own BiLSTM (not shared), mean-pooled over its true length -> [u; v; u - v; u * v] -> dense (ReLU) "
-              "-> dropout -> 3 labels; Adam, best English-dev epoch; raw text tokenized as the corpora were";
+                  "its own BiLSTM (not shared), mean-pooled over its true length -> [u; v; u - v; u * v] -> dense (ReLU) "
+                  "-> dropout -> 3 labels; Adam, best English-dev epoch; raw text tokenized as the corpora were";
   t.items = "pairs";
   XlingArgs& x = t.defaults;  // the NYU MultiNLI baseline's settings
   x.runs = 2, x.lr = 4e-4, x.hidden = 300, x.max_epochs = 20, x.patience = 3;

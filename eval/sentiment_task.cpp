@@ -203,9 +203,9 @@ XlingTask sentiment_xling_task() {
   XlingTask t;
   t.name = "sent";
   t.description = "review sentiment (MARC CSV, with or without a header row, or Webis-CLS-10 .review): 1-2 stars "
-              "negative, 4-5 positive, 3 left out; the review split into sentences and cut at --max-tokens; the mean of "
-              "its vectors -> dense (hidden, ReLU, dropout) -> dense to 2 classes; Adam, early stop on English dev "
-              "accuracy";
+                  "negative, 4-5 positive, 3 left out; the review split into sentences and cut at --max-tokens; the mean of "
+                  "its vectors -> dense (hidden, ReLU, dropout) -> dense to 2 classes; Adam, early stop on English dev "
+                  "accuracy";
   t.items = "reviews";
   t.add_options = [](CLI::App* c, XlingArgs& a) {
     c->add_option("--dev", a.dev, "English dev reviews (default: --dev-fraction of --train)");
