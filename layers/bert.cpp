@@ -64,16 +64,10 @@ BertConfig BertConfig::from_hf_json(const std::string& path) {
     SA_CHECK(j.value("position_embedding_type", std::string("absolute")) == "absolute",
              "{}: only absolute position embeddings are supported", path);
     c.exact_gelu = act == "gelu";
-    c.vocab_size = j.at("vocab_size").get<int>();
-    c.hidden = j.at("hidden_size").get<int>();
-    c.layers = j.at("num_hidden_layers").get<int>();
-    c.heads = j.at("num_attention_heads").get<int>();
-    c.intermediate = j.at("intermediate_size").get<int>();
-    c.max_positions = j.value("max_position_embeddings", 512);
-    c.type_vocab = j.value("type_vocab_size", 2);
-    c.layer_norm_eps = j.value("layer_norm_eps", 1e-12);
-    c.hidden_dropout = j.value("hidden_dropout_prob", 0.1);
-    c.attention_dropout = j.value("attention_probs_dropout_prob", 0.1);
+    c.visit([&](const char*, auto& field, const char* key, const auto& missing) {
+      SA_CHECK(j.contains(key) || missing, "{}: invalid BERT config: {} is missing", path, key);
+      field = j.contains(key) ? j.at(key).get<std::decay_t<decltype(field)>>() : *missing;
+    });
   } catch (const nlohmann::json::exception& e) {
     fail("{}: invalid BERT config: {}", path, e.what());
   }
@@ -82,23 +76,14 @@ BertConfig BertConfig::from_hf_json(const std::string& path) {
 }
 
 void BertConfig::save_hf_json(const std::string& path) const {
-  const nlohmann::json j = {{"architectures", {"BertForMaskedLM"}},
-                            {"model_type", "bert"},
-                            {"vocab_size", vocab_size},
-                            {"hidden_size", hidden},
-                            {"num_hidden_layers", layers},
-                            {"num_attention_heads", heads},
-                            {"intermediate_size", intermediate},
-                            {"hidden_act", exact_gelu ? "gelu" : "gelu_new"},
-                            {"hidden_dropout_prob", hidden_dropout},
-                            {"attention_probs_dropout_prob", attention_dropout},
-                            {"max_position_embeddings", max_positions},
-                            {"type_vocab_size", type_vocab},
-                            {"initializer_range", 0.02},
-                            {"layer_norm_eps", layer_norm_eps},
-                            {"pad_token_id", 0},
-                            {"position_embedding_type", "absolute"},
-                            {"tie_word_embeddings", true}};
+  nlohmann::json j = {{"architectures", {"BertForMaskedLM"}},
+                      {"model_type", "bert"},
+                      {"hidden_act", exact_gelu ? "gelu" : "gelu_new"},
+                      {"initializer_range", 0.02},
+                      {"pad_token_id", 0},
+                      {"position_embedding_type", "absolute"},
+                      {"tie_word_embeddings", true}};
+  const_cast<BertConfig&>(*this).visit([&](const char*, const auto& field, const char* key, const auto&) { j[key] = field; });
   write_file_atomically(path, j.dump(2) + "\n");
 }
 

@@ -6,6 +6,7 @@
 // GELU is the tanh form (BERT's reference code; what we train) unless a Hugging Face config says
 // "gelu", the exact erf form most published checkpoints use. Matrices are stored [out, in] as in Hugging Face's files.
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,23 @@ struct BertConfig {
   bool exact_gelu = false;  // hidden_act "gelu" (erf); "gelu_new" / "gelu_pytorch_tanh" is the tanh form
 
   int head_dim() const { return hidden / heads; }
+  // Every setting Hugging Face's config.json holds, as v(config key or nullptr, field, its
+  // config.json key, the value a file without it means, or nullopt when it is required). The
+  // hidden activation (`exact_gelu`) is read and written apart. This list drives the [bert] config
+  // keys, --set, the echo, config.json and from_hf_json.
+  template <typename Visit>
+  void visit(Visit&& v) {
+    v(nullptr, vocab_size, "vocab_size", std::optional<int>());
+    v("bert.hidden", hidden, "hidden_size", std::optional<int>());
+    v("bert.layers", layers, "num_hidden_layers", std::optional<int>());
+    v("bert.heads", heads, "num_attention_heads", std::optional<int>());
+    v("bert.intermediate", intermediate, "intermediate_size", std::optional<int>());
+    v("bert.max_positions", max_positions, "max_position_embeddings", std::optional<int>(512));
+    v("bert.type_vocab", type_vocab, "type_vocab_size", std::optional<int>(2));
+    v(nullptr, layer_norm_eps, "layer_norm_eps", std::optional<double>(1e-12));
+    v("bert.hidden_dropout", hidden_dropout, "hidden_dropout_prob", std::optional<double>(0.1));
+    v("bert.attention_dropout", attention_dropout, "attention_probs_dropout_prob", std::optional<double>(0.1));
+  }
   // Hugging Face's config.json (model_type "bert"; hidden_act must be GELU). Fails naming the file.
   static BertConfig from_hf_json(const std::string& path);
   void save_hf_json(const std::string& path) const;

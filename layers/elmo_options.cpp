@@ -1,5 +1,6 @@
 #include "layers/elmo_options.h"
 
+#include "data/json_path.h"
 #include "engine/core/error.h"
 
 namespace sa {
@@ -21,21 +22,15 @@ int ElmoOptions::n_filters() const {
 ElmoOptions ElmoOptions::from_json(const nlohmann::json& j, const std::string& origin) {
   ElmoOptions o;
   try {
-    const auto& cc = j.at("char_cnn");
-    o.char_dim = cc.at("embedding").at("dim").get<int>();
+    o.visit([&](const char*, auto& field, const char* path, const auto& missing) {
+      const nlohmann::json* at = json_at(j, path);
+      SA_CHECK(at || missing, "{}: not a valid bilm-tf options file: {} is missing", origin, path);
+      field = at ? at->get<std::decay_t<decltype(field)>>() : *missing;
+    });
+    const nlohmann::json* filters = json_at(j, "char_cnn.filters");
+    SA_CHECK(filters, "{}: not a valid bilm-tf options file: char_cnn.filters is missing", origin);
     o.filters.clear();
-    for (const auto& f : cc.at("filters")) o.filters.emplace_back(f.at(0).get<int>(), f.at(1).get<int>());
-    o.n_highway = cc.at("n_highway").get<int>();
-    o.n_characters = cc.value("n_characters", 261);
-    o.max_characters_per_token = cc.value("max_characters_per_token", 50);
-    o.activation = cc.value("activation", std::string("relu"));
-    const auto& l = j.at("lstm");
-    o.lstm_dim = l.at("dim").get<int>();
-    o.projection_dim = l.at("projection_dim").get<int>();
-    o.n_layers = l.at("n_layers").get<int>();
-    o.cell_clip = l.value("cell_clip", 0.0);
-    o.proj_clip = l.value("proj_clip", 0.0);
-    o.use_skip_connections = l.value("use_skip_connections", false);
+    for (const auto& f : *filters) o.filters.emplace_back(f.at(0).get<int>(), f.at(1).get<int>());
   } catch (const nlohmann::json::exception& e) {
     fail("{}: not a valid bilm-tf options file: {}", origin, e.what());
   }
@@ -50,22 +45,16 @@ ElmoOptions ElmoOptions::from_json(const nlohmann::json& j, const std::string& o
 }
 
 nlohmann::json ElmoOptions::to_json() const {
+  nlohmann::json j = nlohmann::json::object();
+  const_cast<ElmoOptions&>(*this).visit(
+      [&](const char*, const auto& field, const char* path, const auto&) { json_set(j, path, field); });
   nlohmann::json f = nlohmann::json::array();
   for (auto [w, c] : filters) f.push_back({w, c});
-  return {{"char_cnn",
-           {{"activation", activation},
-            {"embedding", {{"dim", char_dim}}},
-            {"filters", f},
-            {"max_characters_per_token", max_characters_per_token},
-            {"n_characters", n_characters},
-            {"n_highway", n_highway}}},
-          {"lstm",
-           {{"cell_clip", effective_cell_clip()},
-            {"dim", lstm_dim},
-            {"n_layers", n_layers},
-            {"proj_clip", effective_proj_clip()},
-            {"projection_dim", projection_dim},
-            {"use_skip_connections", use_skip_connections}}}};
+  json_set(j, "char_cnn.filters", f);
+  // The clips the model applies (drops_clips).
+  json_set(j, "lstm.cell_clip", effective_cell_clip());
+  json_set(j, "lstm.proj_clip", effective_proj_clip());
+  return j;
 }
 
 }  // namespace sa

@@ -78,18 +78,41 @@ Key enumerated(std::string name, Get get) {
 
 #define SA_KEY(T, type, name, field) scalar<T>(name, type, [](TrainConfig& c) -> auto& { return c.field; })
 
+// The keys of an options struct that lists its settings as visit(config key, field, ...), the
+// struct reached from a config by `member`. Settings without a config key (nullptr) are skipped.
+template <typename Member>
+std::vector<Key> keys_of(Member member) {
+  std::vector<Key> keys;
+  TrainConfig probe;
+  member(probe).visit([&](const char* name, auto& field, auto&&...) {
+    if (!name) return;
+    using F = std::decay_t<decltype(field)>;
+    auto get = [key = std::string(name), member](TrainConfig& c) -> F& {
+      F* p = nullptr;
+      member(c).visit([&](const char* n, auto& f, auto&&...) {
+        if constexpr (std::is_same_v<std::decay_t<decltype(f)>, F>)
+          if (n && key == n) p = &f;
+      });
+      return *p;
+    };
+    if constexpr (std::is_enum_v<F>)
+      keys.push_back(enumerated<F>(name, get));
+    else if constexpr (std::is_same_v<F, bool>)
+      keys.push_back(scalar<bool>(name, "true or false", get));
+    else if constexpr (std::is_same_v<F, double>)
+      keys.push_back(scalar<double>(name, "a number", get));
+    else if constexpr (std::is_same_v<F, std::string>)
+      keys.push_back(scalar<std::string>(name, "a string", get));
+    else
+      keys.push_back(scalar<int64_t>(name, "an integer", get));
+  });
+  return keys;
+}
+
 const std::vector<Key>& schema() {
   static const std::vector<Key> k = [] {
     std::vector<Key> v = {
         SA_KEY(std::string, "a string", "model", model_type),
-        SA_KEY(int64_t, "an integer", "bert.hidden", bert.hidden),
-        SA_KEY(int64_t, "an integer", "bert.layers", bert.layers),
-        SA_KEY(int64_t, "an integer", "bert.heads", bert.heads),
-        SA_KEY(int64_t, "an integer", "bert.intermediate", bert.intermediate),
-        SA_KEY(int64_t, "an integer", "bert.max_positions", bert.max_positions),
-        SA_KEY(int64_t, "an integer", "bert.type_vocab", bert.type_vocab),
-        SA_KEY(double, "a number", "bert.hidden_dropout", bert.hidden_dropout),
-        SA_KEY(double, "a number", "bert.attention_dropout", bert.attention_dropout),
         SA_KEY(int64_t, "an integer", "max_seq_length", max_seq_length),
         SA_KEY(double, "a number", "mask_prob", mask_prob),
         SA_KEY(int64_t, "an integer", "max_predictions", max_predictions),
@@ -131,43 +154,19 @@ const std::vector<Key>& schema() {
         SA_KEY(int64_t, "an integer", "keep_checkpoints", keep_checkpoints),
         SA_KEY(int64_t, "an integer", "heldout_every", heldout_every),
         SA_KEY(int64_t, "an integer", "heldout_batches", heldout_batches),
-        SA_KEY(int64_t, "an integer", "char_cnn.embedding.dim", model.char_dim),
-        SA_KEY(int64_t, "an integer", "char_cnn.n_highway", model.n_highway),
-        SA_KEY(int64_t, "an integer", "char_cnn.n_characters", model.n_characters),
-        SA_KEY(int64_t, "an integer", "char_cnn.max_characters_per_token", model.max_characters_per_token),
-        SA_KEY(std::string, "a string", "char_cnn.activation", model.activation),
-        SA_KEY(int64_t, "an integer", "lstm.dim", model.lstm_dim),
-        SA_KEY(int64_t, "an integer", "lstm.projection_dim", model.projection_dim),
-        SA_KEY(int64_t, "an integer", "lstm.n_layers", model.n_layers),
-        SA_KEY(double, "a number", "lstm.cell_clip", model.cell_clip),
-        SA_KEY(double, "a number", "lstm.proj_clip", model.proj_clip),
-        SA_KEY(bool, "true or false", "lstm.use_skip_connections", model.use_skip_connections),
         SA_KEY(std::string, "a string", "lstm.cudnn", model.cudnn),
     };
-    // SaELMo's settings come from SenseOptions' own list (SenseOptions::visit), in its order,
-    // before the model's.
-    std::vector<Key> sense;
-    SenseOptions{}.visit([&](const char* name, auto& field) {
-      using F = std::decay_t<decltype(field)>;
-      auto get = [key = std::string(name)](TrainConfig& c) -> F& {
-        F* p = nullptr;
-        c.sense.visit([&](const char* n, auto& f) {
-          if constexpr (std::is_same_v<std::decay_t<decltype(f)>, F>)
-            if (key == n) p = &f;
-        });
-        return *p;
-      };
-      if constexpr (std::is_enum_v<F>)
-        sense.push_back(enumerated<F>(name, get));
-      else if constexpr (std::is_same_v<F, bool>)
-        sense.push_back(scalar<bool>(name, "true or false", get));
-      else if constexpr (std::is_same_v<F, double>)
-        sense.push_back(scalar<double>(name, "a number", get));
-      else
-        sense.push_back(scalar<int64_t>(name, "an integer", get));
-    });
-    v.insert(std::find_if(v.begin(), v.end(), [](const Key& k) { return k.name.starts_with("char_cnn."); }),
-             sense.begin(), sense.end());
+    // The option structs' settings come from their own lists (visit), in their order: BERT's,
+    // SaELMo's, then ELMo's before its ours-only lstm.cudnn.
+    auto at = [&](const char* name) {
+      return std::find_if(v.begin(), v.end(), [&](const Key& k) { return k.name == name; });
+    };
+    const std::vector<Key> bert = keys_of([](TrainConfig& c) -> BertConfig& { return c.bert; });
+    v.insert(at("max_seq_length"), bert.begin(), bert.end());
+    const std::vector<Key> sense = keys_of([](TrainConfig& c) -> SenseOptions& { return c.sense; });
+    v.insert(at("lstm.cudnn"), sense.begin(), sense.end());
+    const std::vector<Key> elmo = keys_of([](TrainConfig& c) -> ElmoOptions& { return c.model; });
+    v.insert(at("lstm.cudnn"), elmo.begin(), elmo.end());
     v.push_back(Key{"char_cnn.filters", "a list of [width, count] pairs",
                     [](TrainConfig& c, const toml::node& n) {
                       const toml::array* a = n.as_array();
