@@ -76,11 +76,7 @@ std::vector<TaggedSentence> tag_sentences(const NerTagger& tagger, const TagSet&
 namespace {
 
 int run_ner(const XlingArgs& a) {
-  const Device dev = resolve_device(a.device);
-  const std::vector<std::pair<std::string, std::string>> tests = by_language(a.tests, "--test", "FILE");
-  const Encoders encs = open_encoders(a, dev, tests);
-  const LayerSpec spec = parse_layer_spec(a.layers, encs.english->n_layers());
-  FeatureKeys feature_key(a);
+  XlingInputs in(a);
   auto load = [&](const std::string& file) {
     NerCorpus c = read_ner_file(file);
     SA_CHECK(!c.sentences.empty(), "{}: no sentences", file);
@@ -92,7 +88,7 @@ int run_ner(const XlingArgs& a) {
   };
   const std::unique_ptr<CjkLexicon> lexicon = cjk_lexicon(a);
   auto features = [&](const std::string& file, const std::vector<NerSentence>& s, const std::string& lang) {
-    const ContextualEncoder& enc = encs.of(lang);
+    const ContextualEncoder& enc = in.encs.of(lang);
     const Sentences tokens = sentence_tokens(s);
     // One CJK character a token (PAN-X zh/ja): with a lexicon, a word-reading encoder gets the
     // characters regrouped into the words its corpora were segmented into. The warning needs a
@@ -104,11 +100,11 @@ int run_ner(const XlingArgs& a) {
                    "embedded alone, not as part of the bilingual corpora's words\n", file.c_str());
     return cached_tensor(
         a.cache,
-        feature_key(encs.fingerprint.at(lang), file, enc.lowercase, regroup ? "xling ner cjk words v1" : "xling ner tokens v1"),
+        in.feature_key(in.encs.fingerprint.at(lang), file, enc.lowercase, regroup ? "xling ner cjk words v1" : "xling ner tokens v1"),
         file, Device::cpu(),
         [&] {
-          return regroup ? regrouped_token_features(enc, tokens, *lexicon, spec, "embed " + file)
-                         : token_features(enc, tokens, spec, "embed " + file);
+          return regroup ? regrouped_token_features(enc, tokens, *lexicon, in.spec, "embed " + file)
+                         : token_features(enc, tokens, in.spec, "embed " + file);
         },
         sentence_offsets(tokens).back());
   };
@@ -120,7 +116,7 @@ int run_ner(const XlingArgs& a) {
   const std::vector<int64_t> train_off = sentence_offsets(sentence_tokens(train));
   std::vector<std::vector<NerSentence>> test_s;
   std::vector<Tensor> test_x;
-  for (const auto& [lang, file] : tests) {
+  for (const auto& [lang, file] : in.tests) {
     test_s.push_back(load(file));
     test_x.push_back(features(file, test_s.back(), lang));
   }
@@ -140,8 +136,8 @@ int run_ner(const XlingArgs& a) {
     rep.test_info.push_back({{"misc_as_o", misc_to_o.back()}});
     rep.test_notes.push_back(misc_to_o.back() ? " (no MISC in its gold tags: predicted MISC counted as O)" : "");
   }
-  return run_and_report(a, encs, spec, tests, rep, [&](int run, uint64_t seed) {
-    NerTagger tagger = NerTagger::init(train_x.dim(1), static_cast<int64_t>(tagset.tags.size()), to, seed, dev);
+  return run_and_report(a, in.encs, in.spec, in.tests, rep, [&](int run, uint64_t seed) {
+    NerTagger tagger = NerTagger::init(train_x.dim(1), static_cast<int64_t>(tagset.tags.size()), to, seed, in.dev);
     FitOptions fo = fit_options(a, "ner", run, seed);
     fo.schedule = FitOptions::Schedule::SgdAnneal;
     fo.min_lr = a.min_lr;
@@ -149,51 +145,52 @@ int run_ner(const XlingArgs& a) {
     r.fit = fit_classifier(
         tagger.params(), static_cast<int64_t>(train.size()),
         [&](const std::vector<int64_t>& rows, Generator& gen) {
-          const SentenceBatch b = packed_batch(train_x, train_off, std::vector<size_t>(rows.begin(), rows.end()), &train_tags, dev);
+          const SentenceBatch b = packed_batch(train_x, train_off, std::vector<size_t>(rows.begin(), rows.end()), &train_tags, in.dev);
           return tagger.loss(b.x, b.lengths, b.tags, gen);
         },
-        [&] { return conlleval(tag_sentences(tagger, tagset, dev_x, dev_s, false, dev)).all.f1(); }, fo);
-    for (size_t t = 0; t < tests.size(); ++t) {
-      const std::vector<TaggedSentence> tagged = tag_sentences(tagger, tagset, test_x[t], test_s[t], misc_to_o[t], dev);
+        [&] { return conlleval(tag_sentences(tagger, tagset, dev_x, dev_s, false, in.dev)).all.f1(); }, fo);
+    for (size_t t = 0; t < in.tests.size(); ++t) {
+      const std::vector<TaggedSentence> tagged = tag_sentences(tagger, tagset, test_x[t], test_s[t], misc_to_o[t], in.dev);
       r.test.push_back(conlleval(tagged).all.f1());
       if (!a.predictions.empty())
         write_file_atomically((std::filesystem::path(a.predictions) /
-                               (tests[t].first + ".run" + std::to_string(run + 1) + ".txt")).string(),
+                               (in.tests[t].first + ".run" + std::to_string(run + 1) + ".txt")).string(),
                               conlleval_input(tagged));
     }
     return r;
   });
 }
 
+void add_ner_options(CLI::App* c, XlingArgs& a) {
+  c->add_option("--dev", a.dev, "English dev sentences (CoNLL-2003 eng.testa)")->required();
+  c->add_option("--hidden", a.hidden, "BiLSTM units per direction");
+  c->add_option("--word-dropout", a.word_dropout, "chance that a token's whole vector is zeroed");
+  c->add_option("--dropout", a.dropout, "locked dropout (one mask per sentence) before and after the BiLSTM");
+  c->add_option("--lr", a.lr, "SGD's starting learning rate");
+  c->add_option("--min-lr", a.min_lr, "training stops when the halved rate falls below it");
+  c->add_option("--patience", a.patience, "epochs without a better dev F1 before the rate is halved");
+  c->add_option("--predictions", a.predictions, "directory for LANG.runK.txt files (token gold guess) that "
+                                                  "conlleval.pl reads");
+}
+
 }  // namespace
 
 XlingTask ner_xling_task() {
-  XlingTask t;
-  t.name = "ner";
-  t.description = "named entities (CoNLL-2002/2003 column files in IOB1 or IOB2, UTF-8 or else read as ISO-8859-1, "
-                  "-DOCSTART- lines as document breaks; PAN-X .tsv): word dropout and locked dropout -> linear "
-                  "re-projection -> BiLSTM -> locked dropout -> linear -> CRF; trained and decoded in BIOES with SGD "
-                  "(--batch-size sentences a step, rate halved after --patience epochs without a dev F1 gain, stop below --min-lr), best "
-                  "English-dev epoch; span F1 as conlleval.pl; --predictions written in IOB2; predicted MISC counts as O on "
-                  "test sets without MISC. Files given one CJK character a token "
-                  "(PAN-X zh, ja) are regrouped into --cedict/--edict words for an ELMo encoder, each character scored with its "
-                  "word's vector";
-  t.items = "sentences";
-  XlingArgs& n = t.defaults;  // Flair's SequenceTagger defaults
-  n.lr = 0.1, n.max_epochs = 150, n.patience = 3;
-  t.add_options = [](CLI::App* c, XlingArgs& a) {
-    c->add_option("--dev", a.dev, "English dev sentences (CoNLL-2003 eng.testa)")->required();
-    c->add_option("--hidden", a.hidden, "BiLSTM units per direction");
-    c->add_option("--word-dropout", a.word_dropout, "chance that a token's whole vector is zeroed");
-    c->add_option("--dropout", a.dropout, "locked dropout (one mask per sentence) before and after the BiLSTM");
-    c->add_option("--lr", a.lr, "SGD's starting learning rate");
-    c->add_option("--min-lr", a.min_lr, "training stops when the halved rate falls below it");
-    c->add_option("--patience", a.patience, "epochs without a better dev F1 before the rate is halved");
-    c->add_option("--predictions", a.predictions, "directory for LANG.runK.txt files (token gold guess) that "
-                                                    "conlleval.pl reads");
-  };
-  t.run = run_ner;
-  return t;
+  XlingArgs defaults;  // Flair's SequenceTagger defaults
+  defaults.lr = 0.1, defaults.max_epochs = 150, defaults.patience = 3;
+  return {.name = "ner",
+          .description = "named entities (CoNLL-2002/2003 column files in IOB1 or IOB2, UTF-8 or else read as ISO-8859-1, "
+                         "-DOCSTART- lines as document breaks; PAN-X .tsv): word dropout and locked dropout -> linear "
+                         "re-projection -> BiLSTM -> locked dropout -> linear -> CRF; trained and decoded in BIOES with SGD "
+                         "(--batch-size sentences a step, rate halved after --patience epochs without a dev F1 gain, stop below --min-lr), best "
+                         "English-dev epoch; span F1 as conlleval.pl; --predictions written in IOB2; predicted MISC counts as O on "
+                         "test sets without MISC. Files given one CJK character a token "
+                         "(PAN-X zh, ja) are regrouped into --cedict/--edict words for an ELMo encoder, each character scored with its "
+                         "word's vector",
+          .items = "sentences",
+          .defaults = defaults,
+          .add_options = add_ner_options,
+          .run = run_ner};
 }
 
 }  // namespace sa

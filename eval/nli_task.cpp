@@ -31,11 +31,7 @@ NliData prepare_nli(const NliSet& set, const CjkLexicon* lexicon) {
 namespace {
 
 int run_xnli(const XlingArgs& a) {
-  const Device dev = resolve_device(a.device);
-  const std::vector<std::pair<std::string, std::string>> tests = by_language(a.tests, "--test", "FILE");
-  const Encoders encs = open_encoders(a, dev, tests);
-  const LayerSpec spec = parse_layer_spec(a.layers, encs.english->n_layers());
-  FeatureKeys feature_key(a);
+  XlingInputs in(a);
   const std::unique_ptr<CjkLexicon> lexicon = cjk_lexicon(a);
   // A file's pairs and the token features of their premises and hypotheses.
   struct Pairs {
@@ -44,7 +40,7 @@ int run_xnli(const XlingArgs& a) {
     std::vector<int64_t> p_off, h_off;
   };
   auto load = [&](const std::string& file, const std::string& lang) {
-    const ContextualEncoder& enc = encs.of(lang);
+    const ContextualEncoder& enc = in.encs.of(lang);
     Pairs s;
     const NliSet set = read_nli_file(file);
     if (!lexicon)
@@ -59,9 +55,9 @@ int run_xnli(const XlingArgs& a) {
                  s.data.labels.size(), s.data.unlabeled, s.data.empty);
     auto feats = [&](const Sentences& side, const char* what) {
       return cached_tensor(a.cache,
-                           feature_key(encs.fingerprint.at(lang), file, enc.lowercase, std::string("xling nli ") + what),
+                           in.feature_key(in.encs.fingerprint.at(lang), file, enc.lowercase, std::string("xling nli ") + what),
                            file + " (" + what + ")", Device::cpu(),
-                           [&] { return token_features(enc, side, spec, std::string("embed ") + what + " " + file); },
+                           [&] { return token_features(enc, side, in.spec, std::string("embed ") + what + " " + file); },
                            sentence_offsets(side).back());
     };
     s.p = feats(s.data.premises, "premises");
@@ -72,10 +68,10 @@ int run_xnli(const XlingArgs& a) {
   };
   const Pairs train = load(a.train, ""), dev_p = load(a.dev, "");
   std::vector<Pairs> test_p;
-  for (const auto& [lang, file] : tests) test_p.push_back(load(file, lang));
+  for (const auto& [lang, file] : in.tests) test_p.push_back(load(file, lang));
   auto logits = [&](const NliClassifier& c, const Pairs& s, const std::vector<size_t>& rows, bool training,
                     Generator& gen) {
-    const SentenceBatch p = padded_batch(s.p, s.p_off, rows, nullptr, dev), h = padded_batch(s.h, s.h_off, rows, nullptr, dev);
+    const SentenceBatch p = padded_batch(s.p, s.p_off, rows, nullptr, in.dev), h = padded_batch(s.h, s.h_off, rows, nullptr, in.dev);
     return c.logits(p.x, p.lengths, h.x, h.lengths, training, gen);
   };
   auto accuracy_on = [&](const NliClassifier& c, const Pairs& s) {
@@ -100,8 +96,8 @@ int run_xnli(const XlingArgs& a) {
     rep.test_info.push_back({{"pairs", p.data.labels.size()}});
     rep.test_notes.push_back(" (" + std::to_string(p.data.labels.size()) + " pairs)");
   }
-  return run_and_report(a, encs, spec, tests, rep, [&](int run, uint64_t seed) {
-    NliClassifier clf = NliClassifier::init(train.p.dim(1), a.hidden, a.dense, a.dropout, seed, dev);
+  return run_and_report(a, in.encs, in.spec, in.tests, rep, [&](int run, uint64_t seed) {
+    NliClassifier clf = NliClassifier::init(train.p.dim(1), a.hidden, a.dense, a.dropout, seed, in.dev);
     const FitOptions fo = fit_options(a, "xnli", run, seed);
     RunScores r;
     r.fit = fit_classifier(
@@ -110,7 +106,7 @@ int run_xnli(const XlingArgs& a) {
           std::vector<int32_t> y;
           for (int64_t i : rows) y.push_back(train.data.labels[static_cast<size_t>(i)]);
           const Tensor l = logits(clf, train, std::vector<size_t>(rows.begin(), rows.end()), true, gen);
-          return ops::mean(ops::cross_entropy(l, Tensor::from(y, {static_cast<int64_t>(y.size())}, dev)));
+          return ops::mean(ops::cross_entropy(l, Tensor::from(y, {static_cast<int64_t>(y.size())}, in.dev)));
         },
         [&] { return accuracy_on(clf, dev_p); }, fo);
     NoGrad ng;
@@ -119,27 +115,28 @@ int run_xnli(const XlingArgs& a) {
   });
 }
 
+void add_xnli_options(CLI::App* c, XlingArgs& a) {
+  c->add_option("--dev", a.dev, "English dev pairs (XNLI dev-en.tsv)")->required();
+  c->add_option("--hidden", a.hidden, "BiLSTM units per direction (premise and hypothesis each)");
+  c->add_option("--dense", a.dense, "units of the ReLU layer");
+  c->add_option("--dropout", a.dropout, "dropout after the ReLU layer");
+  c->add_option("--lr", a.lr, "Adam learning rate");
+  c->add_option("--patience", a.patience, "epochs without a better dev accuracy before stopping");
+}
+
 }  // namespace
 
 XlingTask nli_xling_task() {
-  XlingTask t;
-  t.name = "xnli";
-  t.description = "sentence pairs (SICK, XNLI and MultiNLI .tsv, MultiNLI .jsonl): premise and hypothesis each through "
-                  "its own BiLSTM (not shared), mean-pooled over its true length -> [u; v; u - v; u * v] -> dense (ReLU) "
-                  "-> dropout -> 3 labels; Adam, best English-dev epoch; raw text tokenized as the corpora were";
-  t.items = "pairs";
-  XlingArgs& x = t.defaults;  // the NYU MultiNLI baseline's settings
-  x.runs = 2, x.lr = 4e-4, x.hidden = 300, x.max_epochs = 20, x.patience = 3;
-  t.add_options = [](CLI::App* c, XlingArgs& a) {
-    c->add_option("--dev", a.dev, "English dev pairs (XNLI dev-en.tsv)")->required();
-    c->add_option("--hidden", a.hidden, "BiLSTM units per direction (premise and hypothesis each)");
-    c->add_option("--dense", a.dense, "units of the ReLU layer");
-    c->add_option("--dropout", a.dropout, "dropout after the ReLU layer");
-    c->add_option("--lr", a.lr, "Adam learning rate");
-    c->add_option("--patience", a.patience, "epochs without a better dev accuracy before stopping");
-  };
-  t.run = run_xnli;
-  return t;
+  XlingArgs defaults;  // the NYU MultiNLI baseline's settings
+  defaults.runs = 2, defaults.lr = 4e-4, defaults.hidden = 300, defaults.max_epochs = 20, defaults.patience = 3;
+  return {.name = "xnli",
+          .description = "sentence pairs (SICK, XNLI and MultiNLI .tsv, MultiNLI .jsonl): premise and hypothesis each through "
+                         "its own BiLSTM (not shared), mean-pooled over its true length -> [u; v; u - v; u * v] -> dense (ReLU) "
+                         "-> dropout -> 3 labels; Adam, best English-dev epoch; raw text tokenized as the corpora were",
+          .items = "pairs",
+          .defaults = defaults,
+          .add_options = add_xnli_options,
+          .run = run_xnli};
 }
 
 }  // namespace sa

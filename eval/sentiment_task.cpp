@@ -103,11 +103,7 @@ ReviewSet read_reviews(const std::string& path) {
 }
 
 int run_sent(const XlingArgs& a) {
-  const Device dev = resolve_device(a.device);
-  const std::vector<std::pair<std::string, std::string>> tests = by_language(a.tests, "--test", "FILE");
-  const Encoders encs = open_encoders(a, dev, tests);
-  const LayerSpec spec = parse_layer_spec(a.layers, encs.english->n_layers());
-  FeatureKeys feature_key(a);
+  XlingInputs in(a);
   const std::unique_ptr<CjkLexicon> lexicon = cjk_lexicon(a);
   // Data: the English training file, its dev part, and each test file.
   // lang: "" for English (train, dev), else a test language, whose encoder reads it.
@@ -119,17 +115,17 @@ int run_sent(const XlingArgs& a) {
           warn_cjk(file);
           break;
         }
-    SentimentData d = prepare_sentiment(reviews, a.max_tokens, encs.of(lang).lowercase, lexicon.get());
+    SentimentData d = prepare_sentiment(reviews, a.max_tokens, in.encs.of(lang).lowercase, lexicon.get());
     SA_CHECK(!d.labels.empty(), "{}: no review with 1, 2, 4 or 5 stars", file);
     std::fprintf(stderr, "%s: %zu reviews (%d with 3 stars and %d without text left out, %d cut at %d tokens)\n",
                  file.c_str(), d.labels.size(), d.neutral, d.empty, d.truncated, a.max_tokens);
     return d;
   };
   auto features = [&](const std::string& file, const SentimentData& d, const std::string& lang) {
-    const ContextualEncoder& enc = encs.of(lang);
+    const ContextualEncoder& enc = in.encs.of(lang);
     return cached_tensor(a.cache,
-                         feature_key(encs.fingerprint.at(lang), file, enc.lowercase, "xling sent review means v1"),
-                         file, dev, [&] { return review_means(enc, d, spec, "embed " + file); },
+                         in.feature_key(in.encs.fingerprint.at(lang), file, enc.lowercase, "xling sent review means v1"),
+                         file, in.dev, [&] { return review_means(enc, d, in.spec, "embed " + file); },
                          static_cast<int64_t>(d.labels.size()));
   };
   SentimentData train = load(a.train, "");
@@ -152,7 +148,7 @@ int run_sent(const XlingArgs& a) {
     std::sort(train_rows.begin(), train_rows.end());
     auto rows_of = [&](const Tensor& x, const std::vector<size_t>& rows) {
       std::vector<int32_t> r(rows.begin(), rows.end());
-      return ops::gather_rows(x, Tensor::from(r, {static_cast<int64_t>(r.size())}, dev));
+      return ops::gather_rows(x, Tensor::from(r, {static_cast<int64_t>(r.size())}, in.dev));
     };
     dev_data = subset(train, dev_rows);
     dev_x = rows_of(train_x, dev_rows);
@@ -160,7 +156,7 @@ int run_sent(const XlingArgs& a) {
     train = subset(train, train_rows);
   }
   std::vector<std::pair<SentimentData, Tensor>> test_sets;
-  for (const auto& [lang, file] : tests) {
+  for (const auto& [lang, file] : in.tests) {
     SentimentData d = load(file, lang);
     Tensor x = features(file, d, lang);
     test_sets.emplace_back(std::move(d), x);
@@ -176,8 +172,8 @@ int run_sent(const XlingArgs& a) {
     rep.test_info.push_back({{"reviews", d.labels.size()}});
     rep.test_notes.push_back(" (" + std::to_string(d.labels.size()) + " reviews)");
   }
-  return run_and_report(a, encs, spec, tests, rep, [&](int run, uint64_t seed) {
-    DenseClassifier clf = DenseClassifier::init(train_x.dim(1), a.hidden, 2, a.dropout, seed, dev);
+  return run_and_report(a, in.encs, in.spec, in.tests, rep, [&](int run, uint64_t seed) {
+    DenseClassifier clf = DenseClassifier::init(train_x.dim(1), a.hidden, 2, a.dropout, seed, in.dev);
     const FitOptions fo = fit_options(a, "sent", run, seed);
     Generator eval_gen(0);
     RunScores r;
@@ -187,8 +183,8 @@ int run_sent(const XlingArgs& a) {
           std::vector<int32_t> idx(rows.begin(), rows.end()), y;
           for (int64_t i : rows) y.push_back(train.labels[static_cast<size_t>(i)]);
           const int64_t n = static_cast<int64_t>(idx.size());
-          return ops::mean(ops::cross_entropy(clf.logits(ops::gather_rows(train_x, Tensor::from(idx, {n}, dev)), true, gen),
-                                              Tensor::from(y, {n}, dev)));
+          return ops::mean(ops::cross_entropy(clf.logits(ops::gather_rows(train_x, Tensor::from(idx, {n}, in.dev)), true, gen),
+                                              Tensor::from(y, {n}, in.dev)));
         },
         [&] { return accuracy(clf.logits(dev_x, false, eval_gen), dev_data.labels); }, fo);
     NoGrad ng;
@@ -197,28 +193,30 @@ int run_sent(const XlingArgs& a) {
   });
 }
 
+void add_sent_options(CLI::App* c, XlingArgs& a) {
+  c->add_option("--dev", a.dev, "English dev reviews (default: --dev-fraction of --train)");
+  c->add_option("--dev-fraction", a.dev_fraction, "part of --train held out as dev when --dev is not given");
+  c->add_option("--max-tokens", a.max_tokens, "tokens kept per review (its first sentences)")
+      ->check(CLI::Validator(positive_integer, "POSITIVE"));
+  c->add_option("--hidden", a.hidden, "units of the hidden dense layer");
+  c->add_option("--dropout", a.dropout, "dropout after the hidden layer");
+  c->add_option("--lr", a.lr, "Adam learning rate");
+  c->add_option("--patience", a.patience, "epochs without a better dev accuracy before stopping");
+}
+
 }  // namespace
 
 XlingTask sentiment_xling_task() {
-  XlingTask t;
-  t.name = "sent";
-  t.description = "review sentiment (MARC CSV, with or without a header row, or Webis-CLS-10 .review): 1-2 stars "
-                  "negative, 4-5 positive, 3 left out; the review split into sentences and cut at --max-tokens; the mean of "
-                  "its vectors -> dense (hidden, ReLU, dropout) -> dense to 2 classes; Adam, early stop on English dev "
-                  "accuracy";
-  t.items = "reviews";
-  t.add_options = [](CLI::App* c, XlingArgs& a) {
-    c->add_option("--dev", a.dev, "English dev reviews (default: --dev-fraction of --train)");
-    c->add_option("--dev-fraction", a.dev_fraction, "part of --train held out as dev when --dev is not given");
-    c->add_option("--max-tokens", a.max_tokens, "tokens kept per review (its first sentences)")
-        ->check(CLI::Validator(positive_integer, "POSITIVE"));
-    c->add_option("--hidden", a.hidden, "units of the hidden dense layer");
-    c->add_option("--dropout", a.dropout, "dropout after the hidden layer");
-    c->add_option("--lr", a.lr, "Adam learning rate");
-    c->add_option("--patience", a.patience, "epochs without a better dev accuracy before stopping");
-  };
-  t.run = run_sent;
-  return t;
+  XlingArgs defaults;
+  return {.name = "sent",
+          .description = "review sentiment (MARC CSV, with or without a header row, or Webis-CLS-10 .review): 1-2 stars "
+                         "negative, 4-5 positive, 3 left out; the review split into sentences and cut at --max-tokens; the mean of "
+                         "its vectors -> dense (hidden, ReLU, dropout) -> dense to 2 classes; Adam, early stop on English dev "
+                         "accuracy",
+          .items = "reviews",
+          .defaults = defaults,
+          .add_options = add_sent_options,
+          .run = run_sent};
 }
 
 }  // namespace sa

@@ -159,6 +159,13 @@ Encoders open_encoders(const XlingArgs& a, Device dev, const std::vector<std::pa
   return e;
 }
 
+XlingInputs::XlingInputs(const XlingArgs& a)
+    : dev(resolve_device(a.device)),
+      tests(by_language(a.tests, "--test", "FILE")),
+      encs(open_encoders(a, dev, tests)),
+      spec(parse_layer_spec(a.layers, encs.english->n_layers())),
+      feature_key(a) {}
+
 // Chinese or Japanese text without a lexicon: said once per file, as its tokens will not be the
 // corpora's.
 void warn_cjk(const std::string& file) {

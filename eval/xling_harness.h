@@ -99,6 +99,17 @@ class FeatureKeys {
   std::map<std::string, uint64_t> files_;
 };
 
+// What every task opens first: the device, the test files by language, the encoder of each
+// language, the layers it reads and the keys of the feature cache.
+struct XlingInputs {
+  explicit XlingInputs(const XlingArgs& a);
+  Device dev;
+  std::vector<std::pair<std::string, std::string>> tests;
+  Encoders encs;
+  LayerSpec spec;
+  FeatureKeys feature_key;
+};
+
 // A task of bin/xling_eval: its subcommand, what its files hold ("reviews"), its defaults, its own
 // options and its run.
 struct XlingTask {
