@@ -79,7 +79,7 @@ TEST_OBJ := $(TEST_SRC:%.cpp=$(BUILD)/%.o)
 UNIT_SRC := $(wildcard tests/*.cpp $(foreach m,engine data layers sense eval,tests/$(m)/*.cpp))
 UNIT_OBJ := $(UNIT_SRC:%.cpp=$(BUILD)/%.o)
 
-.PHONY: all test unit bench clean deps corpus quickstart gpu-report
+.PHONY: all test unit bench clean deps corpus quickstart gpu-report gpu-bundle
 all: $(TOOLS) bin/tests bin/fault_inject.so
 
 # Debian packages the build, the tests and the default corpus need; `make deps` installs the
@@ -193,6 +193,12 @@ endif
 	  --set contextual_warmup=2 2>&1 | tee $(REPORT)/train-saelmo-small.log
 	-for path in on off; do $(STEP) ./bin/bench train --config configs/elmo.cfg --corpus $(GPU_CORPUS) --device cuda \
 	  --steps $(GPU_STEPS) --peer "" --set lstm.cudnn=$$path 2>&1 | tee $(REPORT)/train-elmo-cudnn-$$path.log; done
+
+# What a GPU machine without our Debian packages needs, in one folder to carry (README, "On a GPU
+# machine"): stripped tools, the libraries it lacks, the data the report and experiment read.
+BUNDLE ?= .gpu
+gpu-bundle: all
+	tests/gpu/make_bundle.sh $(BUNDLE)
 
 clean:
 	rm -rf $(BUILD) bin

@@ -232,4 +232,22 @@ Tensor BertModel::mlm_logits(const Tensor& h) const {
   return ops::add(ops::matmul(mlm_transform(h), word_emb, false, true), mlm_bias);
 }
 
+namespace {
+// Our checkpoint name, Hugging Face's.
+constexpr std::pair<const char*, const char*> kSenseHfNames[] = {{"sense/0/W", "sense.output.weight"},
+                                                                  {"sense/0/b", "sense.output.bias"},
+                                                                  {"sense/0/centers", "sense.centers"},
+                                                                  {"sense/0/enabled", "sense.enabled"},
+                                                                  {"sense/0/projection", "sense.projection"}};
+}  // namespace
+
+std::vector<std::pair<std::string, Tensor>> hf_sense_tensors(const std::map<std::string, Tensor>& ours) {
+  std::vector<std::pair<std::string, Tensor>> t;
+  for (auto [name, theirs] : kSenseHfNames)
+    if (auto it = ours.find(name); it != ours.end())
+      t.emplace_back(theirs, it->second.rank() == 2 && it->second.dim(1) == 1 ? it->second.view({it->second.dim(0)})
+                                                                              : it->second);
+  return t;
+}
+
 }  // namespace sa

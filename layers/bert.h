@@ -6,6 +6,7 @@
 // GELU is the tanh form (BERT's reference code; what we train) unless a Hugging Face config says
 // "gelu", the exact erf form most published checkpoints use. Matrices are stored [out, in] as in Hugging Face's files.
 #pragma once
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -97,5 +98,10 @@ class BertModel {
 // Hugging Face's names of the parameters, with query, key and value apart, each with its tensor:
 // a view into the fused QKV (for writing) or a fresh tensor (for reading).
 std::vector<std::pair<std::string, Tensor>> bert_hf_tensors(const BertModel& m);
+
+// SaBERT's sense tables in model.safetensors: the tensors among `ours` (our checkpoint names,
+// "sense/0/W" ...) under names of their own ("sense.output.weight" ...; Hugging Face's loader
+// leaves unknown names alone), the bias as a vector.
+std::vector<std::pair<std::string, Tensor>> hf_sense_tensors(const std::map<std::string, Tensor>& ours);
 
 }  // namespace sa

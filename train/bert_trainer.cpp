@@ -132,24 +132,6 @@ double bert_heldout_perplexity(BertState& s, const MlmData& data, const TrainCon
   return std::exp(total / count);
 }
 
-// SaBERT's sense tables go into model.safetensors under names of their own (Hugging Face's
-// loader leaves unknown names alone): our checkpoint name, theirs.
-constexpr std::pair<const char*, const char*> kSenseHfNames[] = {{"sense/0/W", "sense.output.weight"},
-                                                                  {"sense/0/b", "sense.output.bias"},
-                                                                  {"sense/0/centers", "sense.centers"},
-                                                                  {"sense/0/enabled", "sense.enabled"},
-                                                                  {"sense/0/projection", "sense.projection"}};
-
-// The sense tensors among `ours` (checkpoint names) under Hugging Face's names; the bias as a vector.
-std::vector<std::pair<std::string, Tensor>> hf_sense_tensors(const std::map<std::string, Tensor>& ours) {
-  std::vector<std::pair<std::string, Tensor>> t;
-  for (auto [name, theirs] : kSenseHfNames)
-    if (auto it = ours.find(name); it != ours.end())
-      t.emplace_back(theirs, it->second.rank() == 2 && it->second.dim(1) == 1 ? it->second.view({it->second.dim(0)})
-                                                                              : it->second);
-  return t;
-}
-
 }  // namespace
 
 double bert_learning_rate(double peak, int64_t step, int64_t warmup, int64_t total) {
