@@ -1,11 +1,18 @@
 // The backend registry and the plans both backends use.
 #include "engine/backend.h"
 
+#include "engine/core/device_counters.h"
+
 #include "engine/core/error.h"
 
 namespace sa {
 
-Backend& backend(Device d) { return d.is_cuda() ? cuda::backend(d.index) : cpu_backend(); }
+Backend& backend_uncounted(Device d) { return d.is_cuda() ? cuda::backend(d.index) : cpu_backend(); }
+
+Backend& backend(Device d) {
+  counters::launch();
+  return backend_uncounted(d);
+}
 
 BroadcastPlan make_broadcast_plan(const Shape& out, const Shape& a, const Shape& b) {
   BroadcastPlan p;

@@ -280,7 +280,10 @@ class Backend {
                    const Tensor& end, Tensor& delta, Tensor& back, Tensor& path) override; \
   int64_t count_nonfinite(const Tensor& x, bool allow_neg_inf) override;
 
+// The backend of `d`, to start one compute primitive (counted as a launch, device_counters.h).
 Backend& backend(Device d);
+// The same backend for what starts no work: its allocator, synchronize, settings.
+Backend& backend_uncounted(Device d);
 Backend& cpu_backend();
 
 // CUDA entry points; with CUDA=0 these are stubs (built() false, others fail).

@@ -19,13 +19,13 @@ class StepPhases {
   // Marks the start of a step's first phase.
   void start() {
     if (!on_) return;
-    backend(dev_).synchronize();
+    backend_uncounted(dev_).synchronize();
     last_ = std::chrono::steady_clock::now();
   }
   // Ends the phase that ran since the last mark, charging it to `name`.
   void mark(const char* name) {
     if (!on_) return;
-    backend(dev_).synchronize();
+    backend_uncounted(dev_).synchronize();
     const auto now = std::chrono::steady_clock::now();
     const double s = std::chrono::duration<double>(now - last_).count();
     last_ = now;

@@ -1,5 +1,6 @@
 #include "train/train_loop.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -32,6 +33,7 @@ TrainResult run_training(ModelFamily& f, const TrainConfig& c, const RunOutput& 
   const auto t0 = clock::now();
   auto t_warm = t0;
   int64_t tokens = 0, tokens_warm = 0;
+  DeviceCounters counted_from = device_counters();
   double smooth = 0;
   while (f.step() < total && (opts.max_new_steps <= 0 || f.step() - first < opts.max_new_steps)) {
     phases.start();
@@ -46,6 +48,7 @@ TrainResult run_training(ModelFamily& f, const TrainConfig& c, const RunOutput& 
     res.tokens_per_s = static_cast<double>(tokens) / el;
     if (step - first == warm) {
       t_warm = clock::now(), tokens_warm = tokens;
+      counted_from = device_counters();
       phases.reset();
     }
     if (step - first > warm) res.steady_tokens_per_s = static_cast<double>(tokens - tokens_warm) / seconds_since(t_warm);
@@ -72,6 +75,8 @@ TrainResult run_training(ModelFamily& f, const TrainConfig& c, const RunOutput& 
     if (step % c.checkpoint_every == 0 || step == total) f.save();
   }
   res.steps_done = f.step();
+  res.steady_steps = std::max<int64_t>(0, f.step() - first - warm);
+  if (res.steady_steps > 0) res.steady_counters = device_counters() - counted_from;
   res.phase_seconds = phases.totals();
   res.backward_op_seconds = phases.backward_ops();
   return res;

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/core/device_counters.h"
 #include "sense/sense_head.h"
 #include "train/config.h"
 #include "train/run_session.h"
@@ -32,6 +33,10 @@ struct TrainResult {
   // Seconds per step phase over the steps after the first 5, when asked for (time_phases).
   std::vector<std::pair<std::string, double>> phase_seconds;
   std::vector<std::pair<std::string, double>> backward_op_seconds;  // the backward phase by op
+  // Host reads, uploads and launches over the steps after the first 5 (with their logging,
+  // held-out and checkpoint work), and how many steps that was.
+  DeviceCounters steady_counters;
+  int64_t steady_steps = 0;
 };
 
 // Where a family reports what happens during training: metrics.jsonl (the rank that owns the run

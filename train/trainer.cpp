@@ -326,8 +326,8 @@ class ElmoFamily final : public ModelFamily {
   // The precision holds for this run only: the backend is shared with whatever runs next.
   struct Tf32Scope {
     Device dev;
-    Tf32Scope(Device d, bool on) : dev(d) { backend(dev).set_tf32(on); }
-    ~Tf32Scope() { backend(dev).set_tf32(false); }
+    Tf32Scope(Device d, bool on) : dev(d) { backend_uncounted(dev).set_tf32(on); }
+    ~Tf32Scope() { backend_uncounted(dev).set_tf32(false); }
   };
 
   // The carried LSTM state is checkpointed for the global batch (every rank's rows): a state holds

@@ -1,5 +1,7 @@
 #include "engine/core/tensor.h"
 
+#include "engine/core/device_counters.h"
+
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -10,8 +12,8 @@
 
 namespace sa {
 
-Storage::Storage(size_t n, Device d) : bytes(n), device(d) { ptr = backend(d).allocator().allocate(n); }
-Storage::~Storage() { backend(device).allocator().deallocate(ptr); }
+Storage::Storage(size_t n, Device d) : bytes(n), device(d) { ptr = backend_uncounted(d).allocator().allocate(n); }
+Storage::~Storage() { backend_uncounted(device).allocator().deallocate(ptr); }
 
 static std::shared_ptr<TensorImpl> new_impl(const Shape& shape, DType dtype, Device dev) {
   for (int64_t d : shape) SA_CHECK(d >= 0, "tensor: negative extent in shape {}", to_string(shape));
@@ -38,6 +40,7 @@ Tensor Tensor::from(const std::vector<T>& values, const Shape& shape, Device dev
            values.size(), to_string(shape));
   Tensor host = empty(shape, dtype_of<T>(), Device::cpu());
   if (!values.empty()) std::memcpy(host.raw(), values.data(), values.size() * sizeof(T));
+  if (dev == Device::cpu()) counters::upload();  // a GPU run copies it over (counted in copy_from)
   return dev == Device::cpu() ? host : host.to(dev);
 }
 template Tensor Tensor::from(const std::vector<float>&, const Shape&, Device);
@@ -93,6 +96,7 @@ void Tensor::copy_from(const Tensor& src) {
   if (!a.is_cuda() && !b.is_cuda()) {
     std::memcpy(raw(), src.raw(), nbytes());
   } else {
+    if (a.is_cuda() != b.is_cuda()) a.is_cuda() ? counters::upload() : counters::host_read();
     cuda::copy(raw(), a, src.raw(), b, nbytes());
   }
 }
@@ -118,6 +122,7 @@ Tensor Tensor::clone() const {
 }
 
 std::vector<double> Tensor::values() const {
+  if (!device().is_cuda()) counters::host_read();  // a GPU tensor counts in copy_from
   Tensor h = to(Device::cpu());
   std::vector<double> v(static_cast<size_t>(numel()));
   for (size_t i = 0; i < v.size(); ++i) {

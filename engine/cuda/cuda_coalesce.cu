@@ -87,6 +87,7 @@ std::pair<Tensor, Tensor> CudaBackend::coalesce_rows(const Tensor& ids, const Te
                                            stream_));
   int32_t U = 0;
   CUDA_CHECK(cudaMemcpyAsync(&U, run.data<int32_t>() + (M - 1), sizeof U, cudaMemcpyDeviceToHost, stream_));
+  counters::host_read();
   CUDA_CHECK(cudaStreamSynchronize(stream_));
   Tensor uids = Tensor::empty({U}, DType::I32, dev), starts = Tensor::empty({U}, DType::I32, dev);
   run_starts_kernel<<<blocks_for(M), kThreads, 0, stream_>>>(sorted.data<int32_t>(), run.data<int32_t>(),
@@ -94,6 +95,7 @@ std::pair<Tensor, Tensor> CudaBackend::coalesce_rows(const Tensor& ids, const Te
   CUDA_LAUNCHED("coalesce run starts");
   // Cut each run into pieces of at most kPiece sorted positions.
   std::vector<int32_t> host_starts(static_cast<size_t>(U));
+  counters::host_read();
   CUDA_CHECK(cudaMemcpyAsync(host_starts.data(), starts.data<int32_t>(), sizeof(int32_t) * U, cudaMemcpyDeviceToHost,
                              stream_));
   CUDA_CHECK(cudaStreamSynchronize(stream_));

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "engine/backend.h"
+#include "engine/core/device_counters.h"
 
 namespace sa {
 [[noreturn]] void fail_message(const std::string& message);
@@ -29,7 +30,12 @@ namespace sa {
   } while (0)
 
 // Checks the last kernel launch; names the kernel.
-#define CUDA_LAUNCHED(name) CUDA_CHECK(cudaGetLastError())
+// After each kernel launch: the launch error, and one more kernel in device_counters().
+#define CUDA_LAUNCHED(name)         \
+  do {                              \
+    CUDA_CHECK(cudaGetLastError()); \
+    ::sa::counters::kernel();       \
+  } while (0)
 
 namespace sa::cudak {
 

@@ -32,10 +32,10 @@ namespace {
 // Seconds per call of f, after one warm-up call; the device is synchronized around the timing.
 double time_it(Device d, int iters, const std::function<void()>& f) {
   f();
-  backend(d).synchronize();
+  backend_uncounted(d).synchronize();
   auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < iters; ++i) f();
-  backend(d).synchronize();
+  backend_uncounted(d).synchronize();
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / iters;
 }
 
@@ -320,7 +320,7 @@ void bench_ops(Device d, bool quick) {
   bench_select_rows(d, quick, iters, dev);
   bench_crf(d, quick, iters, dev);
   bench_attention(d, quick, iters, dev);
-  AllocatorStats s = backend(d).allocator().stats();
+  AllocatorStats s = backend_uncounted(d).allocator().stats();
   std::printf("%-7s peak memory in use %.1f MiB, reserved %.1f MiB, %zu system allocations\n", dev.c_str(),
               s.peak_in_use / 1048576.0, s.reserved / 1048576.0, s.raw_allocs);
 }
@@ -381,11 +381,18 @@ int bench_train(const std::string& config, const std::string& corpus, int steps,
               r.steady_tokens_per_s, peak_rss_mib(RUSAGE_SELF), hs.peak_in_use / 1048576.0);
   const Device d = resolve_device(c.device);
   if (d.is_cuda()) {
-    AllocatorStats ds = backend(d).allocator().stats();
+    AllocatorStats ds = backend_uncounted(d).allocator().stats();
     std::printf(" | peak device memory %.0f MiB in use, %.0f MiB reserved at the end (%s)",
                 ds.peak_in_use / 1048576.0, ds.reserved / 1048576.0, d.str().c_str());
   }
   std::printf("\n");
+  if (r.steady_steps > 0) {
+    const DeviceCounters& k = r.steady_counters;
+    const double n = static_cast<double>(r.steady_steps);
+    std::printf("per step (%ld steps): %.1f host reads, %.1f uploads, %.1f backend launches%s\n", (long)r.steady_steps,
+                k.host_reads / n, k.uploads / n, k.launches / n,
+                d.is_cuda() ? fmt::format(", {:.1f} CUDA kernels of ours", k.kernels / n).c_str() : "");
+  }
   if (family.gemm_report && r.steady_tokens_per_s > 0) report_gemm_fraction(c, r, steps, d);
   if (time_phases) {
     double all = 0;

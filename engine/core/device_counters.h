@@ -1,0 +1,32 @@
+// How often the host waits for a device's results, feeds it data, and starts a compute primitive:
+// the costs that keep a GPU step from running ahead of the host. Counted on every backend; on the
+// CPU they count the places where a GPU run would do the same (every read of values by the host,
+// every tensor made from host values, every backend primitive), so a CPU test can hold a step to
+// a budget that the GPU run then meets. `bin/bench train` prints them per step.
+#pragma once
+#include <cstdint>
+
+namespace sa {
+
+struct DeviceCounters {
+  int64_t host_reads = 0;  // values read back by the host (Tensor::values/item, device-to-host copies)
+  int64_t uploads = 0;     // tensors filled from host memory (Tensor::from, host-to-device copies)
+  int64_t launches = 0;    // backend primitives started (each one kernel or library call on a GPU, or more)
+  int64_t kernels = 0;     // our CUDA kernels launched (none on the CPU; cuBLAS and cuDNN calls not counted)
+
+  DeviceCounters operator-(const DeviceCounters& o) const {
+    return {host_reads - o.host_reads, uploads - o.uploads, launches - o.launches, kernels - o.kernels};
+  }
+};
+
+// The counts since the process started (all threads).
+DeviceCounters device_counters();
+
+namespace counters {
+void host_read(int64_t n = 1);
+void upload(int64_t n = 1);
+void launch(int64_t n = 1);
+void kernel(int64_t n = 1);
+}  // namespace counters
+
+}  // namespace sa

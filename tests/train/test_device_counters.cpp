@@ -1,0 +1,80 @@
+// The counters of host reads, uploads and launches (engine/core/device_counters.h), and the budget
+// of one training step on the CPU backend: the places where a GPU step would wait for the host.
+// The same counters run on CUDA (bin/bench train prints them per step).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "engine/engine.h"
+#include "tests/test_util.h"
+#include "train/families.h"
+
+namespace sa {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(DeviceCounters, CountReadsUploadsAndLaunches) {
+  const DeviceCounters before = device_counters();
+  Tensor a = Tensor::from(std::vector<float>{1, 2, 3}, {3});  // one upload
+  Tensor b = Tensor::empty({3}, DType::F32);                  // an allocation starts nothing
+  EXPECT_EQ((device_counters() - before).launches, 0);
+  Tensor c = ops::add(a, a);                                  // one primitive at least
+  const double s = ops::sum(c).item();                        // one read
+  EXPECT_DOUBLE_EQ(s, 12);
+  const DeviceCounters d = device_counters() - before;
+  EXPECT_EQ(d.uploads, 1);
+  EXPECT_EQ(d.host_reads, 1);
+  EXPECT_GE(d.launches, 2);
+  EXPECT_EQ(d.kernels, 0);  // no CUDA kernel on the CPU
+}
+
+// Trains a tiny ELMo or SaELMo for 12 steps with no logging, held-out or checkpoint step after the
+// warm-up; returns the counts per step of the last 7.
+DeviceCounters per_step(const std::string& name, const std::string& extra) {
+  const std::string dir = ::testing::TempDir() + "/counters-" + name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  {
+    std::ofstream corpus(dir + "/corpus.txt");
+    const char* lines[] = {"the cat sat on the mat .", "a dog ran to the park and back .",
+                           "the bank of the river is green .", "she went to the bank to get money ."};
+    for (int i = 0; i < 80; ++i) corpus << lines[i % 4] << "\n";
+  }
+  std::ofstream(dir + "/tiny.cfg") << "train_prefix = \"" << dir << "/corpus.txt\"\nrun_dir = \"" << dir << "/run\"\n"
+                                   << "batch_size = 4\nunroll_steps = 6\nn_negative_samples_batch = 8\n"
+                                   << "n_steps = 12\nlog_every = 1000\ncheckpoint_every = 1000\nseed = 3\n"
+                                   << "device = \"cpu\"\n" << extra
+                                   << "[char_cnn]\nembedding.dim = 4\nfilters = [[1, 8], [2, 8]]\nn_highway = 1\n"
+                                   << "[lstm]\ndim = 16\nprojection_dim = 8\nn_layers = 2\n";
+  TrainOptions o;
+  o.quiet = true;
+  o.max_new_steps = 11;  // step 12 (the last) would log, score and save
+  const TrainResult r = train_model(TrainConfig::load(dir + "/tiny.cfg"), o);
+  EXPECT_EQ(r.steady_steps, 6);
+  DeviceCounters k = r.steady_counters;
+  k.host_reads /= r.steady_steps, k.uploads /= r.steady_steps, k.launches /= r.steady_steps;
+  return k;
+}
+
+// Budgets measured when these counters came in. A change that adds host reads, uploads or launches
+// to the step fails here; one that removes some lowers the budget.
+TEST(DeviceCounters, AnElmoStepReadsTheLossAndTheClipNormOnly) {
+  const DeviceCounters k = per_step("elmo", "");
+  EXPECT_EQ(k.host_reads, 2);  // the loss (progress line) and the gradient norm (clip)
+  EXPECT_LE(k.uploads, 16);
+  EXPECT_LE(k.launches, 334);
+}
+
+TEST(DeviceCounters, ASaelmoStepStaysWithinItsBudget) {
+  const DeviceCounters k = per_step("saelmo", "n_context = 3\ncontextual_warmup = 2\ncluster_proj_dim = 4\n"
+                                              "pca_sample = 40\npca_every = 3\n");
+  EXPECT_LE(k.host_reads, 4);  // and the selected senses, the PCA refits
+  EXPECT_LE(k.uploads, 29);     // the sampled rows, the selection's ids
+  EXPECT_LE(k.launches, 370);
+}
+
+}  // namespace
+}  // namespace sa
