@@ -245,14 +245,12 @@ class BertFamily final : public ModelFamily {
     phases.mark("batch");
     SenseStep picked;
     Tensor loss = mlm_loss(s, c, b, &s.dropout, &picked, &sample_rng);
-    const double lv = loss.item();
-    check_finite_loss(s.step, lv, "lower learning_rate?");
     phases.mark("forward and loss");
     phases.profile_backward_ops(true);
     backward(loss);
     phases.profile_backward_ops(false);
     phases.mark("backward");
-    clip_global_norm(params_, c.all_clip_norm_val);
+    clip_by_global_norm(params_, c.all_clip_norm_val);
     s.opt.set_lr(bert_learning_rate(c.learning_rate, s.step, c.warmup_steps, total_));
     s.opt.step(params_);
     phases.mark("update");
@@ -260,7 +258,7 @@ class BertFamily final : public ModelFamily {
       report_sense_events(out_, s.step, c.sense, after_step(*s.head, c.sense, s.step, picked));
       phases.mark("sense schedule");
     }
-    return {lv, b.pieces, 0};
+    return {loss.detach(), b.pieces, 0};
   }
 
   nlohmann::json step_metrics() const override {

@@ -6,12 +6,9 @@
 #include <cstdio>
 
 #include "engine/core/error.h"
+#include "engine/engine.h"
 
 namespace sa {
-
-void check_finite_loss(int64_t step, double loss, const char* hint) {
-  SA_CHECK(std::isfinite(loss), "step {}: the loss is {} ({})", step, loss, hint);
-}
 
 void report_sense_events(const RunOutput& out, int64_t step, const SenseOptions& o, SenseEvents ev,
                          const std::string& note) {
@@ -34,16 +31,26 @@ TrainResult run_training(ModelFamily& f, const TrainConfig& c, const RunOutput& 
   auto t_warm = t0;
   int64_t tokens = 0, tokens_warm = 0;
   DeviceCounters counted_from = device_counters();
-  double smooth = 0;
+  Tensor smooth;  // the console's moving average, on the device
   while (f.step() < total && (opts.max_new_steps <= 0 || f.step() - first < opts.max_new_steps)) {
     phases.start();
     const StepStats st = f.train_step(phases);
     const int64_t step = f.step();
     tokens += st.tokens;
     if (step - first > warm) res.encoded_tokens += st.encoded_tokens;
+    {
+      NoGrad ng;
+      smooth = step == first + 1 ? st.loss : ops::add(ops::scale(smooth, 0.95), ops::scale(st.loss, 0.05));
+    }
+    const bool logs = step % c.log_every == 0 || step == total;
+    const bool scores = f.scores_heldout() && ((c.heldout_every > 0 && step % c.heldout_every == 0) || step == total);
+    const bool saves = step % c.checkpoint_every == 0 || step == total;
+    const bool last = step == total || (opts.max_new_steps > 0 && step - first == opts.max_new_steps);
+    if (logs || scores || saves || last) {
+      res.last_loss = st.loss.item();
+      SA_CHECK(std::isfinite(res.last_loss), "step {}: the loss is {} ({})", step, res.last_loss, f.divergence_hint());
+    }
     // progress
-    smooth = step == first + 1 ? st.loss : 0.95 * smooth + 0.05 * st.loss;
-    res.last_loss = st.loss;
     const double el = seconds_since(t0);
     res.tokens_per_s = static_cast<double>(tokens) / el;
     if (step - first == warm) {
@@ -52,27 +59,29 @@ TrainResult run_training(ModelFamily& f, const TrainConfig& c, const RunOutput& 
       phases.reset();
     }
     if (step - first > warm) res.steady_tokens_per_s = static_cast<double>(tokens - tokens_warm) / seconds_since(t_warm);
-    if (step % c.log_every == 0 || step == total) {
-      nlohmann::json line = {{"step", step}, {"loss", st.loss}, {"perplexity", std::exp(st.loss)},
+    if (logs) {
+      const double lv = res.last_loss;
+      nlohmann::json line = {{"step", step}, {"loss", lv}, {"perplexity", std::exp(lv)},
                              {"tokens_per_s", res.tokens_per_s}, {"elapsed_s", el}};
       line.update(f.step_metrics());
       out.log(line);
       if (!out.quiet) {
         // The console smooths (a moving average); metrics.jsonl logs each step's own loss.
+        const double sm = smooth.item();
         std::printf("step %ld/%ld | %.0f tokens/s | ETA %s | smoothed %s %.3f | perplexity %.1f\n", (long)step,
                     (long)total, res.tokens_per_s, clock_str(el / (step - first) * (total - step)).c_str(), f.loss_name(),
-                    smooth, std::exp(smooth));
+                    sm, std::exp(sm));
         std::fflush(stdout);
       }
     }
     // Held-out text every heldout_every steps and once at the end; a rerun of a finished run
     // trains nothing and logs nothing.
-    if (f.scores_heldout() && ((c.heldout_every > 0 && step % c.heldout_every == 0) || step == total)) {
+    if (scores) {
       res.heldout_perplexity = f.heldout_perplexity();
       out.log({{"step", step}, {"heldout_perplexity", res.heldout_perplexity}});
       if (!out.quiet) std::printf("step %ld: held-out perplexity %.1f\n", (long)step, res.heldout_perplexity);
     }
-    if (step % c.checkpoint_every == 0 || step == total) f.save();
+    if (saves) f.save();
   }
   res.steps_done = f.step();
   res.steady_steps = std::max<int64_t>(0, f.step() - first - warm);

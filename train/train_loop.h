@@ -51,7 +51,7 @@ struct RunOutput {
 
 // What one training step did.
 struct StepStats {
-  double loss = 0;             // the global batch's mean loss
+  Tensor loss;                 // the global batch's mean loss, a scalar on the device (read on logging steps)
   int64_t tokens = 0;          // tokens of the global batch (ELMo: batch x unroll x ranks; BERT: pieces)
   int64_t encoded_tokens = 0;  // distinct tokens through the char CNN (ELMo)
 };
@@ -73,9 +73,13 @@ class ModelFamily {
   virtual void save() = 0;
   // What the console calls the loss ("loss", "MLM loss").
   virtual const char* loss_name() const { return "loss"; }
+  // What to try when the loss is not finite.
+  virtual const char* divergence_hint() const { return "lower learning_rate?"; }
 };
 
-// Runs `family` from its step() to its total_steps() (or opts.max_new_steps more).
+// Runs `family` from its step() to its total_steps() (or opts.max_new_steps more). The host reads
+// the loss only on the steps that log it, score held-out text or save a checkpoint (and the last):
+// a diverged run stops there, before a checkpoint can hold it.
 TrainResult run_training(ModelFamily& family, const TrainConfig& c, const RunOutput& out, const TrainOptions& opts,
                          StepPhases& phases);
 
@@ -84,7 +88,5 @@ TrainResult run_training(ModelFamily& family, const TrainConfig& c, const RunOut
 void report_sense_events(const RunOutput& out, int64_t step, const SenseOptions& o, SenseEvents ev,
                          const std::string& note = "");
 
-// Stops a diverged run before its update reaches the weights.
-void check_finite_loss(int64_t step, double loss, const char* hint);
 
 }  // namespace sa

@@ -206,6 +206,7 @@ class ElmoFamily final : public ModelFamily {
   int64_t total_steps() const override { return total_; }
   Device device() const override { return dev_; }
   const char* loss_name() const override { return "loss"; }
+  const char* divergence_hint() const override { return "lower learning_rate or all_clip_norm_val?"; }
   bool scores_heldout() const override {
     // A sharded table's held-out score is collective: every rank scores, rank 0 logs.
     return (writer_ || sharded_) && !c_.heldout_prefix.empty();
@@ -252,8 +253,9 @@ class ElmoFamily final : public ModelFamily {
     }
     out = BilmOutputs();  // the tape keeps what backward needs; hold no other activations through it
     Tensor loss = ops::scale(ops::add(dir_loss[0], dir_loss[1]), 0.5);
-    st.loss = dist::mean_over_ranks(loss.item());  // the global batch's loss (equal rows per rank)
-    check_finite_loss(step, st.loss, "lower learning_rate or all_clip_norm_val?");
+    // The global batch's loss (equal rows per rank); one process keeps it on the device.
+    st.loss = dist::size() > 1 ? Tensor::full(loss.shape(), dist::mean_over_ranks(loss.item()), loss.dtype(), dev_)
+                               : loss.detach();
     phases.mark("loss");
     // backward (bilm-tf differentiates total_loss * unroll_steps), clip, update
     phases.profile_backward_ops(true);
@@ -269,7 +271,7 @@ class ElmoFamily final : public ModelFamily {
     }
     coalesce_sparse_grads(params);
     phases.mark("coalesce sparse gradients");
-    clip_global_norm(params, c.all_clip_norm_val);
+    clip_by_global_norm(params, c.all_clip_norm_val);
     phases.mark("clip");
     for (int d = 0; d < 2; ++d)  // each rank updates the rows it stores
       if (work[d])

@@ -1,6 +1,7 @@
 #include "engine/optim/optimizer.h"
 
 #include <cmath>
+#include <map>
 
 namespace sa {
 
@@ -8,9 +9,11 @@ void coalesce_sparse_grads(const std::vector<Tensor>& params) {
   for (const Tensor& p : params) p.sparse_grad().coalesce_in_place();
 }
 
-double global_norm(const std::vector<Tensor>& params) {
-  // Each tensor's sum of squares (in double, without a squared copy of the gradient) added on the
-  // device, then read once: a read per tensor made the host wait for the GPU dozens of times a step.
+namespace {
+
+// The sum of squares of every gradient (dense and sparse rows), f64 [1] on the device. Each
+// tensor's sum is added on the device, so the host reads it at most once.
+Tensor squared_norm(const std::vector<Tensor>& params) {
   NoGrad ng;
   Tensor total;
   auto add = [&](const Tensor& g) {
@@ -22,19 +25,43 @@ double global_norm(const std::vector<Tensor>& params) {
     if (p.grad().defined()) add(p.grad());
     for (const Tensor& r : p.sparse_grad().rows) add(r);
   }
+  return total;
+}
+
+}  // namespace
+
+double global_norm(const std::vector<Tensor>& params) {
+  const Tensor total = squared_norm(params);
   return std::sqrt(total.defined() ? total.item() : 0.0);
 }
 
-double clip_global_norm(const std::vector<Tensor>& params, double max_norm) {
-  const double norm = global_norm(params);
-  if (norm > max_norm && norm > 0) {
-    double s = max_norm / norm;
-    for (const Tensor& p : params) {
-      if (Tensor g = p.grad(); g.defined()) backend(g.device()).unary(UnaryOp::Scale, g, g, s, 0);
-      for (Tensor& r : p.sparse_grad().rows) backend(r.device()).unary(UnaryOp::Scale, r, r, s, 0);
-    }
+Tensor clip_by_global_norm(const std::vector<Tensor>& params, double max_norm) {
+  NoGrad ng;
+  const Tensor total = squared_norm(params);
+  if (!total.defined()) return total;
+  const Device dev = total.device();
+  const Tensor norm = ops::sqrt(total);
+  // factor = min(1, max_norm / norm): exactly 1 within the limit (and for a zero norm).
+  Tensor factor = Tensor::empty({1}, DType::F64, dev);
+  backend(dev).binary(BinaryOp::Div, Tensor::full({1}, max_norm, DType::F64, dev), norm, factor,
+                      make_broadcast_plan({1}, {1}, {1}));
+  backend(dev).unary(UnaryOp::Clip, factor, factor, 0.0, 1.0);
+  std::map<DType, Tensor> in_dtype;  // the factor in each gradient dtype, cast once
+  auto scale = [&](Tensor g) {
+    Tensor& f = in_dtype[g.dtype()];
+    if (!f.defined()) f = factor.to(g.dtype());
+    backend(dev).binary(BinaryOp::Mul, g, f, g, make_broadcast_plan(g.shape(), g.shape(), {1}));
+  };
+  for (const Tensor& p : params) {
+    if (Tensor g = p.grad(); g.defined()) scale(g);
+    for (const Tensor& r : p.sparse_grad().rows) scale(r);
   }
   return norm;
+}
+
+double clip_global_norm(const std::vector<Tensor>& params, double max_norm) {
+  const Tensor norm = clip_by_global_norm(params, max_norm);
+  return norm.defined() ? norm.item() : 0.0;
 }
 
 Tensor& Adagrad::accumulator(const Tensor& p) {

@@ -14,7 +14,11 @@ namespace sa {
 void coalesce_sparse_grads(const std::vector<Tensor>& params);
 
 // Global L2 norm of all gradients; when it exceeds max_norm, scales them all by max_norm / norm.
-// Returns the norm before clipping. Call after coalesce_sparse_grads (duplicates change the norm).
+// Call after coalesce_sparse_grads (duplicates change the norm). The norm and the factor stay on
+// the device (the host never waits): returns the norm before clipping, f64 [1] on the device
+// (undefined when no parameter has a gradient).
+Tensor clip_by_global_norm(const std::vector<Tensor>& params, double max_norm);
+// The same, returning the norm on the host (one read).
 double clip_global_norm(const std::vector<Tensor>& params, double max_norm);
 // The global L2 norm of the gradients (dense and sparse rows), leaving them as they are.
 double global_norm(const std::vector<Tensor>& params);

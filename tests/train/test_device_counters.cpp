@@ -61,19 +61,21 @@ DeviceCounters per_step(const std::string& name, const std::string& extra) {
 
 // Budgets measured when these counters came in. A change that adds host reads, uploads or launches
 // to the step fails here; one that removes some lowers the budget.
-TEST(DeviceCounters, AnElmoStepReadsTheLossAndTheClipNormOnly) {
+// The loss is read on logging steps only and the clip stays on the device: between logging steps
+// an ELMo step never waits for the host.
+TEST(DeviceCounters, AnElmoStepNeverReadsBetweenLoggingSteps) {
   const DeviceCounters k = per_step("elmo", "");
-  EXPECT_EQ(k.host_reads, 2);  // the loss (progress line) and the gradient norm (clip)
-  EXPECT_LE(k.uploads, 16);
-  EXPECT_LE(k.launches, 334);
+  EXPECT_EQ(k.host_reads, 0);
+  EXPECT_LE(k.uploads, 16);     // the batch's char ids and targets, the sampled negatives
+  EXPECT_LE(k.launches, 367);
 }
 
 TEST(DeviceCounters, ASaelmoStepStaysWithinItsBudget) {
   const DeviceCounters k = per_step("saelmo", "n_context = 3\ncontextual_warmup = 2\ncluster_proj_dim = 4\n"
                                               "pca_sample = 40\npca_every = 3\n");
-  EXPECT_LE(k.host_reads, 4);  // and the selected senses, the PCA refits
-  EXPECT_LE(k.uploads, 29);     // the sampled rows, the selection's ids
-  EXPECT_LE(k.launches, 370);
+  EXPECT_LE(k.host_reads, 2);   // the sense schedule reads what the selection chose
+  EXPECT_LE(k.uploads, 29);     // the batch, the sampled rows and the selection's ids
+  EXPECT_LE(k.launches, 405);
 }
 
 }  // namespace

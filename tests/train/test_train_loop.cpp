@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "data/run_files.h"
+#include "engine/engine.h"
 #include "tests/test_util.h"
 #include "train/families.h"
 #include "train/train_loop.h"
@@ -29,7 +30,7 @@ class ToyFamily final : public ModelFamily {
   StepStats train_step(StepPhases& phases) override {
     ++step_;
     phases.mark("work");
-    return {1.0 / static_cast<double>(step_), 10, 3};
+    return {Tensor::full({1}, 1.0 / static_cast<double>(step_), DType::F64), 10, 3};
   }
   nlohmann::json step_metrics() const override { return {{"toy_key", step_ * 2}}; }
   bool scores_heldout() const override { return true; }
