@@ -23,12 +23,13 @@ CXX ?= g++
 BUILD := build
 # -fno-trapping-math lets GCC vectorize loops with float compares; FP exception flags are never read.
 OPT ?= -O3 -march=x86-64-v3
-CXXFLAGS := -std=c++20 $(OPT) -fno-trapping-math -g -fopenmp -Wall -Wextra -Wno-unused-parameter -I. -I/usr/include/hdf5/serial -DTOML_HEADER_ONLY=0 -DTOML_SHARED_LIB=1 -MMD -MP $(EXTRA_CXXFLAGS)
+# -fPIC: the same objects link into the tools and into the Python module (a shared object).
+CXXFLAGS := -std=c++20 $(OPT) -fno-trapping-math -fPIC -g -fopenmp -Wall -Wextra -Wno-unused-parameter -I. -I/usr/include/hdf5/serial -DTOML_HEADER_ONLY=0 -DTOML_SHARED_LIB=1 -MMD -MP $(EXTRA_CXXFLAGS)
 # OpenBLAS's OpenMP build: BLAS and our OpenMP loops share one thread pool. With the pthread
 # build the two pools spin against each other on small machines (2.5x slower training here).
 BLAS_DIR ?= /usr/lib/x86_64-linux-gnu/openblas-openmp
 LDLIBS := -L$(BLAS_DIR) -Wl,-rpath,$(BLAS_DIR) -lopenblas -lfmt -lhdf5_serial -ltomlplusplus -lpugixml -lutf8proc -fopenmp -lpthread
-NVCCFLAGS := -std=c++20 -O3 -I. $(CUDA_ARCH) -Xcompiler -fopenmp --expt-relaxed-constexpr -MMD -MP
+NVCCFLAGS := -std=c++20 -O3 -I. $(CUDA_ARCH) -Xcompiler -fopenmp,-fPIC --expt-relaxed-constexpr -MMD -MP
 
 ENGINE_SRC := engine/backend.cpp $(wildcard engine/core/*.cpp engine/ops/*.cpp engine/cpu/*.cpp engine/optim/*.cpp) engine/dist/tensor_collectives.cpp
 # MPI (data-parallel training, `mpirun -np N ./bin/train`) when OpenMPI's compiler wrapper is found;
@@ -79,12 +80,12 @@ TEST_OBJ := $(TEST_SRC:%.cpp=$(BUILD)/%.o)
 UNIT_SRC := $(wildcard tests/*.cpp $(foreach m,engine data layers sense eval,tests/$(m)/*.cpp))
 UNIT_OBJ := $(UNIT_SRC:%.cpp=$(BUILD)/%.o)
 
-.PHONY: all test unit bench clean deps corpus quickstart gpu-report gpu-bundle
+.PHONY: all test unit python bench clean deps corpus quickstart gpu-report gpu-bundle
 all: $(TOOLS) bin/tests bin/fault_inject.so
 
 # Debian packages the build, the tests and the default corpus need; `make deps` installs the
 # missing ones (with sudo when not root).
-DEB_PACKAGES := g++ make python3 libopenblas-openmp-dev libfmt-dev libgtest-dev libcli11-dev libhdf5-dev \
+DEB_PACKAGES := g++ make python3 python3-dev pybind11-dev python3-pybind11 python3-numpy python3-pytest python3-h5py libopenblas-openmp-dev libfmt-dev libgtest-dev libcli11-dev libhdf5-dev \
   nlohmann-json3-dev libtomlplusplus-dev debian-handbook \
   wordnet-base wordnet-sense-index libpugixml-dev edict trans-de-en man-db manpages-de libutf8proc-dev \
   libopenmpi-dev openmpi-bin
@@ -103,14 +104,14 @@ $(CORPUS) &:
 	python3 data/scripts/handbook_corpus.py $(CORPUS)
 
 quickstart: deps
-	$(MAKE) -j$$(nproc) all corpus
+	$(MAKE) -j$$(nproc) all python corpus
 	./bin/train configs/quickstart.cfg
 
 # The CUDA flag set is part of every object: rebuild when it changes. (MPI changes only which
 # engine/dist file is built, and the link.)
-FLAGS_STAMP := $(BUILD)/.cuda-$(CUDA)
+FLAGS_STAMP := $(BUILD)/.flags-cuda$(CUDA)-pic
 $(FLAGS_STAMP):
-	@mkdir -p $(BUILD) && rm -f $(BUILD)/.cuda-* && touch $@
+	@mkdir -p $(BUILD) && rm -f $(BUILD)/.cuda-* $(BUILD)/.flags-* && touch $@
 
 $(BUILD)/engine/dist/mpi_communicator.o: CXXFLAGS += $(MPI_CXXFLAGS)
 $(BUILD)/%.o: %.cpp $(FLAGS_STAMP)
@@ -150,15 +151,26 @@ bin/unit_tests: $(UNIT_OBJ) $(LIB)
 	@mkdir -p bin
 	$(CXX) -o $@ $(UNIT_OBJ) $(LIB) $(LDLIBS) -lgtest
 
+# The Python module (eval/python): bin/sensealign<suffix>.so, imported with bin/ on PYTHONPATH.
+# Debian's interpreter, whose packages (pybind11, numpy, pytest, h5py) make deps installs.
+PYTHON ?= /usr/bin/python3
+PY_MODULE := bin/sensealign$(shell $(PYTHON) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))" 2>/dev/null)
+$(BUILD)/eval/python/%.o: CXXFLAGS += $(shell $(PYTHON) -m pybind11 --includes 2>/dev/null)
+python: $(PY_MODULE)
+$(PY_MODULE): $(BUILD)/eval/python/sensealign_module.o $(LIB)
+	@mkdir -p bin
+	$(CXX) -shared -o $@ $< $(LIB) $(LDLIBS)
+
 # The fault-injection tests' LD_PRELOAD shim (kills at a chosen rename or write).
 bin/fault_inject.so: tests/fault_inject.c
 	@mkdir -p bin
 	$(CC) -shared -fPIC -O2 -o $@ $< -ldl
 
 # Some tests run the tools (bin/embed, bin/train): build everything first.
+# The GoogleTest suites, then the Python module's pytest suite; one closing line for both.
 test:
-	$(MAKE) -j$$(nproc) all
-	./bin/tests
+	$(MAKE) -j$$(nproc) all python
+	tests/run_all.sh
 
 # A few of the eval tests run bin/align: the tools are built too.
 unit:

@@ -1,0 +1,104 @@
+"""The Python module: embeddings equal bin/embed's, errors raise with the tools' messages, one model
+serves two threads, senses and nearest neighbours as plain data, per-layer maps."""
+import os
+import subprocess
+import threading
+
+import h5py
+import numpy as np
+import pytest
+
+import sensealign
+
+from conftest import SENTENCES
+
+TOKENS = [s.split() for s in SENTENCES]
+
+
+def test_embed_equals_bin_embed(tiny_run, root, tmp_path):
+    m = sensealign.load(tiny_run, device="cpu")
+    vecs = m.embed(TOKENS, batch_size=3)
+    assert len(vecs) == len(TOKENS)
+    for v, t in zip(vecs, TOKENS):
+        assert v.dtype == np.float32 and v.shape == (m.n_layers, len(t), m.dim)
+    inp = tmp_path / "in.txt"
+    inp.write_text("".join(s + "\n" for s in SENTENCES))
+    out = tmp_path / "out.hdf5"
+    subprocess.run([os.path.join(root, "bin", "embed"), "--model", tiny_run, "--input", str(inp), "--output",
+                    str(out), "--device", "cpu"], check=True, cwd=root, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    with h5py.File(out, "r") as f:
+        for i, v in enumerate(vecs):
+            np.testing.assert_array_equal(v, f[str(i)][()])
+
+
+def test_bilm_tf_files_give_the_same_vectors(tiny_run):
+    run = sensealign.load(tiny_run, device="cpu").embed(TOKENS[:2])
+    files = sensealign.load(options=os.path.join(tiny_run, "options.json"),
+                            weights=os.path.join(tiny_run, "weights.hdf5"), device="cpu").embed(TOKENS[:2])
+    for a, b in zip(run, files):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_errors_raise_with_the_tools_messages(tiny_run, tmp_path):
+    with pytest.raises(RuntimeError, match="nowhere"):
+        sensealign.load(str(tmp_path / "nowhere"))
+    m = sensealign.load(tiny_run, device="cpu")
+    with pytest.raises(RuntimeError, match="not in the vocabulary"):
+        m.senses("zebra")
+    with pytest.raises(RuntimeError, match="batch_size must be positive"):
+        m.embed(TOKENS, batch_size=0)
+    with pytest.raises(RuntimeError, match="not both"):
+        sensealign.load(tiny_run, options="o.json", weights="w.hdf5")
+
+
+def test_one_model_serves_two_threads(tiny_run):
+    m = sensealign.load(tiny_run, device="cpu")
+    alone = m.embed(TOKENS)
+    results = [None, None]
+
+    def run(k):
+        results[k] = m.embed(TOKENS if k == 0 else TOKENS[::-1])
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for a, b in zip(alone, results[0]):
+        np.testing.assert_array_equal(a, b)
+    for a, b in zip(alone[::-1], results[1]):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_senses_and_nearest_are_plain_data(tiny_run):
+    m = sensealign.load(tiny_run, device="cpu")
+    senses = m.senses("bank")
+    assert {s["direction"] for s in senses} == {"forward", "backward"}
+    for s in senses:
+        assert 0 <= s["sense"] < 3 and s["score"] > 0 and 0 <= s["selections"] <= s["window"]
+    near = m.nearest("bank", k=3)
+    assert len(near) == len(senses)
+    for n in near:
+        cos = [c for _, c in n["neighbours"]]
+        assert 0 < len(cos) <= 3
+        assert all(-1.0 - 1e-6 <= c <= 1.0 + 1e-6 for c in cos)
+        assert cos == sorted(cos, reverse=True)
+        assert all(not name.startswith("bank#") for name, _ in n["neighbours"])
+
+
+def test_aligner_applies_one_map_per_layer(tiny_run, tmp_path):
+    m = sensealign.load(tiny_run, device="cpu")
+    vecs = m.embed(TOKENS[:2])
+    d = m.dim
+    for layer in range(m.n_layers):  # layer l is scaled by l + 1
+        rows = "".join(" ".join(str(float(layer + 1) if i == j else 0.0) for j in range(d)) + "\n" for i in range(d))
+        (tmp_path / f"W.layer{layer}.txt").write_text(f"{d} {d}\n" + rows)
+    a = sensealign.Aligner.load(str(tmp_path / "W.layer{layer}.txt"))
+    assert a.n_layers == m.n_layers
+    mapped = a.apply(vecs)
+    for v, w in zip(vecs, mapped):
+        for layer in range(m.n_layers):
+            np.testing.assert_allclose(w[layer], v[layer] * (layer + 1), rtol=1e-6, atol=1e-7)
+    with pytest.raises(RuntimeError, match="expected arrays"):
+        a.apply([vecs[0][:1]])
