@@ -22,6 +22,7 @@
 #include "eval/aligned_encoder.h"
 #include "eval/alignment.h"
 #include "eval/sense_neighbours.h"
+#include "layers/bert_encoder.h"
 #include "layers/load_encoder.h"
 #include "sense/sense_model.h"
 
@@ -147,6 +148,7 @@ class Model {
     std::lock_guard<std::mutex> lock(mu_);
     if (!senses_) {
       SA_CHECK(!run_dir_.empty(), "senses: the model was loaded from bilm-tf files; senses need a SaELMo run directory");
+      SA_CHECK(!is_bert_dir(run_dir_), "{}: a BERT model; senses and nearest need a SaELMo run directory", run_dir_);
       senses_ = std::make_unique<SenseModel>(load_sense_model(run_dir_));
     }
     SA_CHECK(senses_->sense(), "{}: not a SaELMo run (n_context = 0): it has no senses", run_dir_);

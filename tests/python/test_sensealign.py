@@ -102,3 +102,15 @@ def test_aligner_applies_one_map_per_layer(tiny_run, tmp_path):
             np.testing.assert_allclose(w[layer], v[layer] * (layer + 1), rtol=1e-6, atol=1e-7)
     with pytest.raises(RuntimeError, match="expected arrays"):
         a.apply([vecs[0][:1]])
+
+
+def test_a_hugging_face_bert_directory_loads(root):
+    m = sensealign.load(os.path.join(root, "tests", "reference", "bert_small"), device="cpu")
+    first = m.embed([["the", "bank", "of", "the", "river"]])[0]
+    assert first.shape == (m.n_layers, 5, m.dim) and np.isfinite(first).all()
+    # A word's vector is the mean of its pieces' by default, the first piece's on request.
+    firsts = sensealign.load(os.path.join(root, "tests", "reference", "bert_small"), device="cpu",
+                             pieces="first").embed([["the", "bank", "of", "the", "river"]])[0]
+    assert firsts.shape == first.shape
+    with pytest.raises(RuntimeError, match="a BERT model; senses and nearest need a SaELMo run directory"):
+        m.senses("bank")
