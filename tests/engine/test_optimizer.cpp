@@ -126,5 +126,36 @@ TEST(ClipGlobalNorm, CountsSparseRowsAndScalesEverything) {
   EXPECT_NEAR(clip_global_norm({w, t}, 5.0), 5.0, 1e-12);  // already within the limit: unchanged
 }
 
+// The factor is computed and applied on the device, and gives f32 gradients bit for bit what a
+// host-side factor gives (x * float(max_norm / norm), and nothing changed within the limit), so
+// trainings reproduce the runs made before it.
+TEST(ClipGlobalNorm, OnTheDeviceEqualsTheHostFactorBitForBit) {
+  std::mt19937_64 rng(11);
+  std::normal_distribution<double> n01;
+  for (double max_norm : {0.5, 1e6}) {
+    std::vector<Tensor> params;
+    std::vector<std::vector<double>> grads;
+    for (int64_t size : {7, 300, 64}) {
+      Tensor p = Tensor::zeros({size}, DType::F32).set_requires_grad();
+      std::vector<double> g(static_cast<size_t>(size));
+      for (double& v : g) v = n01(rng);
+      backward(ops::sum(ops::mul(p, Tensor::of(g, {size}, DType::F32))));
+      grads.push_back(p.grad().values());  // as f32 holds them
+      params.push_back(p);
+    }
+    const double norm = global_norm(params);
+    const Tensor on_device = clip_by_global_norm(params, max_norm);
+    EXPECT_EQ(on_device.item(), norm);
+    const float s = static_cast<float>(max_norm / norm);
+    for (size_t k = 0; k < params.size(); ++k) {
+      const std::vector<double> now = params[k].grad().values();
+      for (size_t i = 0; i < now.size(); ++i) {
+        const float want = norm > max_norm ? static_cast<float>(grads[k][i]) * s : static_cast<float>(grads[k][i]);
+        ASSERT_EQ(static_cast<float>(now[i]), want) << "max_norm " << max_norm << ", tensor " << k << ", element " << i;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace sa
