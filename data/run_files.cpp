@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 
 #include "engine/core/error.h"
 
@@ -38,4 +39,44 @@ std::string newest_checkpoint(const std::string& dir) {
   return v.back();
 }
 
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  SA_CHECK(in, "{}: cannot open", path);
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    fail("{}: invalid JSON: {}", path, e.what());
+  }
+}
+
 }  // namespace sa::run_files
+
+namespace sa {
+
+const nlohmann::json& RunDirectory::ours() const {
+  static const nlohmann::json none = nlohmann::json::object();
+  return options.contains("sensealign") ? options["sensealign"] : none;
+}
+
+RunDirectory open_run_directory(const std::string& dir) {
+  namespace fs = std::filesystem;
+  RunDirectory r;
+  r.dir = dir;
+  const std::string hf = (fs::path(dir) / "config.json").string();
+  if (fs::exists(hf)) {
+    nlohmann::json j = run_files::read_json(hf);
+    if (j.value("model_type", std::string()) == "bert") {
+      r.kind = RunDirectory::Kind::Bert;
+      r.options = std::move(j);
+      return r;
+    }
+  }
+  SA_CHECK(fs::exists(run_files::options(dir)) && fs::exists(run_files::weights(dir)),
+           "{}: not a run directory with a checkpoint (expected options.json and weights.hdf5, written with every "
+           "checkpoint or by bin/export)",
+           dir);
+  r.options = run_files::read_json(run_files::options(dir));
+  return r;
+}
+
+}  // namespace sa

@@ -9,6 +9,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <nlohmann/json.hpp>
 #include <vector>
 
 namespace sa::run_files {
@@ -25,4 +26,25 @@ std::vector<std::string> checkpoints(const std::string& dir);
 // The newest checkpoint; fails naming the directory when there is none.
 std::string newest_checkpoint(const std::string& dir);
 
+// A JSON file parsed, errors naming it ("cannot open", "invalid JSON: ...").
+nlohmann::json read_json(const std::string& path);
+
 }  // namespace sa::run_files
+
+namespace sa {
+
+// A model directory as every tool opens it, through one check: our ELMo-family run (options.json
+// and weights.hdf5, written with every checkpoint or by bin/export) or a BERT directory
+// (config.json with model_type "bert": our BERT runs and Hugging Face's). Errors name the
+// directory and what it lacks.
+struct RunDirectory {
+  enum class Kind { Elmo, Bert };
+  std::string dir;
+  Kind kind = Kind::Elmo;
+  nlohmann::json options;  // options.json (ELMo) or config.json (BERT), parsed
+  // Our section of an ELMo run's options.json: how it read its text, SaELMo's settings.
+  const nlohmann::json& ours() const;
+};
+RunDirectory open_run_directory(const std::string& dir);
+
+}  // namespace sa

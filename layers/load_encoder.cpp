@@ -11,22 +11,14 @@ namespace sa {
 
 std::unique_ptr<ElmoEncoder> load_elmo(const EncoderSource& s, Device dev) {
   std::string options = s.options, weights = s.weights;
-  if (!s.run_dir.empty()) {
-    options = run_files::options(s.run_dir);
-    weights = run_files::weights(s.run_dir);
-    SA_CHECK(std::filesystem::exists(options) && std::filesystem::exists(weights),
-             "{}: not a run directory with a checkpoint (expected options.json and weights.hdf5, written with every "
-             "checkpoint or by bin/export)",
-             s.run_dir);
-  }
-  SA_CHECK(!options.empty() && !weights.empty(), "give --model RUN_DIR, or --options and --weights");
-  std::ifstream in(options);
-  SA_CHECK(in, "{}: cannot open", options);
   nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    fail("{}: invalid JSON: {}", options, e.what());
+  if (!s.run_dir.empty()) {
+    RunDirectory r = open_run_directory(s.run_dir);
+    SA_CHECK(r.kind == RunDirectory::Kind::Elmo, "{}: a BERT directory; this needs an ELMo or SaELMo run", s.run_dir);
+    options = run_files::options(s.run_dir), weights = run_files::weights(s.run_dir), j = std::move(r.options);
+  } else {
+    SA_CHECK(!options.empty() && !weights.empty(), "give --model RUN_DIR, or --options and --weights");
+    j = run_files::read_json(options);
   }
   auto enc = std::make_unique<ElmoEncoder>(ElmoModel::load_bilm(ElmoOptions::from_json(j, options), weights, dev));
   // Our runs record how they were trained next to bilm-tf's keys; a run directory must have them.
@@ -48,7 +40,7 @@ std::vector<std::string> encoder_files(const EncoderSource& s) {
 }
 
 std::unique_ptr<ContextualEncoder> load_encoder(const EncoderSource& s, Device dev) {
-  if (!s.run_dir.empty() && is_bert_dir(s.run_dir)) {
+  if (!s.run_dir.empty() && open_run_directory(s.run_dir).kind == RunDirectory::Kind::Bert) {
     SA_CHECK(s.pieces == "mean" || s.pieces == "first", "--pieces {}: expected mean or first", s.pieces);
     return load_bert_encoder(s.run_dir, dev, s.pieces == "first" ? PiecePooling::First : PiecePooling::Mean);
   }

@@ -13,13 +13,8 @@ SenseModel load_sense_model(const std::string& dir, Device dev) {
   m.encoder = load_elmo({dir, "", ""}, dev);
   m.vocab = Vocab::load(run_files::vocab(dir));
   const std::string options = run_files::options(dir);
-  std::ifstream in(options);
-  nlohmann::json ours;
-  try {
-    ours = nlohmann::json::parse(in).value("sensealign", nlohmann::json::object());
-  } catch (const nlohmann::json::exception& e) {
-    fail("{}: invalid JSON: {}", options, e.what());
-  }
+  const RunDirectory run = open_run_directory(dir);
+  const nlohmann::json& ours = run.ours();
   m.lowercase = ours.value("lowercase", false);
   m.train_prefix = ours.value("train_prefix", std::string());
   m.train_prefix_l2 = ours.value("train_prefix_l2", std::string());

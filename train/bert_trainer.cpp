@@ -163,6 +163,7 @@ void validate_bert_config(const TrainConfig& c, const ConfigCheck& k) {
 }
 
 void export_bert_run(const std::string& run, const std::string& out) {
+  SA_CHECK(open_run_directory(run).kind == RunDirectory::Kind::Bert, "{}: not a BERT run (no config.json)", run);
   const TrainConfig c = TrainConfig::load(run_files::config(run));
   const WordPieceVocab vocab = WordPieceVocab::load(run_files::vocab(run));
   BertConfig bc = c.bert;

@@ -8,6 +8,7 @@
 namespace sa {
 
 LoadedRun load_run(const std::string& dir, Device dev) {
+  SA_CHECK(open_run_directory(dir).kind == RunDirectory::Kind::Elmo, "{}: a BERT run; this needs an ELMo run", dir);
   SA_CHECK(std::filesystem::exists(run_files::config(dir)), "{}: not a run directory (no config.cfg)", dir);
   TrainConfig c = TrainConfig::load(run_files::config(dir));
   Vocab vocab = Vocab::load(run_files::vocab(dir));
