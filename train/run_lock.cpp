@@ -32,6 +32,15 @@ RunLock::RunLock(const std::string& dir) {
   }
 }
 
+bool RunLock::held(const std::string& dir) {
+  const std::string path = (std::filesystem::path(dir) / ".lock").string();
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;  // never trained, or not a run
+  const bool busy = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  ::close(fd);  // releases the shared lock taken when free
+  return busy;
+}
+
 RunLock::~RunLock() {
   if (fd_ >= 0) ::close(fd_);  // closing releases the lock
 }

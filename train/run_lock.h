@@ -14,6 +14,8 @@ class RunLock {
   ~RunLock();
   RunLock(const RunLock&) = delete;
   RunLock& operator=(const RunLock&) = delete;
+  // Whether a process holds the lock of `run_dir` now (a bin/train is running there).
+  static bool held(const std::string& run_dir);
 
  private:
   int fd_ = -1;

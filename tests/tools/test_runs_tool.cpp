@@ -1,0 +1,71 @@
+// bin/runs list: one line per run with its family, steps, tokens, last held-out perplexity and
+// state (finished, stopped, running, damaged).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "tests/test_util.h"
+#include "train/families.h"
+#include "train/run_lock.h"
+
+namespace sa {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string tiny_run(const std::string& name, const std::string& extra, int64_t max_new_steps) {
+  const std::string dir = ::testing::TempDir() + "/runs-tool-" + name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  {
+    std::ofstream corpus(dir + "/corpus.txt");
+    for (int i = 0; i < 40; ++i) corpus << (i % 2 ? "the cat sat on the mat .\n" : "a dog ran to the bank .\n");
+  }
+  std::ofstream(dir + "/tiny.cfg") << "train_prefix = \"" << dir << "/corpus.txt\"\nheldout_prefix = \"" << dir
+                                   << "/corpus.txt\"\nrun_dir = \"" << dir << "/run\"\nbatch_size = 4\nunroll_steps = 5\n"
+                                   << "n_negative_samples_batch = 8\nn_steps = 6\ncheckpoint_every = 2\nheldout_batches = 1\n"
+                                   << "device = \"cpu\"\n" << extra
+                                   << "[char_cnn]\nembedding.dim = 4\nfilters = [[1, 8], [2, 8]]\nn_highway = 1\n"
+                                   << "[lstm]\ndim = 16\nprojection_dim = 8\nn_layers = 2\n";
+  TrainOptions o;
+  o.quiet = true;
+  o.max_new_steps = max_new_steps;
+  train_model(TrainConfig::load(dir + "/tiny.cfg"), o);
+  return dir + "/run";
+}
+
+std::string line_of(const std::string& out, const std::string& run) {
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(run, 0) == 0) return line;
+  return "";
+}
+
+TEST(RunsTool, ListsFamilyStepsTokensHeldOutAndState) {
+  const std::string done = tiny_run("done", "", 0);
+  const std::string part = tiny_run("part", "n_context = 3\ncontextual_warmup = 2\ncluster_proj_dim = 4\n", 3);
+  const std::string held = tiny_run("held", "", 2);
+  const std::string bad = tiny_run("bad", "", 4);
+  std::ofstream(bad + "/checkpoints/ckpt-00000005.safetensors.damaged") << "x";
+  RunLock lock(held);  // as a running bin/train holds it
+  const testing::ToolRun r = testing::run_tool("./bin/runs list " + done + " " + part + " " + held + " " + bad);
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const std::string d = line_of(r.out, done), p = line_of(r.out, part), h = line_of(r.out, held), b = line_of(r.out, bad);
+  EXPECT_TRUE(testing::contains(d, " ELMo ") && testing::contains(d, "6/6") && testing::contains(d, "finished")) << r.out;
+  EXPECT_TRUE(testing::contains(d, " 120 ")) << d;  // 6 steps of 4 x 5 tokens
+  EXPECT_TRUE(testing::contains(p, "SaELMo") && testing::contains(p, "2/6") && testing::contains(p, "stopped")) << r.out;
+  EXPECT_TRUE(testing::contains(h, "running")) << r.out;
+  EXPECT_TRUE(testing::contains(b, "4/6") && testing::contains(b, "damaged")) << r.out;
+  // The finished run scored held-out text at its last step; the others never did.
+  EXPECT_FALSE(testing::contains(d.substr(d.find(" 120 ")), " - ")) << d;
+  EXPECT_TRUE(testing::contains(p, " - ")) << p;
+  // Not a run directory: the error names it.
+  const testing::ToolRun e = testing::run_tool("./bin/runs list " + ::testing::TempDir());
+  EXPECT_NE(e.rc, 0);
+  EXPECT_TRUE(testing::contains(e.out, "not a run directory (no config.cfg)")) << e.out;
+}
+
+}  // namespace
+}  // namespace sa
