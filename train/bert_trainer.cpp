@@ -318,8 +318,7 @@ class BertFamily final : public ModelFamily {
 
 }  // namespace
 
-std::unique_ptr<ModelFamily> make_bert_family(const TrainConfig& c, TrainConfig& resolved, const RunOutput& out,
-                                              const TrainOptions&) {
+std::unique_ptr<ModelFamily> make_bert_family(const TrainConfig& c, TrainConfig& resolved, const RunOutput& out) {
   return std::make_unique<BertFamily>(c, resolved, out);
 }
 

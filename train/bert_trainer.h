@@ -13,8 +13,7 @@
 
 namespace sa {
 
-std::unique_ptr<ModelFamily> make_bert_family(const TrainConfig& config, TrainConfig& resolved, const RunOutput& out,
-                                              const TrainOptions& opts);
+std::unique_ptr<ModelFamily> make_bert_family(const TrainConfig& config, TrainConfig& resolved, const RunOutput& out);
 
 // The [bert] keys and the masked-LM settings; what BERT does not support yet.
 void validate_bert_config(const TrainConfig& c, const ConfigCheck& checks);

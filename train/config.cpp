@@ -278,13 +278,8 @@ void validate(const TrainConfig& c, const std::string& origin, const KeyLines& l
   check(!check_files || c.heldout_prefix.empty() || matches_a_file(c.heldout_prefix), "heldout_prefix",
         fmt::format("'{}' matches no file", c.heldout_prefix));
   check(!c.run_dir.empty(), "run_dir", "is required");
-  std::string families;
-  const ModelFamilyInfo* family = nullptr;
-  for (const ModelFamilyInfo& f : model_families()) {
-    families += fmt::format("{}\"{}\"", families.empty() ? "" : " or ", f.model);
-    if (c.model_type == f.model) family = &f;
-  }
-  check(family, "model", fmt::format("must be {}, got \"{}\"", families, c.model_type));
+  const ModelFamilyInfo* family = find_model_family(c.model_type);
+  check(family, "model", fmt::format("must be {}, got \"{}\"", model_family_names(), c.model_type));
   if (family->validate) family->validate(c, checks);
   check(c.sense.n_context == 0 || c.sense.n_context >= 2, "n_context",
         fmt::format("must be 0 (plain ELMo) or at least 2 (sense 0 is the warm-up sense), got {}", c.sense.n_context));

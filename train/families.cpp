@@ -24,13 +24,22 @@ const std::vector<ModelFamilyInfo>& model_families() {
   return families;
 }
 
-const ModelFamilyInfo& model_family(const std::string& model) {
+const ModelFamilyInfo* find_model_family(const std::string& model) {
+  for (const ModelFamilyInfo& f : model_families())
+    if (model == f.model) return &f;
+  return nullptr;
+}
+
+std::string model_family_names() {
   std::string known;
-  for (const ModelFamilyInfo& f : model_families()) {
-    if (model == f.model) return f;
-    known += fmt::format("{}\"{}\"", known.empty() ? "" : " or ", f.model);
-  }
-  fail("model must be {}, got \"{}\"", known, model);
+  for (const ModelFamilyInfo& f : model_families()) known += fmt::format("{}\"{}\"", known.empty() ? "" : " or ", f.model);
+  return known;
+}
+
+const ModelFamilyInfo& model_family(const std::string& model) {
+  const ModelFamilyInfo* f = find_model_family(model);
+  SA_CHECK(f, "model must be {}, got \"{}\"", model_family_names(), model);
+  return *f;
 }
 
 TrainResult train_model(const TrainConfig& c, const TrainOptions& opts) {
@@ -42,7 +51,7 @@ TrainResult train_model(const TrainConfig& c, const TrainOptions& opts) {
   std::optional<RunSession> session;
   if (dist::rank() == 0) session.emplace(c, resolved);
   const RunOutput out{session ? &*session : nullptr, opts.quiet || dist::rank() != 0};
-  std::unique_ptr<ModelFamily> family = info.make(c, resolved, out, opts);
+  std::unique_ptr<ModelFamily> family = info.make(c, resolved, out);
   StepPhases phases(opts.time_phases, family->device());
   return run_training(*family, c, out, opts, phases);
 }

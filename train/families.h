@@ -16,8 +16,7 @@ struct ModelFamilyInfo {
   const char* description;  // for messages
   // Builds the family's state for a run (restoring its newest checkpoint); `resolved` is the
   // config the run directory records.
-  std::unique_ptr<ModelFamily> (*make)(const TrainConfig& c, TrainConfig& resolved, const RunOutput& out,
-                                       const TrainOptions& opts);
+  std::unique_ptr<ModelFamily> (*make)(const TrainConfig& c, TrainConfig& resolved, const RunOutput& out);
   // The family's own config checks (its keys' ranges, the options it does not support); may be null.
   void (*validate)(const TrainConfig& c, const ConfigCheck& checks);
   // bin/export: a run directory's newest checkpoint in the format the family's users load.
@@ -30,8 +29,12 @@ struct ModelFamilyInfo {
 };
 
 const std::vector<ModelFamilyInfo>& model_families();
-// The family of `model` ("elmo", "bert"); an error naming the known ones otherwise.
+// The family of `model` ("elmo", "bert"), or null.
+const ModelFamilyInfo* find_model_family(const std::string& model);
+// The family of `model`; an error naming the known ones otherwise.
 const ModelFamilyInfo& model_family(const std::string& model);
+// The known names, for messages: "\"elmo\" or \"bert\"".
+std::string model_family_names();
 
 // bin/train: trains (or resumes) the run that `c` describes, whatever its family.
 TrainResult train_model(const TrainConfig& c, const TrainOptions& opts = {});

@@ -38,7 +38,7 @@ TrainResult run_training(ModelFamily& f, const TrainConfig& c, const RunOutput& 
     const int64_t step = f.step();
     tokens += st.tokens;
     if (step - first > warm) res.encoded_tokens += st.encoded_tokens;
-    {
+    if (!out.quiet) {  // only the console shows it
       NoGrad ng;
       smooth = step == first + 1 ? st.loss : ops::add(ops::scale(smooth, 0.95), ops::scale(st.loss, 0.05));
     }

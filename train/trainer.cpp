@@ -117,7 +117,7 @@ void print_setup(const TrainConfig& c, const TrainConfig& cfg, const ElmoLM& lm,
 // ELMo and SaELMo (model = "elmo"): the state, data streams and step of one training process.
 class ElmoFamily final : public ModelFamily {
  public:
-  ElmoFamily(const TrainConfig& c, TrainConfig& cfg, const RunOutput& out, const TrainOptions& opts)
+  ElmoFamily(const TrainConfig& c, TrainConfig& cfg, const RunOutput& out)
       : c_(c), out_(out), writer_(dist::rank() == 0), dev_(run_device(c)),
         dt_(c.precision == "f64" ? DType::F64 : DType::F32), tf32_(dev_, c.precision == "tf32") {
     const std::string& dir = c.run_dir;
@@ -199,7 +199,6 @@ class ElmoFamily final : public ModelFamily {
     seen_.emplace(vocab.size());
     for (int64_t i = 0; i < s_->step; ++i) read_batches();  // replay the data stream up to the checkpoint
     sampler_.emplace(vocab.size());
-    (void)opts;
   }
 
   int64_t step() const override { return s_->step; }
@@ -427,9 +426,8 @@ void export_elmo_run(const std::string& run, const std::string& out) {
               static_cast<long>(r.step), out.c_str());
 }
 
-std::unique_ptr<ModelFamily> make_elmo_family(const TrainConfig& c, TrainConfig& resolved, const RunOutput& out,
-                                              const TrainOptions& opts) {
-  return std::make_unique<ElmoFamily>(c, resolved, out, opts);
+std::unique_ptr<ModelFamily> make_elmo_family(const TrainConfig& c, TrainConfig& resolved, const RunOutput& out) {
+  return std::make_unique<ElmoFamily>(c, resolved, out);
 }
 
 }  // namespace sa

@@ -13,8 +13,7 @@ namespace sa {
 
 // Builds (or restores from the newest checkpoint) the run that `config` describes. `resolved` is
 // the config as the run directory records it (n_train_tokens counted).
-std::unique_ptr<ModelFamily> make_elmo_family(const TrainConfig& config, TrainConfig& resolved, const RunOutput& out,
-                                              const TrainOptions& opts);
+std::unique_ptr<ModelFamily> make_elmo_family(const TrainConfig& config, TrainConfig& resolved, const RunOutput& out);
 
 // The [char_cnn] and [lstm] keys.
 void validate_elmo_config(const TrainConfig& c, const ConfigCheck& checks);

@@ -114,11 +114,10 @@ class Model {
       SenseHead& h = r.heads[static_cast<size_t>(d)];
       const int C = h.table.n_context();
       const Tensor unit = unit_rows(h.table.W);
-      const std::vector<double> u = unit.values();
-      const int64_t P = unit.dim(1);
-      auto cosine = [&](int32_t a, int32_t b) {
+      auto cosine = [&](int32_t a, int32_t b) {  // two unit rows read back, not the table
+        const std::vector<double> ab = ops::gather_rows(unit, Tensor::from(std::vector<int32_t>{a, b}, {2}, unit.device())).values();
         double c = 0;
-        for (int64_t j = 0; j < P; ++j) c += u[static_cast<size_t>(a * P + j)] * u[static_cast<size_t>(b * P + j)];
+        for (size_t j = 0, P = ab.size() / 2; j < P; ++j) c += ab[j] * ab[P + j];
         return c;
       };
       const std::vector<uint8_t> candidates = neighbour_candidates(h, 0, 0);
