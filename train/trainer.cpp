@@ -139,7 +139,7 @@ class ElmoFamily final : public ModelFamily {
                                                      : 2 * std::max(count_tokens(c.train_prefix, c.lowercase),
                                                                     count_tokens(c.train_prefix_l2, c.lowercase));
     tokens_per_step_ = static_cast<int64_t>(c.batch_size) * c.unroll_steps * ranks;
-    total_ = c.n_steps > 0 ? c.n_steps : std::max<int64_t>(1, c.n_epochs * cfg.n_train_tokens / tokens_per_step_);
+    total_ = elmo_total_steps(cfg, ranks);
     if (writer_) {
       write_file_atomically(run_files::config(dir), cfg.to_toml());
       write_file_atomically(run_files::options(dir), cfg.bilm_options(vocab.size()).dump(2) + "\n");
@@ -397,6 +397,11 @@ class ElmoFamily final : public ModelFamily {
 };
 
 }  // namespace
+
+int64_t elmo_total_steps(const TrainConfig& c, int ranks) {
+  const int64_t per_step = static_cast<int64_t>(c.batch_size) * c.unroll_steps * ranks;
+  return c.n_steps > 0 ? c.n_steps : std::max<int64_t>(1, c.n_epochs * c.n_train_tokens / per_step);
+}
 
 void validate_elmo_config(const TrainConfig& c, const ConfigCheck& k) {
   const ElmoOptions& m = c.model;

@@ -15,6 +15,10 @@ namespace sa {
 // the config as the run directory records it (n_train_tokens counted).
 std::unique_ptr<ModelFamily> make_elmo_family(const TrainConfig& config, TrainConfig& resolved, const RunOutput& out);
 
+// The steps a run takes: n_steps, or n_epochs over the resolved n_train_tokens (config.cfg's)
+// in steps of batch x unroll x ranks tokens.
+int64_t elmo_total_steps(const TrainConfig& resolved, int ranks);
+
 // The [char_cnn] and [lstm] keys.
 void validate_elmo_config(const TrainConfig& c, const ConfigCheck& checks);
 

@@ -14,6 +14,7 @@
 #include "engine/core/error.h"
 #include "train/config.h"
 #include "train/run_lock.h"
+#include "train/trainer.h"
 
 using namespace sa;
 
@@ -50,9 +51,8 @@ void list(const std::vector<std::string>& runs) {
       }
     // ELMo's steps are batch x unroll tokens; BERT's hold a varying number of pieces.
     const int64_t per_step = c.model_type == "bert" ? 0 : static_cast<int64_t>(c.batch_size) * c.unroll_steps;
-    const int64_t total = c.n_steps > 0 ? c.n_steps
-                          : per_step > 0 && c.n_train_tokens > 0 ? std::max<int64_t>(1, c.n_epochs * c.n_train_tokens / per_step)
-                                                                 : 0;
+    // BERT's total without n_steps depends on its data (sequences per epoch): unknown here.
+    const int64_t total = c.n_steps > 0 ? c.n_steps : per_step > 0 && c.n_train_tokens > 0 ? elmo_total_steps(c, 1) : 0;
     const std::string state = RunLock::held(dir) ? "running"
                               : damaged          ? "damaged"
                               : total > 0 && step >= total ? "finished"
