@@ -28,7 +28,12 @@ CXXFLAGS := -std=c++20 $(OPT) -fno-trapping-math -fPIC -g -fopenmp -Wall -Wextra
 # OpenBLAS's OpenMP build: BLAS and our OpenMP loops share one thread pool. With the pthread
 # build the two pools spin against each other on small machines (2.5x slower training here).
 BLAS_DIR ?= /usr/lib/x86_64-linux-gnu/openblas-openmp
-LDLIBS := -L$(BLAS_DIR) -Wl,-rpath,$(BLAS_DIR) -lopenblas -lfmt -lhdf5_serial -ltomlplusplus -lpugixml -lutf8proc -fopenmp -lpthread
+# SANITIZE=address,undefined (make sanitize): instrumented objects and links; any finding aborts.
+ifneq ($(SANITIZE),)
+  CXXFLAGS += -fsanitize=$(SANITIZE) -fno-sanitize-recover=all -fno-omit-frame-pointer
+  SAN_LDFLAGS := -fsanitize=$(SANITIZE)
+endif
+LDLIBS := $(SAN_LDFLAGS) -L$(BLAS_DIR) -Wl,-rpath,$(BLAS_DIR) -lopenblas -lfmt -lhdf5_serial -ltomlplusplus -lpugixml -lutf8proc -fopenmp -lpthread
 NVCCFLAGS := -std=c++20 -O3 -I. $(CUDA_ARCH) -Xcompiler -fopenmp,-fPIC --expt-relaxed-constexpr -MMD -MP
 
 ENGINE_SRC := engine/backend.cpp $(wildcard engine/core/*.cpp engine/ops/*.cpp engine/cpu/*.cpp engine/optim/*.cpp) engine/dist/tensor_collectives.cpp
@@ -80,7 +85,7 @@ TEST_OBJ := $(TEST_SRC:%.cpp=$(BUILD)/%.o)
 UNIT_SRC := $(wildcard tests/*.cpp $(foreach m,engine data layers sense eval,tests/$(m)/*.cpp))
 UNIT_OBJ := $(UNIT_SRC:%.cpp=$(BUILD)/%.o)
 
-.PHONY: all test unit python bench clean deps corpus quickstart gpu-report gpu-bundle
+.PHONY: all test unit python bench clean deps corpus quickstart gpu-report gpu-bundle sanitize fuzz
 all: $(TOOLS) bin/tests bin/fault_inject.so
 
 # Debian packages the build, the tests and the default corpus need; `make deps` installs the
@@ -109,7 +114,7 @@ quickstart: deps
 
 # The CUDA flag set is part of every object: rebuild when it changes. (MPI changes only which
 # engine/dist file is built, and the link.)
-FLAGS_STAMP := $(BUILD)/.flags-cuda$(CUDA)-pic
+FLAGS_STAMP := $(BUILD)/.flags-cuda$(CUDA)-pic$(if $(SANITIZE),-san)
 $(FLAGS_STAMP):
 	@mkdir -p $(BUILD) && rm -f $(BUILD)/.cuda-* $(BUILD)/.flags-* && touch $@
 
@@ -177,6 +182,19 @@ unit:
 	$(MAKE) -j$$(nproc) all bin/unit_tests
 	./bin/unit_tests
 
+# The suite under AddressSanitizer and UBSan (tests/sanitize/run.sh: its own tree in build-san/).
+sanitize:
+	tests/sanitize/run.sh
+
+# The readers fuzzed with clang's libFuzzer under ASan and UBSan, FUZZ_S seconds each
+# (tests/fuzz/run.sh; built into build-fuzz/). FUZZ_TARGETS picks some (default: all).
+FUZZ_S ?= 60
+FUZZ_OBJ := $(BUILD)/tests/fuzz/fuzz_targets.o $(BUILD)/tests/fuzz/driver/fuzz_main.o
+$(BUILD)/fuzz: $(FUZZ_OBJ) $(LIB)
+	$(CXX) -fsanitize=fuzzer -o $@ $(FUZZ_OBJ) $(LIB) $(LDLIBS)
+fuzz:
+	FUZZ_S=$(FUZZ_S) tests/fuzz/run.sh $(FUZZ_TARGETS)
+
 bench:
 	$(MAKE) -j$$(nproc) bin/bench
 	./bin/bench ops
@@ -213,6 +231,6 @@ gpu-bundle: all
 	tests/gpu/make_bundle.sh $(BUNDLE)
 
 clean:
-	rm -rf $(BUILD) bin
+	rm -rf $(BUILD) bin build-san build-fuzz
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,4 +1,5 @@
 #include "data/corpus.h"
+#include "data/input_limits.h"
 
 #include <glob.h>
 
@@ -40,13 +41,16 @@ std::vector<Sentence> read_sentences(const std::string& path, bool lowercase) {
   SA_CHECK(f, "{}: cannot open", path);
   std::vector<Sentence> out;
   std::string line;
-  for (int lineno = 1; std::getline(f, line); ++lineno) {
+  for (int lineno = 1; read_line(f, line, path, lineno); ++lineno) {
     if (!line.empty() && line.back() == '\r') line.pop_back();  // CRLF files
     require_utf8(line, path, lineno);
     if (lowercase) lowercase_ascii(line);
     std::istringstream ss(line);
     Sentence s;
-    for (std::string w; ss >> w;) s.push_back(std::move(w));
+    for (std::string w; ss >> w;) {
+      check_token_length(w, path, lineno);
+      s.push_back(std::move(w));
+    }
     if (!s.empty()) out.push_back(std::move(s));
   }
   return out;

@@ -1,4 +1,5 @@
 #include "data/dictionary.h"
+#include "data/input_limits.h"
 
 #include <fmt/format.h>
 #include <iconv.h>
@@ -82,7 +83,7 @@ Dictionary read_lines(const std::string& path, F f) {
   SA_CHECK(in, "{}: cannot open dictionary", path);
   Dictionary d;
   std::string line;
-  while (std::getline(in, line)) {
+  while (read_line(in, line, path, static_cast<int64_t>(d.lines) + 1)) {
     ++d.lines;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (!valid_utf8(line)) {
@@ -129,7 +130,7 @@ Dictionary read_edict(const std::string& path) {
   SA_CHECK(cd != reinterpret_cast<iconv_t>(-1), "iconv: no EUC-JP converter");
   Dictionary d;
   std::string raw;
-  while (std::getline(in, raw)) {
+  while (read_line(in, raw, path, static_cast<int64_t>(d.lines) + 1)) {
     ++d.lines;
     std::string line(raw.size() * 2 + 16, '\0');
     char* src = raw.data();

@@ -1,4 +1,5 @@
 #include "data/nli_corpus.h"
+#include "data/input_limits.h"
 
 #include <algorithm>
 #include <fstream>
@@ -54,7 +55,7 @@ NliSet read_nli_tsv(const std::string& path) {
   NliSet set;
   int p = 0, h = 1, l = 2;
   std::string line;
-  for (int n = 1; std::getline(in, line); ++n) {
+  for (int n = 1; read_line(in, line, path, n); ++n) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty()) continue;
     require_utf8(line, path, n);
@@ -80,7 +81,7 @@ NliSet read_nli_jsonl(const std::string& path) {
   SA_CHECK(in, "{}: cannot open", path);
   NliSet set;
   std::string line;
-  for (int n = 1; std::getline(in, line); ++n) {
+  for (int n = 1; read_line(in, line, path, n); ++n) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     const std::string where = path + ":" + std::to_string(n);
     require_utf8(line, path, n);

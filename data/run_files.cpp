@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "data/input_limits.h"
 #include "engine/core/error.h"
 
 namespace sa::run_files {
@@ -42,11 +43,29 @@ std::string newest_checkpoint(const std::string& dir) {
 nlohmann::json read_json(const std::string& path) {
   std::ifstream in(path);
   SA_CHECK(in, "{}: cannot open", path);
+  check_file_size(path, kMaxSettingsBytes, "JSON settings file");
   try {
     return nlohmann::json::parse(in);
   } catch (const nlohmann::json::exception& e) {
     fail("{}: invalid JSON: {}", path, e.what());
   }
+}
+
+std::vector<nlohmann::json> read_metrics(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  SA_CHECK(in, "{}: cannot open", path);
+  std::vector<nlohmann::json> rows;
+  std::string line;
+  for (int lineno = 1; read_line(in, line, path, lineno); ++lineno) {
+    const bool cut = in.eof();  // no newline after it: the line a kill interrupted
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    const bool ok = j.is_object() && j.contains("step") && j["step"].is_number_integer();
+    if (!ok && cut) break;
+    SA_CHECK(ok, "{}:{}: expected a JSON object with an integer \"step\"", path, lineno);
+    rows.push_back(std::move(j));
+  }
+  return rows;
 }
 
 }  // namespace sa::run_files

@@ -29,6 +29,11 @@ std::string newest_checkpoint(const std::string& dir);
 // A JSON file parsed, errors naming it ("cannot open", "invalid JSON: ...").
 nlohmann::json read_json(const std::string& path);
 
+// metrics.jsonl: one JSON object a line, each with an integer "step". A last line without its
+// newline (cut by a kill; a resume trims it) is left out; any other line that is not such an
+// object fails naming the file and line.
+std::vector<nlohmann::json> read_metrics(const std::string& path);
+
 }  // namespace sa::run_files
 
 namespace sa {

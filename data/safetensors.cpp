@@ -56,8 +56,10 @@ SafetensorsFile load_safetensors(const std::string& path) {
     throw;
   } catch (const std::bad_alloc&) {
     throw;
-  } catch (const std::exception& e) {  // malformed header or metadata: the file is damaged too
+  } catch (const Error& e) {  // our checks name the file
     throw CheckpointDamaged(e.what());
+  } catch (const nlohmann::json::exception& e) {  // a header field of another type: damaged too
+    throw CheckpointDamaged(fmt::format("{}: malformed safetensors header: {}", path, e.what()));
   }
 }
 
@@ -77,19 +79,32 @@ static SafetensorsFile read_safetensors(const std::string& path) {
   } catch (const nlohmann::json::exception& e) {
     fail("{}: malformed safetensors header: {}", path, e.what());
   }
+  SA_CHECK(header.is_object(), "{}: malformed safetensors header: expected a JSON object", path);
   SafetensorsFile out;
+  out.path = path;
   const uint64_t data0 = 8 + n;
   for (auto& [name, info] : header.items()) {
     if (name == "__metadata__") {
-      if (info.contains("sensealign")) out.metadata = nlohmann::json::parse(info["sensealign"].get<std::string>());
+      if (info.is_object() && info.contains("sensealign")) {
+        out.metadata = nlohmann::json::parse(info["sensealign"].get<std::string>());
+        SA_CHECK(out.metadata.is_object(), "{}: the sensealign metadata is not a JSON object", path);
+      }
       continue;
     }
     DType dt = parse_dtype(info.at("dtype").get<std::string>(), path);
     Shape shape = info.at("shape").get<Shape>();
     uint64_t b = info.at("data_offsets").at(0).get<uint64_t>(), e = info.at("data_offsets").at(1).get<uint64_t>();
-    SA_CHECK(e >= b && e - b == static_cast<uint64_t>(numel(shape)) * dtype_size(dt) && data0 + e <= size,
-             "{}: tensor '{}' lies outside the file (truncated checkpoint: {} bytes, needs {})", path, name, size,
-             data0 + e);
+    SA_CHECK(e >= b && e <= size - data0, "{}: tensor '{}' lies outside the file (truncated checkpoint: {} bytes, needs {})",
+             path, name, size, e > size ? e : data0 + e);
+    // The shape's bytes, checked against the file before anything is allocated from it.
+    uint64_t bytes = dtype_size(dt);
+    for (int64_t d : shape) {
+      SA_CHECK(d >= 0 && (d == 0 || bytes <= (size - data0) / static_cast<uint64_t>(d)),
+               "{}: tensor '{}' has shape {}, larger than the file", path, name, to_string(shape));
+      bytes *= static_cast<uint64_t>(d);
+    }
+    SA_CHECK(e - b == bytes, "{}: tensor '{}' is {} with {} bytes, but its data offsets hold {}", path, name,
+             to_string(shape), bytes, e - b);
     Tensor t = Tensor::empty(shape, dt);
     f.seekg(static_cast<std::streamoff>(data0 + b));
     f.read(static_cast<char*>(t.raw()), static_cast<std::streamsize>(e - b));

@@ -4,8 +4,11 @@
 // crash never leaves a partial checkpoint under the final name.
 #pragma once
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "engine/engine.h"
@@ -22,12 +25,34 @@ struct CheckpointDamaged : Error {
 };
 
 struct SafetensorsFile {
+  std::string path;
   std::map<std::string, Tensor> tensors;  // CPU tensors
-  nlohmann::json metadata;
+  nlohmann::json metadata;                // our "sensealign" entry of __metadata__ (an object, or null)
+
+  // A metadata field: `fallback` when absent (without one, absent is damage); CheckpointDamaged
+  // naming the file and field when it holds another type (T: bool, int64_t, int or uint64_t).
+  template <typename T>
+  T meta(const std::string& key, std::optional<T> fallback = std::nullopt) const;
 };
 
 // Throws CheckpointDamaged naming the file when it is truncated, malformed or not safetensors.
 SafetensorsFile load_safetensors(const std::string& path);
+
+template <typename T>
+T SafetensorsFile::meta(const std::string& key, std::optional<T> fallback) const {
+  const bool present = metadata.is_object() && metadata.contains(key);
+  if (!present && fallback) return *fallback;
+  if (!present) throw CheckpointDamaged(fmt::format("{}: metadata without \"{}\"", path, key));
+  const nlohmann::json& v = metadata[key];
+  bool ok;
+  if constexpr (std::is_same_v<T, bool>) ok = v.is_boolean();
+  else if constexpr (std::is_unsigned_v<T>) ok = v.is_number_unsigned();
+  else ok = v.is_number_integer() && v.get<int64_t>() >= std::numeric_limits<T>::min() &&
+            v.get<int64_t>() <= std::numeric_limits<T>::max();
+  if (!ok) throw CheckpointDamaged(fmt::format("{}: metadata \"{}\" is {}, expected {}", path, key, v.dump(),
+                                               std::is_same_v<T, bool> ? "true or false" : "an integer in range"));
+  return v.get<T>();
+}
 
 // Copies tensor `name` of `f` into t (same shape; converted to t's dtype and device). A missing
 // tensor is CheckpointDamaged; another shape is an Error (the run's settings differ).

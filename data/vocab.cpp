@@ -1,4 +1,5 @@
 #include "data/vocab.h"
+#include "data/input_limits.h"
 
 #include <algorithm>
 #include <fstream>
@@ -50,11 +51,12 @@ Vocab Vocab::load(const std::string& path, bool require_unk) {
   SA_CHECK(f, "{}: cannot open vocabulary file", path);
   Vocab v;
   std::string line;
-  for (int lineno = 1; std::getline(f, line); ++lineno) {
+  for (int lineno = 1; read_line(f, line, path, lineno); ++lineno) {
     require_utf8(line, path, lineno);
     size_t b = line.find_first_not_of(" \t\r"), e = line.find_last_not_of(" \t\r");
     std::string w = b == std::string::npos ? "" : line.substr(b, e - b + 1);
     if (w.empty() || w == "!!!MAXTERMID") continue;
+    check_token_length(w, path, lineno);
     v.words_.push_back(w);
   }
   SA_CHECK(!v.words_.empty(), "{}: the vocabulary file is empty", path);

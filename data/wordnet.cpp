@@ -1,4 +1,5 @@
 #include "data/wordnet.h"
+#include "data/input_limits.h"
 
 #include <fstream>
 #include <sstream>
@@ -37,7 +38,7 @@ WordNetSenses WordNetSenses::load(const std::string& path) {
            path);
   WordNetSenses w;
   std::string line;
-  for (int lineno = 1; std::getline(f, line); ++lineno) {
+  for (int lineno = 1; read_line(f, line, path, lineno); ++lineno) {
     std::istringstream ss(line);
     std::string key, offset;
     int number = 0;

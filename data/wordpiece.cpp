@@ -1,4 +1,5 @@
 #include "data/wordpiece.h"
+#include "data/input_limits.h"
 
 #include <utf8proc.h>
 
@@ -152,8 +153,10 @@ WordPieceVocab WordPieceVocab::load(const std::string& path) {
   std::ifstream f(path);
   SA_CHECK(f.good(), "{}: cannot open", path);
   std::vector<std::string> pieces;
-  for (std::string line; std::getline(f, line);) {
+  int64_t lineno = 0;
+  for (std::string line; read_line(f, line, path, ++lineno);) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
+    check_token_length(line, path, lineno);
     pieces.push_back(line);
   }
   return from_pieces(std::move(pieces), path);

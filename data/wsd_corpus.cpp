@@ -1,4 +1,5 @@
 #include "data/wsd_corpus.h"
+#include "data/input_limits.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -139,7 +140,7 @@ WsdKeys read_wsd_keys(const std::string& path) {
   SA_CHECK(f, "{}: cannot open key file", path);
   WsdKeys keys;
   std::string line;
-  for (int lineno = 1; std::getline(f, line); ++lineno) {
+  for (int lineno = 1; read_line(f, line, path, lineno); ++lineno) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty()) continue;
     std::istringstream ss(line);
@@ -235,7 +236,7 @@ SemcorConversion read_semcor(const std::string& dir, const WordNetSenses* wn) {
     WsdSentence* s = nullptr;
     int n_sent = 0, n_inst = 0;
     std::string line;
-    for (int lineno = 1; std::getline(f, line); ++lineno) {
+    for (int lineno = 1; read_line(f, line, path, lineno); ++lineno) {
       auto bad = [&](const char* what) { fail("{}:{}: {}: {}", path, lineno, what, line); };
       if (line.rfind("<s ", 0) == 0) {
         out.corpus.sentences.push_back({fmt::format("d{:03}.s{:03}", d, n_sent++), {}});

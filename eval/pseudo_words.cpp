@@ -1,4 +1,5 @@
 #include "eval/pseudo_words.h"
+#include "data/input_limits.h"
 
 #include <cmath>
 #include <cstdio>
@@ -112,7 +113,7 @@ WordPairs read_word_pairs(const std::string& path) {
   SA_CHECK(f, "{}: cannot open", path);
   WordPairs pairs;
   std::string line;
-  for (int n = 1; std::getline(f, line); ++n) {
+  for (int n = 1; read_line(f, line, path, n); ++n) {
     std::istringstream ss(line);
     std::string a, b, extra;
     if (!(ss >> a)) continue;

@@ -55,7 +55,7 @@ void take_param(const SafetensorsFile& f, const std::string& origin, const std::
 void restore_trained_model(const SafetensorsFile& f, const std::string& origin, const std::vector<NamedTensor>& params,
                            std::vector<SenseHead>& heads) {
   for (const NamedTensor& nt : params) take_param(f, origin, nt.name, heads, *nt.tensor, *nt.tensor);
-  const bool fitted = f.metadata.value("pca_fitted", false);
+  const bool fitted = f.meta<bool>("pca_fitted", false);
   for (size_t d = 0; d < heads.size(); ++d) heads[d].restore(f, origin, sense_head_prefix(d), fitted);
 }
 

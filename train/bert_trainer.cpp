@@ -76,13 +76,13 @@ void save_state(const std::string& path, BertState& s, int vocab_size) {
 
 void restore_state(const std::string& path, BertState& s, int vocab_size) {
   const SafetensorsFile f = load_safetensors(path);
-  SA_CHECK(f.metadata.value("vocab_size", -1) == vocab_size, "{}: checkpoint of a vocabulary of {} pieces, the run has {}",
-           path, f.metadata.value("vocab_size", -1), vocab_size);
+  SA_CHECK(f.meta<int>("vocab_size", -1) == vocab_size, "{}: checkpoint of a vocabulary of {} pieces, the run has {}",
+           path, f.meta<int>("vocab_size", -1), vocab_size);
   for (auto& [name, t] : state_tensors(s)) take_tensor(f, path, name, t);
-  s.step = f.metadata.at("step").get<int64_t>();
-  s.dropout.offset = f.metadata.at("dropout_offset").get<uint64_t>();
-  s.opt.set_steps(f.metadata.at("adam_steps").get<int64_t>());
-  if (s.head) s.head->restore(f, path, BertState::kSensePrefix, f.metadata.value("pca_fitted", false));
+  s.step = f.meta<int64_t>("step");
+  s.dropout.offset = f.meta<uint64_t>("dropout_offset");
+  s.opt.set_steps(f.meta<int64_t>("adam_steps"));
+  if (s.head) s.head->restore(f, path, BertState::kSensePrefix, f.meta<bool>("pca_fitted", false));
 }
 
 // The final hidden vectors [n, H] of a batch's predicted positions.
@@ -181,7 +181,7 @@ void export_bert_run(const std::string& run, const std::string& out) {
                               {"model_max_length", bc.max_positions}};
   write_file_atomically(out + "/tokenizer_config.json", tok.dump(2) + "\n");
   std::printf("export: %s (step %ld) -> %s/{config.json,model.safetensors,vocab.txt,tokenizer_config.json}\n",
-              ckpt.c_str(), static_cast<long>(f.metadata.value("step", int64_t{0})), out.c_str());
+              ckpt.c_str(), static_cast<long>(f.meta<int64_t>("step", 0)), out.c_str());
 }
 
 namespace {

@@ -50,11 +50,11 @@ void save_checkpoint(const std::string& path, TrainingState& s, bool write) {
 void restore_checkpoint(const std::string& path, TrainingState& s) {
   SafetensorsFile f = load_safetensors(path);
   // Older checkpoints record no checksum.
-  if (f.metadata.value("vocab_checksum", s.vocab_checksum) != s.vocab_checksum)
+  if (f.meta<uint64_t>("vocab_checksum", s.vocab_checksum) != s.vocab_checksum)
     throw VocabularyMismatch(fmt::format("the vocabulary differs from the one {} was trained with", path));
   // The global batch, the data stream and the carried state are split by rank: another count
   // would continue a different run.
-  if (const int saved = f.metadata.value("ranks", 1); saved != s.ranks)
+  if (const int saved = f.meta<int>("ranks", 1); saved != s.ranks)
     fail("{}: written by a run of {} data-parallel rank{}; resume it with {} (this run has {})", path, saved,
          saved == 1 ? "" : "s", saved == 1 ? "one process (no mpirun)" : fmt::format("mpirun -np {}", saved), s.ranks);
   restore_model(f, path, s.lm);
@@ -64,18 +64,23 @@ void restore_checkpoint(const std::string& path, TrainingState& s) {
       take_tensor(f, path, carried_name(d, l, "c"), s.carried.dir[d][l].c);
       take_tensor(f, path, carried_name(d, l, "m"), s.carried.dir[d][l].m);
     }
-  try {
-    s.step = f.metadata.at("step").get<int64_t>();
-    s.dropout.offset = f.metadata.at("dropout_offset").get<uint64_t>();
-  } catch (const nlohmann::json::exception& e) {
-    throw CheckpointDamaged(fmt::format("{}: metadata without step or dropout position ({})", path, e.what()));
-  }
+  s.step = f.meta<int64_t>("step");
+  s.dropout.offset = f.meta<uint64_t>("dropout_offset");
+}
+
+void check_checkpoint_metadata(const SafetensorsFile& f) {
+  f.meta<int64_t>("step");
+  f.meta<uint64_t>("dropout_offset");
+  f.meta<uint64_t>("seed", 0);
+  f.meta<bool>("pca_fitted", false);
+  f.meta<uint64_t>("vocab_checksum", 0);
+  f.meta<int>("ranks", 1);
 }
 
 int64_t restore_model(const std::string& path, ElmoLM& lm) {
   SafetensorsFile f = load_safetensors(path);
   restore_model(f, path, lm);
-  return f.metadata.value("step", int64_t{0});
+  return f.meta<int64_t>("step", 0);
 }
 
 }  // namespace sa

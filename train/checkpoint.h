@@ -40,6 +40,8 @@ void save_checkpoint(const std::string& path, TrainingState& s, bool write = tru
 // Restores every part of `s` (allocated with the run's shapes) from the checkpoint at `path`.
 // Throws VocabularyMismatch when the checkpoint records another vocabulary than s.vocab_checksum.
 void restore_checkpoint(const std::string& path, TrainingState& s);
+// Every metadata field of an ELMo-family checkpoint has its type (CheckpointDamaged otherwise).
+void check_checkpoint_metadata(const SafetensorsFile& f);
 // Restores only the model (parameters and sense heads), for tools that use a trained run; returns
 // the checkpoint's step.
 int64_t restore_model(const std::string& path, ElmoLM& lm);

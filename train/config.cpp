@@ -1,5 +1,7 @@
 #include "train/config.h"
 
+#include "data/input_limits.h"
+
 #include "train/families.h"
 
 #include <algorithm>
@@ -388,6 +390,7 @@ std::string TrainConfig::find(const std::string& name) {
 TrainConfig TrainConfig::load(const std::string& path, const std::vector<std::string>& overrides, bool check_files) {
   TrainConfig c;
   toml::table t;
+  check_file_size(path, kMaxSettingsBytes, "config file");
   try {
     t = toml::parse_file(path);
   } catch (const toml::parse_error& e) {

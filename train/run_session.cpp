@@ -44,10 +44,11 @@ void RunSession::open_metrics(int64_t step) {
     std::ifstream in(path);
     std::string kept, line;
     while (std::getline(in, line)) {
-      try {
-        if (nlohmann::json::parse(line).value("step", int64_t{0}) <= step) kept += line + "\n";
-      } catch (const nlohmann::json::exception&) {
-      }
+      const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+      if (!j.is_object() || !j.contains("step") || !j["step"].is_number_integer() || j["step"].get<int64_t>() > step)
+        continue;
+      kept += line + "\n";
+      if (j.contains("tokens") && j["tokens"].is_number_integer()) tokens_before_ = j["tokens"].get<int64_t>();
     }
     write_file_atomically(path.string(), kept);
   }

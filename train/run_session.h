@@ -21,6 +21,9 @@ class RunSession {
   RunSession(const TrainConfig& c, TrainConfig& resolved);
   // Drops metric lines after `step`, then opens metrics.jsonl for appending.
   void open_metrics(int64_t step);
+  // The "tokens" (seen since the run began) of the last line kept by open_metrics: where this
+  // invocation's count continues from.
+  int64_t tokens_before() const { return tokens_before_; }
   void log(const nlohmann::json& j);
   // Restores the newest intact checkpoint with `restore`. A damaged one (CheckpointDamaged:
   // truncated, malformed, a tensor missing) is moved aside to NAME.damaged, `reset` gives a fresh
@@ -36,6 +39,7 @@ class RunSession {
   std::string dir_;
   std::unique_ptr<RunLock> lock_;
   std::ofstream metrics_;
+  int64_t tokens_before_ = 0;
 };
 
 // "m:ss" or "h:mm:ss", for ETAs.

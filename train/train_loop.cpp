@@ -62,7 +62,8 @@ TrainResult run_training(ModelFamily& f, const TrainConfig& c, const RunOutput& 
     if (logs) {
       const double lv = res.last_loss;
       nlohmann::json line = {{"step", step}, {"loss", lv}, {"perplexity", std::exp(lv)},
-                             {"tokens_per_s", res.tokens_per_s}, {"elapsed_s", el}};
+                             {"tokens_per_s", res.tokens_per_s}, {"elapsed_s", el},
+                             {"tokens", out.tokens_before() + tokens}};
       line.update(f.step_metrics());
       out.log(line);
       if (!out.quiet) {
@@ -82,6 +83,7 @@ TrainResult run_training(ModelFamily& f, const TrainConfig& c, const RunOutput& 
       if (!out.quiet) std::printf("step %ld: held-out perplexity %.1f\n", (long)step, res.heldout_perplexity);
     }
     if (saves) f.save();
+    if (opts.after_step) opts.after_step(step);
   }
   res.steps_done = f.step();
   res.steady_steps = std::max<int64_t>(0, f.step() - first - warm);

@@ -4,6 +4,7 @@
 // its state and checkpoint schema, one step's work, its held-out score and its exports.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
@@ -21,6 +22,7 @@ struct TrainOptions {
   int64_t max_new_steps = 0;  // > 0: stop after that many steps of this invocation (benchmarks)
   bool quiet = false;
   bool time_phases = false;   // wait for the device between a step's phases to time them (bench train --phases)
+  std::function<void(int64_t step)> after_step;  // called after each step (bench memory samples memory)
 };
 
 struct TrainResult {
@@ -47,6 +49,7 @@ struct RunOutput {
   void log(const nlohmann::json& j) const {
     if (session) session->log(j);
   }
+  int64_t tokens_before() const { return session ? session->tokens_before() : 0; }
 };
 
 // What one training step did.

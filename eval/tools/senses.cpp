@@ -3,6 +3,10 @@
 //                      selection counts, nearest senses (a joint run: nearest in each language)
 //   bin/senses plot --model RUN --word W --output F.svg [--top K] [--direction D] [--min-selections N] [--min-count N]
 //                      2-D PCA picture, labels laid out without overlaps
+//   bin/senses contexts --model RUN --word W [--corpus C] [--per-sense K] [--direction D]
+//                      for each live sense, the corpus sentences that selected it most clearly
+//   bin/senses html --model RUN --output DIR [--words a,b] [--n-words N]   a static page per word
+//                      (senses, usage, neighbours, example contexts, the plot) and an index
 //   bin/senses memory [--vocab N --dim P --n-context C --ranks R --sense-tables M]   per-device sense-table
 //                                                         memory, before allocating anything
 //   bin/senses dump --model RUN --output F [--direction D]   sense vectors, word2vec text, "word#s"
@@ -13,6 +17,7 @@
 #include <cstdio>
 #include <algorithm>
 #include <array>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -23,19 +28,15 @@
 #include "eval/clustering.h"
 #include "eval/label_layout.h"
 #include "eval/pseudo_words.h"
+#include "eval/sense_contexts.h"
 #include "eval/sense_neighbours.h"
+#include "eval/svg.h"
 #include "sense/projection.h"
 #include "sense/sense_model.h"
 
 using namespace sa;
 
 namespace {
-
-std::string html_escape(const std::string& s) {
-  std::string o;
-  for (char ch : s) o += ch == '<' ? "&lt;" : ch == '>' ? "&gt;" : ch == '&' ? "&amp;" : ch == '"' ? "&quot;" : std::string(1, ch);
-  return o;
-}
 
 // The language of each word of a joint (bilingual) run's vocabulary: 1 for the first corpus
 // (train_prefix), 2 for the second (train_prefix_l2), whichever the word is relatively more
@@ -165,14 +166,9 @@ void plot(SenseModel& r, const std::string& word, int top, int d, const std::str
                         own_point ? 7.0 : 4.0});
   }
   const std::vector<PlacedLabel> placed = place_labels(requests, {4, title, W - 4, H - 4});
-  std::ostringstream f;
-  f << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
-    << "\" font-family=\"sans-serif\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-    << "<text x=\"10\" y=\"26\" font-size=\"16\">" << html_escape(word) << ": senses and nearest senses ("
-    << (d == 0 ? "forward" : "backward") << ", 2-D PCA)</text>\n";
-  if (!langs.empty())
-    f << "<text x=\"10\" y=\"46\" font-size=\"12\">circles: " << html_escape(names[0]) << ", squares and italics: "
-      << html_escape(names[1]) << "</text>\n";
+  SvgWriter f(W, H);
+  f.text(10, 26, word + ": senses and nearest senses (" + (d == 0 ? "forward" : "backward") + ", 2-D PCA)", 16);
+  if (!langs.empty()) f.text(10, 46, "circles: " + names[0] + ", squares and italics: " + names[1], 12);
   // Markers first, then the labels over them: a label is never hidden under a later point.
   std::vector<const char*> colours;
   for (int64_t i = 0, g = -1; i < n; ++i) {
@@ -184,26 +180,108 @@ void plot(SenseModel& r, const std::string& word, int top, int d, const std::str
     const PlacedLabel& p = placed[i];
     if (p.leader) {  // from the point to the nearest edge of the label
       const double lx = std::clamp(q.px, p.box.x0, p.box.x1), ly = std::clamp(q.py, p.box.y0, p.box.y1);
-      f << "<line x1=\"" << q.px << "\" y1=\"" << q.py << "\" x2=\"" << lx << "\" y2=\"" << ly << "\" stroke=\""
-        << colours[i] << "\" stroke-width=\"0.6\" stroke-opacity=\"0.6\"/>\n";
+      f.line(q.px, q.py, lx, ly, colours[i], 0.6, "stroke-opacity=\"0.6\"");
     }
     if (second(points[i][0]))
-      f << "<rect x=\"" << q.px - 4 << "\" y=\"" << q.py - 4 << "\" width=\"8\" height=\"8\" fill=\"" << colours[i]
-        << "\"/>\n";
+      f.rect(q.px - 4, q.py - 4, 8, 8, colours[i]);
     else
-      f << "<circle cx=\"" << q.px << "\" cy=\"" << q.py << "\" r=\"" << q.radius << "\" fill=\"" << colours[i] << "\"/>\n";
+      f.circle(q.px, q.py, q.radius, colours[i]);
   }
   for (int64_t i = 0; i < n; ++i) {
-    const LabelRequest& q = requests[i];
-    f << "<text x=\"" << placed[i].x << "\" y=\"" << placed[i].y << "\" font-size=\"" << q.size << "\" fill=\""
-      << colours[i] << "\"" << (group[i] < 0 ? " font-weight=\"bold\"" : "")
-      << (second(points[i][0]) ? " font-style=\"italic\"" : "") << ">" << html_escape(q.text) << "</text>\n";
+    std::string style = group[i] < 0 ? "font-weight=\"bold\"" : "";
+    if (second(points[i][0])) style += std::string(style.empty() ? "" : " ") + "font-style=\"italic\"";
+    f.text(placed[i].x, placed[i].y, requests[i].text, requests[i].size, colours[i], style);
   }
-  f << "</svg>\n";
-  write_file_atomically(out, f.str());
+  f.save(out);
   const int64_t crowded = std::count_if(placed.begin(), placed.end(), [](const PlacedLabel& p) { return !p.fits; });
   std::printf("senses: %ld points (%s's senses and their %d nearest each) -> %s\n", (long)n, word.c_str(), top, out.c_str());
   if (crowded) std::printf("senses: %ld labels found no free spot; use a smaller --top\n", (long)crowded);
+}
+
+void contexts(const SenseModel& r, const std::string& word, const SenseContextOptions& o) {
+  const WordContexts wc = sense_contexts(r, word, o);
+  std::printf("'%s' (%s): %zu enabled senses, %ld occurrences in %ld sentences of %s\n", word.c_str(),
+              o.direction == 0 ? "forward" : "backward", wc.senses.size(), (long)wc.occurrences, (long)wc.sentences,
+              (o.corpus.empty() ? r.train_prefix : o.corpus).c_str());
+  for (const SenseExamples& e : wc.senses) {
+    std::printf("sense %d: chosen by %ld occurrences here\n", e.sense, (long)e.selected);
+    for (const SenseContext& c : e.clearest) std::printf("  %.3f  %s\n", c.margin, marked_context(c).c_str());
+  }
+}
+
+// A page per word (senses, usage, neighbours, the clearest contexts, the plot) and index.html.
+void html(SenseModel& r, std::vector<std::string> words, int n_words, const std::string& dir, int direction,
+          const SenseContextOptions& co, int top) {
+  SA_CHECK(r.sense(), "{}: not a SaELMo run (n_context = 0)", r.run_dir);
+  SenseHead& h = r.heads[static_cast<size_t>(direction)];
+  const int C = h.table.n_context();
+  auto live = [&](int w) {
+    int n = 0;
+    for (int s = 0; s < C; ++s) n += h.table.is_enabled(h.table.row(w, s));
+    return n;
+  };
+  if (words.empty())  // the most frequent words (the vocabulary's order) with more than one live sense
+    for (int w = 3; w < r.vocab.size() && static_cast<int>(words.size()) < n_words; ++w)
+      if (live(w) > 1) words.push_back(r.vocab.word(w));
+  SA_CHECK(!words.empty(), "{}: no word has more than one live sense in this direction; name words with --words", r.run_dir);
+  std::filesystem::create_directories(dir);
+  const Tensor unit = unit_rows(h.table.W);
+  const std::vector<uint8_t> candidates = neighbour_candidates(h, 1, 10);
+  const std::string style =
+      "<style>body{font-family:sans-serif;max-width:1000px;margin:2em auto;color:#222}table{border-collapse:collapse}"
+      "td,th{border-bottom:1px solid #ddd;padding:4px 10px;text-align:left;vertical-align:top}mark{background:#ffe08a}"
+      "li{margin:3px 0}.m{color:#888;font-size:90%}</style>";
+  std::string index = "<!doctype html><meta charset=\"utf-8\"><title>Senses of " + xml_escape(r.run_dir) + "</title>" + style +
+                      "<h1>Senses of " + xml_escape(r.run_dir) + "</h1><p>" + (direction == 0 ? "Forward" : "Backward") +
+                      " direction. Each word's page shows its live senses, how often training chose each lately, the "
+                      "nearest senses of other words, and the corpus sentences that chose each sense most clearly.</p>"
+                      "<table><tr><th>word</th><th>live senses</th><th>occurrences read</th></tr>";
+  for (const std::string& word : words) {
+    SA_CHECK(r.vocab.contains(word), "'{}' is not in the vocabulary", word);
+    const int w = r.vocab.id(word);
+    const std::string page = "w" + std::to_string(w);
+    const WordContexts wc = sense_contexts(r, word, co);
+    std::map<int, int> usage;
+    if (const auto* win = h.usage.window_of(w))
+      for (int32_t row : *win) ++usage[row - w * C];
+    std::string plot_html;
+    try {
+      plot(r, word, top, direction, dir + "/" + page + ".svg", "L1,L2", 1, 10);
+      plot_html = "<h2>Picture</h2><img src=\"" + page + ".svg\" width=\"960\" alt=\"2-D PCA of the senses\">";
+    } catch (const Error& e) {
+      plot_html = "<p class=\"m\">No picture: " + xml_escape(e.what()) + "</p>";
+    }
+    std::string body = "<!doctype html><meta charset=\"utf-8\"><title>" + xml_escape(word) + "</title>" + style +
+                       "<p><a href=\"index.html\">all words</a></p><h1>" + xml_escape(word) + "</h1><p class=\"m\">" +
+                       std::to_string(wc.occurrences) + " occurrences in " + std::to_string(wc.sentences) +
+                       " sentences read; the usage counts are training's last selections of the word.</p>"
+                       "<table><tr><th>sense</th><th>chosen in training (last window)</th><th>chosen here</th><th>nearest senses</th></tr>";
+    for (const SenseExamples& e : wc.senses) {
+      std::string near;
+      for (const auto& g : nearest_sense_groups(h.table, unit, h.table.row(w, e.sense), 8, candidates))
+        near += (near.empty() ? "" : ", ") + xml_escape(sense_name(r, g));
+      body += "<tr><td>#" + std::to_string(e.sense) + "</td><td>" + std::to_string(usage[e.sense]) + "</td><td>" +
+              std::to_string(e.selected) + "</td><td>" + near + "</td></tr>";
+    }
+    body += "</table><h2>Clearest contexts</h2>";
+    for (const SenseExamples& e : wc.senses) {
+      body += "<h3>sense #" + std::to_string(e.sense) + "</h3><ol>";
+      for (const SenseContext& c : e.clearest) {
+        std::string line = xml_escape(marked_context(c));
+        const std::string mark = "[" + xml_escape(word) + "]";
+        if (const size_t at = line.find(mark); at != std::string::npos)
+          line.replace(at, mark.size(), "<mark>" + xml_escape(word) + "</mark>");
+        body += "<li>" + line + " <span class=\"m\">(margin " + fmt::format("{:.3f}", c.margin) + ")</span></li>";
+      }
+      if (e.clearest.empty()) body += "<li class=\"m\">no occurrence in the text read chose this sense</li>";
+      body += "</ol>";
+    }
+    write_file_atomically(dir + "/" + page + ".html", body + plot_html + "\n");
+    index += "<tr><td><a href=\"" + page + ".html\">" + xml_escape(word) + "</a></td><td>" + std::to_string(wc.senses.size()) +
+             "</td><td>" + std::to_string(wc.occurrences) + "</td></tr>";
+  }
+  write_file_atomically(dir + "/index.html", index + "</table>\n");
+  std::printf("senses: %zu word pages -> %s/index.html\n", words.size(), dir.c_str());
 }
 
 void dump(SenseModel& r, const std::string& out, int d) {
@@ -253,6 +331,26 @@ int main(int argc, char** argv) {
   pl->add_option("--langs", langs, "names of a joint run's two languages, e.g. en,de (labels only)");
   pl->add_option("--min-selections", min_selections, "as for list")->check(CLI::NonNegativeNumber);
   pl->add_option("--min-count", min_count, "as for list")->check(CLI::NonNegativeNumber);
+  auto* cx = app.add_subcommand("contexts", "for each live sense of a word, the corpus sentences that chose it most clearly");
+  SenseContextOptions co;
+  cx->add_option("--model", model)->required();
+  cx->add_option("--word", word)->required();
+  cx->add_option("--corpus", co.corpus, "text to read (default: the run's training corpus)");
+  cx->add_option("--per-sense", co.per_sense, "sentences per sense")->check(CLI::PositiveNumber);
+  cx->add_option("--max-sentences", co.max_sentences, "sentences holding the word to read")->check(CLI::PositiveNumber);
+  cx->add_option("--direction", co.direction, "0 forward, 1 backward")->check(CLI::Range(0, 1));
+  auto* ht = app.add_subcommand("html", "a static page per word: senses, usage, neighbours, contexts, the plot");
+  std::vector<std::string> html_words;
+  int n_words = 30;
+  ht->add_option("--model", model)->required();
+  ht->add_option("--output", out, "folder for index.html and the pages")->required();
+  ht->add_option("--words", html_words, "words (default: the most frequent with more than one live sense)")->delimiter(',');
+  ht->add_option("--n-words", n_words, "how many words by default")->check(CLI::PositiveNumber);
+  ht->add_option("--corpus", co.corpus, "text for the contexts (default: the run's training corpus)");
+  ht->add_option("--per-sense", co.per_sense, "sentences per sense")->check(CLI::PositiveNumber);
+  ht->add_option("--max-sentences", co.max_sentences, "sentences holding each word to read")->check(CLI::PositiveNumber);
+  ht->add_option("--direction", direction, "0 forward, 1 backward")->check(CLI::Range(0, 1));
+  ht->add_option("--top", top, "nearest senses per sense in the pictures");
   auto* mem = app.add_subcommand("memory", "sense-table memory for a vocabulary size, per n_context (nothing allocated)");
   int64_t mem_vocab = 793471;
   int mem_dim = 512, mem_context = 6;
@@ -317,6 +415,11 @@ int main(int argc, char** argv) {
     if (l->parsed()) list(r, word, top, langs, min_selections, min_count);
     if (pl->parsed()) plot(r, word, top, direction, out, langs, min_selections, min_count);
     if (d->parsed()) dump(r, out, direction);
+    if (cx->parsed()) contexts(r, word, co);
+    if (ht->parsed()) {
+      co.direction = direction;
+      html(r, html_words, n_words, out, direction, co, top);
+    }
     if (pe->parsed())
       print_pseudo_eval(pseudo_eval(r, read_word_pairs(pairs), corpus, {max_sentences, stateful, ceiling}),
                         r.options.n_context, ceiling);

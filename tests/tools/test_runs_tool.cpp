@@ -4,6 +4,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <map>
+#include <pugixml.hpp>
 #include <sstream>
 
 #include "tests/test_util.h"
@@ -65,6 +68,44 @@ TEST(RunsTool, ListsFamilyStepsTokensHeldOutAndState) {
   const testing::ToolRun e = testing::run_tool("./bin/runs list " + ::testing::TempDir());
   EXPECT_NE(e.rc, 0);
   EXPECT_TRUE(testing::contains(e.out, "not a run directory (no config.cfg)")) << e.out;
+}
+
+// bin/runs plot: one SVG with three panels (loss, held-out perplexity, tokens/s), each holding one
+// series per run, over tokens seen.
+TEST(RunsTool, PlotsOneSeriesPerRunAndPanel) {
+  const std::string a = tiny_run("plot-a", "", 0), b = tiny_run("plot-b", "learning_rate = 0.05\n", 0);
+  const std::string svg = ::testing::TempDir() + "/runs-curves.svg";
+  fs::remove(svg);
+  const testing::ToolRun r = testing::run_tool("./bin/runs plot " + a + " " + b + " -o " + svg);
+  ASSERT_EQ(r.rc, 0) << r.out;
+  pugi::xml_document doc;
+  ASSERT_TRUE(doc.load_file(svg.c_str())) << "the SVG does not parse";
+  std::map<std::pair<std::string, std::string>, int> series;  // (run, panel) -> polylines
+  std::map<std::string, size_t> loss_points;
+  for (const pugi::xpath_node& n : doc.select_nodes("//polyline")) {
+    const std::string run = n.node().attribute("data-run").value(), panel = n.node().attribute("data-panel").value();
+    ++series[{run, panel}];
+    if (panel == "0") {
+      std::istringstream pts(n.node().attribute("points").value());
+      loss_points[run] = std::distance(std::istream_iterator<std::string>(pts), std::istream_iterator<std::string>());
+    }
+  }
+  EXPECT_EQ(series.size(), 6u);  // 2 runs x 3 panels
+  for (const std::string& run : {a, b})
+    for (const char* panel : {"0", "1", "2"}) EXPECT_EQ((series[{run, panel}]), 1) << run << " panel " << panel;
+  EXPECT_EQ(loss_points[a], 6u) << "one point per logged step";
+  // Axis titles and the legend's names.
+  std::ifstream in(svg);
+  const std::string text{std::istreambuf_iterator<char>(in), {}};
+  EXPECT_TRUE(testing::contains(text, "tokens seen")) << text.substr(0, 400);
+  EXPECT_TRUE(testing::contains(text, "held-out perplexity"));
+  EXPECT_TRUE(testing::contains(text, ">" + a + "<"));
+  // A directory that is not a run: the error names it and nothing is written.
+  fs::remove(svg);
+  const testing::ToolRun e = testing::run_tool("./bin/runs plot " + ::testing::TempDir() + " -o " + svg);
+  EXPECT_NE(e.rc, 0);
+  EXPECT_TRUE(testing::contains(e.out, "not a run directory")) << e.out;
+  EXPECT_FALSE(fs::exists(svg));
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// bin/senses on a tiny trained SaELMo run: list, plot (SVG) and memory.
+// bin/senses on a tiny trained SaELMo run: list, plot (SVG), contexts, html and memory.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -110,6 +110,38 @@ TEST(SensesTool, ListPlotAndMemory) {
   }
   EXPECT_NE(run("./bin/senses plot --model " + dir + "/run --word notaword --output x.svg").find("not in the vocabulary"),
             std::string::npos);
+
+  // contexts: per enabled sense, up to --per-sense sentences with the word marked, clearest first.
+  const std::string ctx = run("./bin/senses contexts --model " + dir + "/run --word the --per-sense 2");
+  EXPECT_NE(ctx.find("'the' (forward): 3 enabled senses"), std::string::npos) << ctx;
+  std::vector<double> margins;
+  int shown = 0, senses_shown = 0;
+  std::istringstream lines(ctx);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("sense ", 0) == 0) ++senses_shown, margins.clear();
+    std::smatch m;
+    if (!std::regex_match(line, m, std::regex("  ([0-9.]+)  .*\\[the\\].*"))) continue;
+    ++shown;
+    margins.push_back(std::stod(m[1]));
+    if (margins.size() > 1) EXPECT_GE(margins[margins.size() - 2], margins.back()) << "clearest first: " << ctx;
+  }
+  EXPECT_EQ(senses_shown, 3) << ctx;
+  EXPECT_GE(shown, 2) << ctx;
+  EXPECT_LE(shown, 6) << ctx;
+  // html: an index and a page per word with its senses, marked contexts and picture.
+  const std::string site = dir + "/site";
+  const std::string h = run("./bin/senses html --model " + dir + "/run --output " + site + " --words the,of --per-sense 2");
+  ASSERT_TRUE(fs::exists(site + "/index.html")) << h;
+  std::stringstream index;
+  index << std::ifstream(site + "/index.html").rdbuf();
+  std::smatch link;
+  ASSERT_TRUE(std::regex_search(index.str(), link, std::regex("<a href=\"(w[0-9]+\\.html)\">the</a>"))) << index.str();
+  std::stringstream page;
+  page << std::ifstream(site + "/" + link[1].str()).rdbuf();
+  EXPECT_NE(page.str().find("<mark>the</mark>"), std::string::npos);
+  EXPECT_NE(page.str().find("<img src=\"w"), std::string::npos);
+  EXPECT_NE(page.str().find("<td>#3</td>"), std::string::npos);
+  EXPECT_TRUE(fs::exists(site + "/" + link[1].str().substr(0, link[1].str().size() - 5) + ".svg"));
 
   // Memory grows linearly with n_context: n_context 6 is six times n_context 1.
   std::string mem = run("./bin/senses memory --vocab 793471 --dim 512 --n-context 6");

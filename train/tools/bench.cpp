@@ -23,6 +23,7 @@
 #include "layers/ner_tagger.h"
 #include "layers/softmax.h"
 #include "train/families.h"
+#include "train/memory_bench.h"
 #include "train/step_flops.h"
 
 using namespace sa;
@@ -374,7 +375,10 @@ int bench_train(const std::string& config, const std::string& corpus, int steps,
   const ModelFamilyInfo& family = model_family(c.model_type);
   std::printf("bench train: %s on %s, %d timed steps after 5 warm-up steps of %s\n", config.c_str(), c.train_prefix.c_str(),
               steps, family.batch_shape(c).c_str());
-  TrainResult r = train_model(c, {.quiet = true, .time_phases = time_phases});
+  TrainOptions to;
+  to.quiet = true;
+  to.time_phases = time_phases;
+  TrainResult r = train_model(c, to);
   std::filesystem::remove_all(dir);
   AllocatorStats hs = host_allocator().stats();
   std::printf("sensealign: %.0f tokens/s | peak RSS %.0f MiB | peak tensor memory %.0f MiB (host)",
@@ -454,9 +458,20 @@ int main(int argc, char** argv) {
   train_cmd->add_flag("--phases", time_phases, "also time each phase of a step (waits for the device between them)");
   std::vector<std::string> overrides;
   train_cmd->add_option("--set", overrides, "key=value config overrides, as bin/train (e.g. lstm.cudnn=on)");
+  CLI::App* memory_cmd = app.add_subcommand("memory", "resident memory over a long training run and a long embedding run");
+  MemoryBenchOptions mem;
+  memory_cmd->add_option("--config", mem.config, "training config");
+  memory_cmd->add_option("--corpus", mem.corpus, "training corpus, also embedded (default: the config's train_prefix)");
+  memory_cmd->add_option("--steps", mem.steps, "training steps")->check(CLI::Validator(positive_integer, "POSITIVE"));
+  memory_cmd->add_option("--embed-tokens", mem.embed_tokens, "tokens to embed with the trained model")
+      ->check(CLI::Validator(positive_integer, "POSITIVE"));
+  memory_cmd->add_option("--sample-every", mem.sample_every, "training steps between samples")
+      ->check(CLI::Validator(positive_integer, "POSITIVE"));
+  memory_cmd->add_option("--set", mem.overrides, "key=value config overrides, as bin/train");
   CLI11_PARSE(app, argc, argv);
   try {
     if (train_cmd->parsed()) return bench_train(config, corpus, steps, tdevice, peer, overrides, time_phases);
+    if (memory_cmd->parsed()) return bench_memory(mem);
     std::vector<Device> devs;
     if (device == "all") {
       devs.push_back(Device::cpu());

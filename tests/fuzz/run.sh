@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# make fuzz [FUZZ_S=60] [FUZZ_TARGETS="vocab corpus"]: builds build-fuzz/fuzz (the readers with
+# clang's libFuzzer, ASan and UBSan) and fuzzes each target FUZZ_S seconds, one after another.
+# Seeds: tests/fuzz/seeds/NAME and the kept regressions tests/fuzz/regressions/NAME; what the
+# fuzzer finds grows build-fuzz/corpus/NAME. A crash, leak, timeout or sanitizer report is written to
+# build-fuzz/findings/NAME/ and fails the run: fix it, and copy the input into
+# tests/fuzz/regressions/NAME/ so that `make test` keeps it. build-fuzz/totals.tsv adds up every
+# sitting (seconds, executions, findings per target).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+FUZZ_S=${FUZZ_S:-60}
+echo "fuzz: building build-fuzz/fuzz (log: build-fuzz/build.log)"
+mkdir -p build-fuzz
+make -j"$(nproc)" BUILD=build-fuzz CXX=clang++ CUDA=0 MPI=0 OPT="-O1 -march=x86-64-v3" \
+  SANITIZE=fuzzer-no-link,address,undefined build-fuzz/fuzz > build-fuzz/build.log 2>&1 ||
+  { tail -40 build-fuzz/build.log; echo "fuzz: the build failed" >&2; exit 1; }
+targets=("$@")
+if [ ${#targets[@]} -eq 0 ]; then
+  mapfile -t targets < <(SA_FUZZ_TARGET=? build-fuzz/fuzz 2>&1 | sed -n 's/^SA_FUZZ_TARGET must name one of: //p' | tr ' ' '\n')
+fi
+export ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=0"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+export LSAN_OPTIONS="suppressions=$PWD/tests/sanitize/lsan.supp:print_suppressions=0"
+failed=0
+for t in "${targets[@]}"; do
+  mkdir -p "build-fuzz/corpus/$t" "build-fuzz/findings/$t" "build-fuzz/logs" "tests/fuzz/seeds/$t" "tests/fuzz/regressions/$t"
+  log="build-fuzz/logs/$t.log"
+  # -rss_limit_mb: a reader that allocates beyond the file's size shows as an out-of-memory finding.
+  SA_FUZZ_TARGET=$t build-fuzz/fuzz -max_total_time="$FUZZ_S" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+    -print_final_stats=1 -artifact_prefix="build-fuzz/findings/$t/" \
+    "build-fuzz/corpus/$t" "tests/fuzz/seeds/$t" "tests/fuzz/regressions/$t" > "$log" 2>&1
+  rc=$?
+  runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+  secs=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
+  findings=$(find "build-fuzz/findings/$t" -type f | wc -l)
+  printf '%s\t%s\t%s\t%s\t%s\n' "$t" "$FUZZ_S" "${runs:-0}" "$findings" "$(date -u +%FT%TZ)" >> build-fuzz/totals.tsv
+  printf 'fuzz %-14s %5ss  %9s executions  %s/s  rc %s  findings %s\n' "$t" "$FUZZ_S" "${runs:-0}" "${secs:-0}" "$rc" "$findings"
+  if [ "$rc" -ne 0 ]; then failed=1; grep -m3 -E "ERROR|SUMMARY|Test unit written" "$log"; fi
+done
+echo "fuzz: totals per target over every sitting (build-fuzz/totals.tsv):"
+awk -F'\t' '{s[$1]+=$2; r[$1]+=$3; f[$1]=$4} END {for (t in s) printf "  %-14s %6d s %12d executions\n", t, s[t], r[t]}' build-fuzz/totals.tsv | sort
+exit $failed

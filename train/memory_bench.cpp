@@ -1,0 +1,104 @@
+#include "train/memory_bench.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "data/corpus.h"
+#include "engine/engine.h"
+#include "layers/load_encoder.h"
+#include "train/families.h"
+
+namespace sa {
+
+namespace {
+
+// Resident memory of this process in MiB (/proc/self/statm: pages).
+double resident_mib() {
+  std::ifstream f("/proc/self/statm");
+  long pages = 0, resident = 0;
+  f >> pages >> resident;
+  return static_cast<double>(resident) * static_cast<double>(::sysconf(_SC_PAGESIZE)) / 1048576.0;
+}
+
+double tensors_mib() { return host_allocator().stats().in_use / 1048576.0; }
+
+// Samples of one phase; growth is measured from the first sample at or after the warm-up.
+struct Phase {
+  const char* name;
+  double warmup_at;  // in the phase's unit (steps, tokens)
+  double warm_rss = -1, warm_tensors = 0, max_rss = 0, last_rss = 0, last_tensors = 0;
+  int samples = 0;
+  void sample(double at) {
+    const double rss = resident_mib(), tensors = tensors_mib();
+    ++samples;
+    if (at >= warmup_at && warm_rss < 0) warm_rss = rss, warm_tensors = tensors;
+    if (warm_rss >= 0) max_rss = std::max(max_rss, rss);
+    last_rss = rss, last_tensors = tensors;
+  }
+  void report(const char* unit, double total) const {
+    std::printf("%-9s %9.0f %s | RSS after warm-up %.1f MiB, at the end %.1f MiB, max %.1f MiB | growth %+.2f%% "
+                "(max %+.2f%%) | tensors in use %.1f -> %.1f MiB | %d samples\n",
+                name, total, unit, warm_rss, last_rss, max_rss, 100 * (last_rss - warm_rss) / warm_rss,
+                100 * (max_rss - warm_rss) / warm_rss, warm_tensors, last_tensors, samples);
+  }
+};
+
+}  // namespace
+
+int bench_memory(const MemoryBenchOptions& o) {
+  const std::string dir =
+      (std::filesystem::temp_directory_path() / ("sensealign-bench-memory-" + std::to_string(::getpid()))).string();
+  std::vector<std::string> sets = {"run_dir=" + dir, "n_steps=" + std::to_string(o.steps), "heldout_prefix=",
+                                   "checkpoint_every=" + std::to_string(o.steps), "device=cpu"};
+  if (!o.corpus.empty()) sets.push_back("train_prefix=" + o.corpus);
+  sets.insert(sets.end(), o.overrides.begin(), o.overrides.end());
+  const TrainConfig c = TrainConfig::load(TrainConfig::find(o.config), sets);
+  std::printf("bench memory: %s on %s, %ld steps, then %ld tokens embedded; warm-up: the first %.0f%% of each\n",
+              o.config.c_str(), c.train_prefix.c_str(), (long)o.steps, (long)o.embed_tokens, 100 * o.warmup_fraction);
+  std::fflush(stdout);
+
+  Phase train{"train", o.warmup_fraction * static_cast<double>(o.steps)};
+  TrainOptions to;
+  to.quiet = true;
+  to.after_step = [&](int64_t step) {
+    if (step % o.sample_every == 0 || step == o.steps) train.sample(static_cast<double>(step));
+  };
+  const TrainResult r = train_model(c, to);
+  train.report("steps", static_cast<double>(r.steps_done));
+  std::printf("          %.0f tokens/s\n", r.tokens_per_s);
+  std::fflush(stdout);
+
+  // Embedding with the trained model, as bin/embed does it: batches of 32 corpus sentences.
+  EncoderSource source;
+  source.run_dir = dir;
+  const auto encoder = load_encoder(source, Device::cpu());
+  Phase embed{"embed", o.warmup_fraction * static_cast<double>(o.embed_tokens)};
+  int64_t tokens = 0;
+  const std::vector<std::string> files = expand_glob(c.train_prefix);
+  for (int64_t before = -1; tokens < o.embed_tokens && tokens > before;) {
+    before = tokens;
+    for (const std::string& file : files) {
+      Sentences batch;
+      for (Sentence& s : read_sentences(file, c.lowercase)) {
+        if (tokens >= o.embed_tokens) break;
+        tokens += static_cast<int64_t>(s.size());
+        batch.push_back(std::move(s));
+        if (batch.size() == 32) {
+          encoder->embed(batch);
+          batch.clear();
+          embed.sample(static_cast<double>(tokens));
+        }
+      }
+      if (tokens >= o.embed_tokens) break;
+    }
+  }
+  embed.report("tokens", static_cast<double>(tokens));
+  std::filesystem::remove_all(dir);
+  return 0;
+}
+
+}  // namespace sa
