@@ -192,7 +192,10 @@ FUZZ_S ?= 60
 FUZZ_OBJ := $(BUILD)/tests/fuzz/fuzz_targets.o $(BUILD)/tests/fuzz/driver/fuzz_main.o
 $(BUILD)/fuzz: $(FUZZ_OBJ) $(LIB)
 	$(CXX) -fsanitize=fuzzer -o $@ $(FUZZ_OBJ) $(LIB) $(LDLIBS)
+# clang with libFuzzer's runtime and OpenMP: installed by `make fuzz` when missing.
+FUZZ_PACKAGES := clang libclang-rt-14-dev libomp-dev
 fuzz:
+	$(MAKE) deps DEB_PACKAGES="$(FUZZ_PACKAGES)"
 	FUZZ_S=$(FUZZ_S) tests/fuzz/run.sh $(FUZZ_TARGETS)
 
 bench:
