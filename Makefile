@@ -36,7 +36,8 @@ endif
 LDLIBS := $(SAN_LDFLAGS) -L$(BLAS_DIR) -Wl,-rpath,$(BLAS_DIR) -lopenblas -lfmt -lhdf5_serial -ltomlplusplus -lpugixml -lutf8proc -fopenmp -lpthread
 NVCCFLAGS := -std=c++20 -O3 -I. $(CUDA_ARCH) -Xcompiler -fopenmp,-fPIC --expt-relaxed-constexpr -MMD -MP
 
-ENGINE_SRC := engine/backend.cpp $(wildcard engine/core/*.cpp engine/ops/*.cpp engine/cpu/*.cpp engine/optim/*.cpp) engine/dist/tensor_collectives.cpp
+ENGINE_SRC := engine/backend.cpp $(wildcard engine/core/*.cpp engine/ops/*.cpp engine/cpu/*.cpp engine/optim/*.cpp) engine/dist/tensor_collectives.cpp \
+  engine/dist/nccl_library.cpp
 # MPI (data-parallel training, `mpirun -np N ./bin/train`) when OpenMPI's compiler wrapper is found;
 # `make MPI=0` builds single-process binaries. Only engine/dist/mpi_communicator.cpp sees mpi.h.
 ifeq ($(origin MPI), undefined)
@@ -219,6 +220,10 @@ ifneq ($(PREBUILT),1)
 endif
 	@mkdir -p $(REPORT)
 	-$(STEP) ./bin/tests 2>&1 | tee $(REPORT)/tests.log | tail -3
+	-if command -v compute-sanitizer >/dev/null; then for tool in memcheck racecheck; do $(STEP) compute-sanitizer --tool $$tool \
+	  --error-exitcode 3 ./bin/tests --gtest_filter='CudaOps*:*Cuda*:*Gpu*' 2>&1 | tee -a $(REPORT)/sanitizer.log | tail -3; \
+	  grep -q "Device not supported" $(REPORT)/sanitizer.log && { echo "compute-sanitizer: skipped (Device not supported)"; break; }; done; \
+	  else echo "compute-sanitizer: skipped (not on PATH)"; fi
 	-$(STEP) ./bin/bench ops --device cuda 2>&1 | tee $(REPORT)/bench-ops.log
 	-$(STEP) ./bin/bench train --config configs/bench-small.cfg --corpus $(GPU_CORPUS) --device cuda --steps 40 --peer "" \
 	  2>&1 | tee $(REPORT)/train-bench-small.log

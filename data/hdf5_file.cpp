@@ -119,6 +119,23 @@ Tensor H5File::read(const std::string& name) const {
     H5Dclose(ds);
     fail("{}: dataset '{}' is not a float dataset", path_, name);
   }
+  // The shape is what the file says: check it against the file before allocating from it. Raw
+  // data cannot exceed the file; compressed (filtered) data can, by deflate's ratio at most.
+  hid_t dcpl = H5Dget_create_plist(ds);
+  const bool filtered = dcpl >= 0 && H5Pget_nfilters(dcpl) > 0;
+  if (dcpl >= 0) H5Pclose(dcpl);
+  hsize_t file_bytes = 0;
+  H5Fget_filesize(id_, &file_bytes);
+  const uint64_t limit = filtered ? file_bytes * 1032 : file_bytes;
+  uint64_t bytes = sizeof(float);
+  for (hsize_t d : dims) {
+    if (d != 0 && bytes > limit / d) {
+      H5Dclose(ds);
+      fail("{}: dataset '{}' has shape {}, more data than the file can hold ({} bytes)", path_, name,
+           to_string(Shape(dims.begin(), dims.end())), file_bytes);
+    }
+    bytes *= d;
+  }
   Shape s(dims.begin(), dims.end());
   Tensor t = Tensor::empty(s, DType::F32);
   herr_t st = t.numel() ? H5Dread(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, t.raw()) : 0;

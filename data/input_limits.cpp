@@ -19,6 +19,19 @@ void check_token_length(std::string_view token, const std::string& path, int64_t
            lineno, token.size(), token.substr(0, 20), kMaxTokenBytes);
 }
 
+void check_stated_size(const std::string& path, std::initializer_list<int64_t> counts, uint64_t min_bytes_each,
+                       const char* what) {
+  std::error_code ec;
+  const uint64_t size = std::filesystem::file_size(path, ec);
+  if (ec) return;  // not a regular file (a pipe): nothing to compare with
+  uint64_t need = min_bytes_each;
+  for (int64_t c : counts) {
+    SA_CHECK(c >= 0 && (c == 0 || need <= size / static_cast<uint64_t>(c)),
+             "{}: the {} announces more than the file's {} bytes can hold", path, what, size);
+    need *= static_cast<uint64_t>(c);
+  }
+}
+
 void check_file_size(const std::string& path, size_t limit, const char* what) {
   std::error_code ec;
   const auto size = std::filesystem::file_size(path, ec);

@@ -1,5 +1,7 @@
 #include "eval/alignment.h"
 
+#include "data/input_limits.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -103,6 +105,7 @@ Matrix read_map(const std::string& path) {
   int64_t r = 0, c = 0;
   SA_CHECK(std::getline(f, line) && (std::istringstream(line) >> r >> c) && r > 0 && c > 0,
            "{}:1: expected \"rows cols\"", path);
+  check_stated_size(path, {r, c}, 2, "header \"rows cols\"");
   Matrix W(r, c);
   // One row per line, as write_map writes them; the header must agree with the rows.
   for (int64_t i = 0; i < r; ++i) {

@@ -1,5 +1,7 @@
 #include "eval/anchors.h"
 
+#include "data/input_limits.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -29,6 +31,7 @@ WordVectors read_word_vectors(const std::string& path) {
   int64_t n = 0, d = 0;
   SA_CHECK(std::getline(f, line) && (std::istringstream(line) >> n >> d) && n >= 0 && d > 0,
            "{}:1: expected the word2vec header \"n_words dim\"", path);
+  check_stated_size(path, {n, d}, 2, "header \"n_words dim\"");
   WordVectors v;
   v.vectors = Matrix(n, d);
   // The header must agree with the rows: trusting it would silently drop columns or rows.

@@ -22,7 +22,7 @@ struct TrainOptions {
   int64_t max_new_steps = 0;  // > 0: stop after that many steps of this invocation (benchmarks)
   bool quiet = false;
   bool time_phases = false;   // wait for the device between a step's phases to time them (bench train --phases)
-  std::function<void(int64_t step)> after_step;  // called after each step (bench memory samples memory)
+  std::function<void(int64_t step)> after_step = nullptr;  // called after each step (bench memory samples memory)
 };
 
 struct TrainResult {

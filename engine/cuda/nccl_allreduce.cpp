@@ -22,8 +22,8 @@ struct NcclLibrary {
   decltype(&ncclAllReduce) all_reduce = nullptr;
   decltype(&ncclGetErrorString) error_string = nullptr;
   NcclLibrary() {
-    for (const char* name : {"libnccl.so.2", "libnccl.so"})
-      if ((handle = dlopen(name, RTLD_NOW | RTLD_LOCAL))) break;
+    for (const std::string& name : nccl_library_candidates())
+      if ((handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL))) break;
     if (!handle) return;
     get_unique_id = reinterpret_cast<decltype(get_unique_id)>(dlsym(handle, "ncclGetUniqueId"));
     comm_init_rank = reinterpret_cast<decltype(comm_init_rank)>(dlsym(handle, "ncclCommInitRank"));

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine from the repository root: unpacks the bundle next to this script,
 # puts its libraries and the machine's CUDA libraries (pip's nvidia-* packages) on the path,
-# then runs one job. Usage: tests/gpu/run_on_gpu.sh BUNDLE_DIR report|elmo-vs-saelmo [OUTDIR]
+# then runs one job. Usage: tests/gpu/run_on_gpu.sh BUNDLE_DIR tests|sanitize|report|elmo-vs-saelmo [OUTDIR]
 set -uo pipefail
 bundle=$(cd "${1:?bundle dir}" && pwd); job=${2:?job}; out=${3:-${OUT:-gpu-out}}
 mkdir -p "$out" "$bundle/x"
@@ -24,10 +24,27 @@ run_tests() {
   step ${T_TESTS:-180} tests.log ./bin/tests
   grep -E "^\[  (FAILED|PASSED) |tests? (ran|passed)" "$out/tests.log" | tail -40
 }
+# compute-sanitizer over the CUDA tests (memcheck, racecheck), where the machine has the tool
+# (the toolkit's, or pip's nvidia-cuda-sanitizer-api) and its driver lets it attach.
+sanitize_cuda() {
+  local cs
+  cs=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer \
+    $(python3 -c 'import nvidia, os; [print(os.path.join(p, "cuda_sanitizer_api", "compute-sanitizer", "compute-sanitizer")) for p in nvidia.__path__]' 2>/dev/null) 2>/dev/null | head -1)
+  if [ -z "$cs" ] || [ ! -x "$cs" ]; then echo "compute-sanitizer: skipped (not found on this machine)" | tee -a "$out/sanitizer.log"; return; fi
+  for tool in memcheck racecheck; do
+    step ${T_SAN:-240} sanitizer.log "$cs" --tool $tool --error-exitcode 3 ./bin/tests --gtest_filter='CudaOps*:*Cuda*:*Gpu*'
+    if grep -q "Device not supported" "$out/sanitizer.log"; then
+      echo "compute-sanitizer: skipped (the driver answers \"Device not supported\", as on gVisor machines)" | tee -a "$out/sanitizer.log"
+      return
+    fi
+  done
+}
 case "$job" in
 tests) run_tests ;;
+sanitize) sanitize_cuda ;;
 report)
   run_tests
+  sanitize_cuda
   step 75 bench-ops.log ./bin/bench ops --device cuda
   step 45 bench-train.log ./bin/bench train --config configs/bench-small.cfg --corpus $corpus --device cuda --steps 40 --peer ""
   step 45 bench-train.log ./bin/bench train --config configs/saelmo-small.cfg --corpus $corpus --device cuda --steps 40 --peer "" --set contextual_warmup=2

@@ -132,10 +132,11 @@ TEST(SensesTool, ListPlotAndMemory) {
   const std::string site = dir + "/site";
   const std::string h = run("./bin/senses html --model " + dir + "/run --output " + site + " --words the,of --per-sense 2");
   ASSERT_TRUE(fs::exists(site + "/index.html")) << h;
-  std::stringstream index;
-  index << std::ifstream(site + "/index.html").rdbuf();
+  std::stringstream index_file;
+  index_file << std::ifstream(site + "/index.html").rdbuf();
+  const std::string index = index_file.str();
   std::smatch link;
-  ASSERT_TRUE(std::regex_search(index.str(), link, std::regex("<a href=\"(w[0-9]+\\.html)\">the</a>"))) << index.str();
+  ASSERT_TRUE(std::regex_search(index, link, std::regex("<a href=\"(w[0-9]+\\.html)\">the</a>"))) << index;
   std::stringstream page;
   page << std::ifstream(site + "/" + link[1].str()).rdbuf();
   EXPECT_NE(page.str().find("<mark>the</mark>"), std::string::npos);

@@ -280,6 +280,23 @@ TEST(DataParallel, NcclAllReduceOnOneGpu) {
   }
 }
 
+// Where NCCL is looked for: an explicit path first, then the loader's search, then pip's
+// nvidia-nccl package under a Python prefix (a GPU machine's Python stack).
+TEST(DataParallel, NcclIsLookedForInPipsPackageToo) {
+  const std::string root = ::testing::TempDir() + "/nccl-roots";
+  const std::string lib = root + "/python3.11/site-packages/nvidia/nccl/lib";
+  fs::create_directories(lib);
+  std::ofstream(lib + "/libnccl.so.2") << "";
+  ::setenv("SA_NCCL_LIBRARY", "/opt/x/libnccl.so.2", 1);
+  const std::vector<std::string> c = sa::dist::nccl_library_candidates({root, root + "/none"});
+  ::unsetenv("SA_NCCL_LIBRARY");
+  ASSERT_EQ(c.size(), 4u);
+  EXPECT_EQ(c[0], "/opt/x/libnccl.so.2");
+  EXPECT_EQ(c[1], "libnccl.so.2");
+  EXPECT_EQ(c[3], lib + "/libnccl.so.2");
+  EXPECT_EQ(sa::dist::nccl_library_candidates({root}).front(), "libnccl.so.2");  // no variable: the loader first
+}
+
 // Two GPU ranks (NCCL sums the dense gradients on the devices) against one GPU with the doubled
 // batch, in f32: equal to rounding.
 TEST(DataParallel, TwoGpuRanksEqualOneGpuWithTheDoubledBatch) {
