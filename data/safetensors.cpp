@@ -87,6 +87,7 @@ static SafetensorsFile read_safetensors(const std::string& path) {
     if (name == "__metadata__") {
       if (info.is_object() && info.contains("sensealign")) {
         out.metadata = nlohmann::json::parse(info["sensealign"].get<std::string>());
+        if (out.metadata.is_null()) out.metadata = nlohmann::json::object();  // written without any
         SA_CHECK(out.metadata.is_object(), "{}: the sensealign metadata is not a JSON object", path);
       }
       continue;

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # make test: the GoogleTest suites (bin/tests), then the Python module's pytest suite
-# (tests/python), and one closing line "N passed, N failed, N skipped" over both, which CI reads.
-# The exit status is non-zero when either failed.
+# (tests/python), and one closing line "N passed, N failed, N skipped" over all, which CI reads.
+# With CI set (.ci/run sets it) the GoogleTest suites run a second time under AddressSanitizer and
+# UBSan (tests/sanitize/run.sh, what `make sanitize` runs), counted in the same line.
+# The exit status is non-zero when any failed.
 set -u
 cd "$(dirname "$0")/.."
 mkdir -p build/test-counts
@@ -10,5 +12,12 @@ SA_COUNTS_FILE=build/test-counts/gtest ./bin/tests
 gtest=$?
 /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/python --junitxml=build/test-counts/pytest.xml
 pytest=$?
-/usr/bin/python3 tests/closing_line.py build/test-counts/gtest build/test-counts/pytest.xml
-[ $gtest -eq 0 ] && [ $pytest -eq 0 ]
+reports=(build/test-counts/gtest build/test-counts/pytest.xml)
+sanitized=0
+if [ -n "${CI:-}" ]; then
+  SA_COUNTS_FILE=$PWD/build/test-counts/gtest-sanitized tests/sanitize/run.sh
+  sanitized=$?
+  reports+=(build/test-counts/gtest-sanitized)
+fi
+/usr/bin/python3 tests/closing_line.py "${reports[@]}"
+[ $gtest -eq 0 ] && [ $pytest -eq 0 ] && [ $sanitized -eq 0 ]

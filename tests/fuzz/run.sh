@@ -49,8 +49,10 @@ for t in "${targets[@]}"; do
     mkdir -p build-fuzz/library-crashes/hdf5
     for f in build-fuzz/findings/hdf5/*; do
       [ -f "$f" ] || continue
-      top=$(ASAN_OPTIONS=$asan SA_FUZZ_TARGET=hdf5 build-fuzz/fuzz -malloc_limit_mb=1048576 "$f" 2>&1 | grep -E '^ +#[0-9]+ ' |
-        grep -vE '__interceptor_|__asan|sysdeps|libc\.so| in (malloc|calloc|realloc|free|operator new)' | head -1)
+      # Rerun alone; the malloc limit makes an out-of-memory finding print its allocation's stack.
+      top=$(ASAN_OPTIONS=$asan SA_FUZZ_TARGET=hdf5 build-fuzz/fuzz -malloc_limit_mb=2048 -rss_limit_mb=2048 "$f" 2>&1 |
+        grep -E '^ +#[0-9]+ ' | grep -vE '__interceptor_|__asan|__sanitizer|fuzzer::|sysdeps|libc\.so| in (malloc|calloc|realloc|free|operator new)' |
+        head -1)
       case "$top" in *libhdf5*) mv "$f" build-fuzz/library-crashes/hdf5/ ;; esac
     done
     echo "fuzz hdf5: $(find build-fuzz/library-crashes/hdf5 -type f | wc -l) inputs crash inside libhdf5 (build-fuzz/library-crashes/hdf5)"

@@ -28,4 +28,4 @@ export ASAN_OPTIONS="verify_asan_link_order=0:detect_leaks=1:abort_on_error=0:st
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export LSAN_OPTIONS="suppressions=$root/tests/sanitize/lsan.supp:print_suppressions=0"
 mkdir -p build/test-counts
-SA_COUNTS_FILE=build/test-counts/gtest ./bin/tests "$@"
+SA_COUNTS_FILE=${SA_COUNTS_FILE:-build/test-counts/gtest} ./bin/tests "$@"

@@ -73,7 +73,7 @@ TEST(RunsTool, ListsFamilyStepsTokensHeldOutAndState) {
 // bin/runs plot: one SVG with three panels (loss, held-out perplexity, tokens/s), each holding one
 // series per run, over tokens seen.
 TEST(RunsTool, PlotsOneSeriesPerRunAndPanel) {
-  const std::string a = tiny_run("plot-a", "", 0), b = tiny_run("plot-b", "learning_rate = 0.05\n", 0);
+  const std::string a = tiny_run("plot-a", "log_every = 1\n", 0), b = tiny_run("plot-b", "log_every = 2\n", 0);
   const std::string svg = ::testing::TempDir() + "/runs-curves.svg";
   fs::remove(svg);
   const testing::ToolRun r = testing::run_tool("./bin/runs plot " + a + " " + b + " -o " + svg);

@@ -97,8 +97,8 @@ Curves curves_of(const std::string& dir) {
     --it;
     return it->second * static_cast<double>(step) / static_cast<double>(it->first);
   };
-  Curves out{fs::path(dir).lexically_normal().string(), {}, {}, {}};
-  if (!out.name.empty() && out.name.back() == '/') out.name.pop_back();
+  Curves out{dir, {}, {}, {}};  // named as the user named it
+  while (out.name.size() > 1 && out.name.back() == '/') out.name.pop_back();
   for (const nlohmann::json& j : rows) {
     const double x = tokens_at(j["step"].get<int64_t>());
     auto take = [&](const char* key, std::vector<std::pair<double, double>>& series) {
