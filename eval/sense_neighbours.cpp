@@ -66,7 +66,10 @@ std::vector<std::vector<int32_t>> nearest_sense_groups(const SenseTable& t, cons
 
 std::string sense_group_name(const Vocab& vocab, const std::vector<int32_t>& group, int C) {
   std::string s = vocab.word(group[0] / C) + "#";
-  for (size_t i = 0; i < group.size(); ++i) s += (i ? "," : "") + std::to_string(group[i] % C);
+  for (size_t i = 0; i < group.size(); ++i) {
+    if (i) s += ',';
+    s += std::to_string(group[i] % C);
+  }
   return s;
 }
 

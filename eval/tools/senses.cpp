@@ -259,7 +259,7 @@ void html(SenseModel& r, std::vector<std::string> words, int n_words, const std:
     for (const SenseExamples& e : wc.senses) {
       std::string near;
       for (const auto& g : nearest_sense_groups(h.table, unit, h.table.row(w, e.sense), 8, candidates))
-        near += (near.empty() ? "" : ", ") + xml_escape(sense_name(r, g));
+        near.append(near.empty() ? "" : ", ").append(xml_escape(sense_name(r, g)));
       body += "<tr><td>#" + std::to_string(e.sense) + "</td><td>" + std::to_string(usage[e.sense]) + "</td><td>" +
               std::to_string(e.selected) + "</td><td>" + near + "</td></tr>";
     }

@@ -66,7 +66,9 @@ void read_config(const std::string& path) {
 }
 
 void read_wordpiece(const std::string& path) {
-  WordPieceTokenizer tok(WordPieceVocab::load(path), {.lowercase = true});
+  BasicTokenizerOptions o;
+  o.lowercase = true;
+  WordPieceTokenizer tok(WordPieceVocab::load(path), o);
   tok.encode("Unaffable naïve résumé, 北京 ##x [MASK] don't");
 }
 

@@ -123,7 +123,9 @@ TEST(SensesTool, ListPlotAndMemory) {
     if (!std::regex_match(line, m, std::regex("  ([0-9.]+)  .*\\[the\\].*"))) continue;
     ++shown;
     margins.push_back(std::stod(m[1]));
-    if (margins.size() > 1) EXPECT_GE(margins[margins.size() - 2], margins.back()) << "clearest first: " << ctx;
+    if (margins.size() > 1) {
+      EXPECT_GE(margins[margins.size() - 2], margins.back()) << "clearest first: " << ctx;
+    }
   }
   EXPECT_EQ(senses_shown, 3) << ctx;
   EXPECT_GE(shown, 2) << ctx;
