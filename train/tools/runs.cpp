@@ -11,7 +11,6 @@
 #include <map>
 #include <filesystem>
 #include <fstream>
-#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -116,16 +115,19 @@ void plot(const std::vector<std::string>& dirs, const std::string& out) {
   std::vector<Curves> runs;
   for (const std::string& d : dirs) runs.push_back(curves_of(d));
   static const char* palette[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"};
-  const double W = 960, left = 90, right = 30, top = 40 + 20 * ((runs.size() + 2) / 3), panel = 210, gap = 70;
+  const double legend_rows = static_cast<double>((runs.size() + 2) / 3);
+  const double W = 960, left = 90, right = 30, top = 70 + 20 * legend_rows, panel = 210, gap = 70;
   const double H = top + 3 * panel + 2 * gap + 60;
   double xmax = 0;
   for (const Curves& r : runs)
     for (const auto* s : {&r.loss, &r.heldout, &r.rate})
       for (const auto& [x, y] : *s) xmax = std::max(xmax, x);
-  SA_CHECK(xmax > 0, "no logged steps to plot in {}", fmt::join(dirs, ", "));
+  std::string names;
+  for (const std::string& d : dirs) names.append(names.empty() ? "" : ", ").append(d);
+  SA_CHECK(xmax > 0, "no logged steps to plot in {}", names);
   // The x unit that keeps tick labels short.
   const double xs = xmax >= 2e6 ? 1e6 : xmax >= 2e3 ? 1e3 : 1;
-  const std::string xunit = xs == 1e6 ? "millions" : xs == 1e3 ? "thousands" : "tokens";
+  const std::string xtitle = xs == 1e6 ? "tokens seen (millions)" : xs == 1e3 ? "tokens seen (thousands)" : "tokens seen";
   SvgWriter f(W, H);
   f.text(left, 24, "Training curves against tokens seen", 16, "black", "font-weight=\"bold\"");
   for (size_t i = 0; i < runs.size(); ++i) {  // legend: three runs a row
@@ -163,7 +165,7 @@ void plot(const std::vector<std::string>& dirs, const std::string& out) {
       f.line(X(t * xs), y1, X(t * xs), y1 + 5, "#444");
       f.text(X(t * xs) - 8, y1 + 18, fmt::format("{:g}", t), 11, "#444");
     }
-    f.text(left + (W - left - right) / 2 - 60, y1 + 36, "tokens seen (" + xunit + ")", 12, "#444");
+    f.text(left + (W - left - right) / 2 - 60, y1 + 36, xtitle, 12, "#444");
     // y ticks: round values (on a log axis, round perplexities between the powers of ten).
     std::vector<double> ys;
     if (pn.log_y) {
