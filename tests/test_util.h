@@ -12,6 +12,7 @@
 #include "engine/core/error.h"
 #include "engine/engine.h"
 #include "layers/elmo_options.h"
+#include "tests/tiny_elmo.h"
 
 namespace sa::testing {
 
@@ -65,22 +66,6 @@ inline std::string error_of(const std::function<void()>& f) {
     return e.what();
   }
   return "(no error)";
-}
-
-// A tiny ELMo (3 chars dims, 2 filters, 1 highway, 2 LSTM layers of 3 cells, projection 4 that
-// differs from the 5 filters so the token projection exists, skip connection) for fast tests.
-inline ElmoOptions tiny_elmo_options() {
-  ElmoOptions o;
-  o.char_dim = 3;
-  o.filters = {{1, 2}, {2, 3}};
-  o.n_highway = 1;
-  o.lstm_dim = 3;
-  o.projection_dim = 4;
-  o.n_layers = 2;
-  o.cell_clip = 3;
-  o.proj_clip = 3;
-  o.use_skip_connections = true;
-  return o;
 }
 
 }  // namespace sa::testing

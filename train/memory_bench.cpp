@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -11,6 +12,7 @@
 #include "engine/engine.h"
 #include "layers/load_encoder.h"
 #include "train/families.h"
+#include "train/run_session.h"
 
 namespace sa {
 
@@ -64,8 +66,15 @@ int bench_memory(const MemoryBenchOptions& o) {
   Phase train{"train", o.warmup_fraction * static_cast<double>(o.steps)};
   TrainOptions to;
   to.quiet = true;
+  const auto t0 = std::chrono::steady_clock::now();
   to.after_step = [&](int64_t step) {
     if (step % o.sample_every == 0 || step == o.steps) train.sample(static_cast<double>(step));
+    if (step % 250 == 0 || step == o.steps) {  // progress: the training itself runs quiet
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      std::printf("step %ld/%ld | RSS %.1f MiB | tensors %.1f MiB | ETA %s\n", (long)step, (long)o.steps, resident_mib(),
+                  tensors_mib(), clock_str(s / static_cast<double>(step) * static_cast<double>(o.steps - step)).c_str());
+      std::fflush(stdout);
+    }
   };
   const TrainResult r = train_model(c, to);
   train.report("steps", static_cast<double>(r.steps_done));

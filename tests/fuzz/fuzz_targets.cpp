@@ -23,6 +23,7 @@
 #include "eval/pseudo_words.h"
 #include "layers/bert.h"
 #include "layers/elmo.h"
+#include "tests/tiny_elmo.h"
 #include "train/checkpoint.h"
 #include "train/config.h"
 
@@ -31,18 +32,6 @@ namespace sa::fuzz {
 namespace {
 
 namespace fs = std::filesystem;
-
-// The smallest ELMo, for reading a weights file against the names and shapes a model expects.
-ElmoOptions tiny_options() {
-  ElmoOptions o;
-  o.char_dim = 3;
-  o.filters = {{1, 2}, {2, 3}};
-  o.n_highway = 1;
-  o.lstm_dim = 3;
-  o.projection_dim = 4;
-  o.n_layers = 2;
-  return o;
-}
 
 // The config's text, then (after a NUL byte) one `--set key=value` a line.
 void read_config(const std::string& path) {
@@ -75,7 +64,7 @@ void read_wordpiece(const std::string& path) {
 void read_hdf5(const std::string& path) {
   H5File f = H5File::open(path);
   for (const std::string& name : f.list("/")) f.read("/" + name);
-  ElmoModel::load_bilm(tiny_options(), path);
+  ElmoModel::load_bilm(testing::tiny_elmo_options(), path);
 }
 
 // A run directory whose metrics.jsonl is the input: what bin/runs reads.
