@@ -70,6 +70,9 @@ void ShardedCorpus::load_next_shard() {
       if (shuffle_) std::shuffle(order_.begin(), order_.end(), rng_);
       next_file_ = 0;
     }
+    // Free the old shard before reading the next: holding both would raise the process's memory
+    // by a shard at every epoch's start, and the C heap keeps such a peak for good.
+    std::vector<Sentence>().swap(shard_);
     shard_ = read_sentences(files_[order_[next_file_++]], lowercase_);
     if (shuffle_) std::shuffle(shard_.begin(), shard_.end(), rng_);
     next_sentence_ = 0;
