@@ -8,6 +8,10 @@
 
 #include "data/corpus.h"
 #include "data/hdf5_file.h"
+#include "data/input_limits.h"
+#include "data/run_files.h"
+#include "eval/alignment.h"
+#include "eval/anchors.h"
 #include "data/vocab.h"
 #include "layers/elmo.h"
 #include "data/safetensors.h"
@@ -78,6 +82,56 @@ TEST(BadInput, TruncatedCheckpoint) {
   contains(error_of([] { load_safetensors(tmp("ck.safetensors")); }), {"ck.safetensors", "truncated"});
   std::ofstream(tmp("junk.safetensors")) << "hello";
   contains(error_of([] { load_safetensors(tmp("junk.safetensors")); }), {"junk.safetensors", "truncated or not"});
+}
+
+// Stated limits: a line, a token and a settings file each have a maximum and a clear error past it;
+// sizes a header states are checked against the file before anything is allocated from them.
+TEST(BadInput, LimitsOnLinesTokensSettingsAndStatedSizes) {
+  std::ofstream(tmp("long-line.txt")) << "short\n" << std::string(kMaxLineBytes + 1, 'a') << "\n";
+  contains(error_of([] { read_sentences(tmp("long-line.txt"), false); }), {"long-line.txt:2", "lines may hold at most"});
+  std::ofstream(tmp("long-token.txt")) << "<S>\n</S>\n<UNK>\n" << std::string(kMaxTokenBytes + 1, 'b') << "\n";
+  contains(error_of([] { Vocab::load(tmp("long-token.txt")); }), {"long-token.txt:4", "tokens may hold at most"});
+  std::ofstream(tmp("corpus-token.txt")) << "a " << std::string(kMaxTokenBytes + 1, 'c') << " b\n";
+  contains(error_of([] { read_sentences(tmp("corpus-token.txt"), false); }), {"corpus-token.txt:1", "a token of 4097 bytes"});
+  {
+    std::ofstream f(tmp("huge.cfg"));
+    f << "run_dir = \"" << std::string(kMaxSettingsBytes, 'r') << "\"\n";
+  }
+  contains(error_of([] { TrainConfig::load(tmp("huge.cfg")); }), {"huge.cfg", "a config file may hold at most"});
+  std::ofstream(tmp("W.huge.txt")) << "1099511627776 1024\n1 2\n";
+  contains(error_of([] { read_map(tmp("W.huge.txt")); }), {"W.huge.txt", "announces more than the file"});
+  std::ofstream(tmp("vec.huge.txt")) << "3 1099511627776\nx 1\n";
+  contains(error_of([] { read_word_vectors(tmp("vec.huge.txt")); }), {"vec.huge.txt", "announces more than the file"});
+  // A safetensors shape of 2^62 x 2^62 floats in a small file: rejected before the product overflows.
+  const std::string header = R"({"w":{"dtype":"F32","shape":[4611686018427387904,4611686018427387904],"data_offsets":[0,16]}})";
+  {
+    std::ofstream f(tmp("shape.safetensors"), std::ios::binary);
+    const uint64_t n = header.size();
+    f.write(reinterpret_cast<const char*>(&n), 8);
+    f << header << std::string(16, '\0');
+  }
+  contains(error_of([] { load_safetensors(tmp("shape.safetensors")); }), {"shape.safetensors", "larger than the file"});
+}
+
+// Checkpoint metadata of the wrong type is damage naming the file and field; metrics.jsonl lines
+// name their line, except a last line cut by a kill, which is dropped.
+TEST(BadInput, CheckpointMetadataAndMetricsLines) {
+  save_safetensors(tmp("meta.safetensors"), {{"w", Tensor::of({1, 2}, {2})}}, {{"step", "three"}, {"dropout_offset", 1}});
+  const SafetensorsFile f = load_safetensors(tmp("meta.safetensors"));
+  try {
+    f.meta<int64_t>("step");
+    ADD_FAILURE() << "no error";
+  } catch (const CheckpointDamaged& e) {
+    contains(e.what(), {"meta.safetensors", "\"step\"", "\"three\"", "expected an integer"});
+  }
+  EXPECT_EQ(f.meta<uint64_t>("dropout_offset"), 1u);
+  EXPECT_EQ(f.meta<int>("ranks", 1), 1);
+  contains(error_of([&] { f.meta<bool>("pca_fitted"); }), {"meta.safetensors", "without \"pca_fitted\""});
+  std::ofstream(tmp("metrics.jsonl")) << "{\"step\":1,\"loss\":2}\n{\"step\":2,\"lo";  // cut by a kill
+  EXPECT_EQ(run_files::read_metrics(tmp("metrics.jsonl")).size(), 1u);
+  std::ofstream(tmp("bad-metrics.jsonl")) << "{\"step\":1}\n[1, 2]\n{\"step\":3}\n";
+  contains(error_of([] { run_files::read_metrics(tmp("bad-metrics.jsonl")); }),
+           {"bad-metrics.jsonl:2", "expected a JSON object with an integer \"step\""});
 }
 
 TEST(BadInput, TruncatedWeightsFile) {
