@@ -13,6 +13,7 @@
 //   bin/senses pseudo-corpus --pairs P --corpus C --output F  merge each pair into one token "a_b"
 //   bin/senses pseudo-eval --model RUN --pairs P --corpus C   purity / V-measure of the selected senses
 #include <CLI/CLI.hpp>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <algorithm>
@@ -220,9 +221,14 @@ void html(SenseModel& r, std::vector<std::string> words, int n_words, const std:
     for (int s = 0; s < C; ++s) n += h.table.is_enabled(h.table.row(w, s));
     return n;
   };
-  if (words.empty())  // the most frequent words (the vocabulary's order) with more than one live sense
+  // By default the most frequent words (the vocabulary's order) with more than one live sense;
+  // punctuation and numbers (no letter; any non-ASCII byte counts as one) are left out.
+  auto has_letter = [](const std::string& w) {
+    return std::any_of(w.begin(), w.end(), [](char c) { return std::isalpha(static_cast<unsigned char>(c)) || (c & 0x80); });
+  };
+  if (words.empty())
     for (int w = 3; w < r.vocab.size() && static_cast<int>(words.size()) < n_words; ++w)
-      if (live(w) > 1) words.push_back(r.vocab.word(w));
+      if (live(w) > 1 && has_letter(r.vocab.word(w))) words.push_back(r.vocab.word(w));
   SA_CHECK(!words.empty(), "{}: no word has more than one live sense in this direction; name words with --words", r.run_dir);
   std::filesystem::create_directories(dir);
   const Tensor unit = unit_rows(h.table.W);
@@ -268,7 +274,7 @@ void html(SenseModel& r, std::vector<std::string> words, int n_words, const std:
       body += "<h3>sense #" + std::to_string(e.sense) + "</h3><ol>";
       for (const SenseContext& c : e.clearest) {
         std::string line = xml_escape(marked_context(c));
-        const std::string mark = "[" + xml_escape(word) + "]";
+        const std::string mark = std::string(1, '[').append(xml_escape(word)).append("]");
         if (const size_t at = line.find(mark); at != std::string::npos)
           line.replace(at, mark.size(), "<mark>" + xml_escape(word) + "</mark>");
         body += "<li>" + line + " <span class=\"m\">(margin " + fmt::format("{:.3f}", c.margin) + ")</span></li>";
