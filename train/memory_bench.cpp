@@ -27,25 +27,26 @@ double resident_mib() {
 }
 
 double tensors_mib() { return host_allocator().stats().in_use / 1048576.0; }
+double reserved_mib() { return host_allocator().stats().reserved / 1048576.0; }
 
 // Samples of one phase; growth is measured from the first sample at or after the warm-up.
 struct Phase {
   const char* name;
   double warmup_at;  // in the phase's unit (steps, tokens)
-  double warm_rss = -1, warm_tensors = 0, max_rss = 0, last_rss = 0, last_tensors = 0;
+  double warm_rss = -1, warm_tensors = 0, warm_reserved = 0, max_rss = 0, last_rss = 0, last_tensors = 0, last_reserved = 0;
   int samples = 0;
   void sample(double at) {
-    const double rss = resident_mib(), tensors = tensors_mib();
+    const double rss = resident_mib(), tensors = tensors_mib(), reserved = reserved_mib();
     ++samples;
-    if (at >= warmup_at && warm_rss < 0) warm_rss = rss, warm_tensors = tensors;
+    if (at >= warmup_at && warm_rss < 0) warm_rss = rss, warm_tensors = tensors, warm_reserved = reserved;
     if (warm_rss >= 0) max_rss = std::max(max_rss, rss);
-    last_rss = rss, last_tensors = tensors;
+    last_rss = rss, last_tensors = tensors, last_reserved = reserved;
   }
   void report(const char* unit, double total) const {
     std::printf("%-9s %9.0f %s | RSS after warm-up %.1f MiB, at the end %.1f MiB, max %.1f MiB | growth %+.2f%% "
-                "(max %+.2f%%) | tensors in use %.1f -> %.1f MiB | %d samples\n",
+                "(max %+.2f%%) | tensors in use %.1f -> %.1f MiB, allocator's reserve %.1f -> %.1f MiB | %d samples\n",
                 name, total, unit, warm_rss, last_rss, max_rss, 100 * (last_rss - warm_rss) / warm_rss,
-                100 * (max_rss - warm_rss) / warm_rss, warm_tensors, last_tensors, samples);
+                100 * (max_rss - warm_rss) / warm_rss, warm_tensors, last_tensors, warm_reserved, last_reserved, samples);
   }
 };
 

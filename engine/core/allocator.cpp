@@ -1,6 +1,8 @@
 #include "engine/core/allocator.h"
 
+#include <algorithm>
 #include <cstdlib>
+#include <iterator>
 
 #include "engine/core/error.h"
 
@@ -14,6 +16,17 @@ size_t CachingAllocator::round_size(size_t bytes) {
 
 CachingAllocator::~CachingAllocator() { release_cached(); }
 
+static void* host_raw_alloc(size_t bytes, int);
+
+// The host's cache is bounded: with shapes that keep changing (embedding sentences of every
+// length) it would keep a block of every size it ever saw, and the process would grow without
+// end. Before a new block is taken from the system, the largest cached blocks go back until the
+// cache holds no more than the peak in use (what a step that repeats its shapes reuses), or
+// 64 MiB. A GPU's cache is not bounded here: it is given back when cudaMalloc fails (below).
+static constexpr size_t kHostCacheFloor = size_t{64} << 20;
+
+
+
 void* CachingAllocator::allocate(size_t bytes) {
   size_t sz = round_size(bytes == 0 ? 1 : bytes);
   std::lock_guard<std::mutex> lock(mu_);
@@ -25,6 +38,14 @@ void* CachingAllocator::allocate(size_t bytes) {
     p = it->second;
     free_.erase(it);
   } else {
+    if (raw_alloc_ == host_raw_alloc)  // bounded host cache: the largest blocks go back first
+      for (const size_t limit = std::max(kHostCacheFloor, st_.peak_in_use);
+           !free_.empty() && st_.reserved - st_.in_use > limit;) {
+        const auto largest = std::prev(free_.end());
+        raw_free_(largest->second, device_);
+        st_.reserved -= largest->first;
+        free_.erase(largest);
+      }
     p = raw_alloc_(sz, device_);
     if (!p && !free_.empty()) {  // out of memory: give the cache back and try once more
       for (auto& [s, q] : free_) {
@@ -73,7 +94,7 @@ void CachingAllocator::reset_peak() {
   st_.peak_in_use = st_.in_use;
 }
 
-static void* host_raw_alloc(size_t bytes, int) { return std::aligned_alloc(64, bytes); }
+void* host_raw_alloc(size_t bytes, int) { return std::aligned_alloc(64, bytes); }
 static void host_raw_free(void* p, int) { std::free(p); }
 
 CachingAllocator& host_allocator() {

@@ -92,6 +92,22 @@ TEST(Allocator, ReusesFreedBlocks) {
   EXPECT_EQ(a.stats().raw_allocs, raw);
 }
 
+// Shapes that keep changing (embedding sentences of every length) must not grow the host cache
+// without end: a block of each size would be kept. 200 blocks of growing size, each freed before
+// the next: what stays reserved is bounded by the cache's limit (the peak in use, or 64 MiB).
+TEST(Allocator, HostCacheStaysBoundedWhenShapesKeepChanging) {
+  const AllocatorStats before = host_allocator().stats();
+  size_t largest = 0;
+  for (int64_t mib = 1; mib <= 200; ++mib) {
+    Tensor t = Tensor::empty({mib * 262144}, DType::F32);  // mib MiB, never touched
+    largest = t.nbytes();
+  }
+  const AllocatorStats after = host_allocator().stats();
+  const size_t limit = std::max(size_t{64} << 20, after.peak_in_use);
+  EXPECT_LE(after.reserved, after.in_use + limit + largest) << "reserved before " << before.reserved;
+  EXPECT_LT(after.reserved - before.reserved, size_t{2000} << 20);  // unbounded: the sum, about 20 GB
+}
+
 TEST(Errors, ShapeMismatchNamesOpAndShapes) {
   Tensor a = Tensor::zeros({2, 3}), b = Tensor::zeros({4, 5});
   std::string m = error_of([&] { ops::matmul(a, b); });
