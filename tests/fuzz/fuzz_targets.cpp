@@ -67,7 +67,7 @@ void read_hdf5(const std::string& path) {
   ElmoModel::load_bilm(testing::tiny_elmo_options(), path);
 }
 
-// A run directory whose metrics.jsonl is the input: what bin/runs reads.
+// metrics.jsonl, as bin/runs reads it.
 void read_metrics(const std::string& path) { run_files::read_metrics(path); }
 
 void read_checkpoint(const std::string& path) {
