@@ -125,16 +125,19 @@ Tensor H5File::read(const std::string& name) const {
   const bool filtered = dcpl >= 0 && H5Pget_nfilters(dcpl) > 0;
   if (dcpl >= 0) H5Pclose(dcpl);
   hsize_t file_bytes = 0;
-  H5Fget_filesize(id_, &file_bytes);
+  if (H5Fget_filesize(id_, &file_bytes) < 0) {
+    H5Dclose(ds);
+    fail("{}: cannot read the file's size", path_);
+  }
   const uint64_t limit = filtered ? file_bytes * 1032 : file_bytes;
-  uint64_t bytes = sizeof(float);
+  uint64_t nonzero = sizeof(float);  // each dimension and the product of the non-zero ones
   for (hsize_t d : dims) {
-    if (d != 0 && bytes > limit / d) {
+    if (d != 0 && nonzero > limit / d) {
       H5Dclose(ds);
-      fail("{}: dataset '{}' has shape {}, more data than the file can hold ({} bytes)", path_, name,
-           to_string(Shape(dims.begin(), dims.end())), file_bytes);
+      fail("{}: dataset '{}' has a shape with {} elements in one dimension or in all, more data than the file can "
+           "hold ({} bytes)", path_, name, d, file_bytes);
     }
-    bytes *= d;
+    if (d != 0) nonzero *= d;
   }
   Shape s(dims.begin(), dims.end());
   Tensor t = Tensor::empty(s, DType::F32);

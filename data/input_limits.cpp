@@ -7,11 +7,28 @@
 
 namespace sa {
 
+// As std::getline, but in chunks, so that a line past the limit fails before it is held whole
+// (a file of gigabytes without a newline).
 bool read_line(std::istream& in, std::string& line, const std::string& path, int64_t lineno) {
-  if (!std::getline(in, line)) return false;
-  SA_CHECK(line.size() <= kMaxLineBytes, "{}:{}: a line of {} bytes; lines may hold at most {} bytes", path, lineno,
-           line.size(), kMaxLineBytes);
-  return true;
+  line.clear();
+  char buf[1 << 14];
+  for (;;) {
+    in.getline(buf, sizeof buf);
+    const std::streamsize got = in.gcount();
+    bool done = true;
+    if (!in.fail()) {  // the newline was read (gcount counts it), or the file ended after text
+      line.append(buf, static_cast<size_t>(got - (in.eof() ? 0 : 1)));
+    } else if (in.eof() || in.bad()) {  // nothing more to read
+      if (line.empty()) return false;
+    } else {  // the buffer filled before the newline: the same line goes on
+      line.append(buf, static_cast<size_t>(got));
+      in.clear(in.rdstate() & ~std::ios::failbit);
+      done = false;
+    }
+    SA_CHECK(line.size() <= kMaxLineBytes, "{}:{}: a line of more than {} bytes; lines may hold at most {} bytes", path,
+             lineno, kMaxLineBytes, kMaxLineBytes);
+    if (done) return true;
+  }
 }
 
 void check_token_length(std::string_view token, const std::string& path, int64_t lineno) {

@@ -98,10 +98,14 @@ static SafetensorsFile read_safetensors(const std::string& path) {
     SA_CHECK(e >= b && e <= size - data0, "{}: tensor '{}' lies outside the file (truncated checkpoint: {} bytes, needs {})",
              path, name, size, e > size ? e : data0 + e);
     // The shape's bytes, checked against the file before anything is allocated from it.
-    uint64_t bytes = dtype_size(dt);
+    // Each dimension, and the product of the non-zero ones, within the file (a zero dimension
+    // must not let the others pass unchecked: strides are computed from all of them).
+    uint64_t bytes = dtype_size(dt), nonzero = dtype_size(dt);
     for (int64_t d : shape) {
-      SA_CHECK(d >= 0 && (d == 0 || bytes <= (size - data0) / static_cast<uint64_t>(d)),
+      const uint64_t room = size - data0;
+      SA_CHECK(d >= 0 && (d == 0 || nonzero <= room / static_cast<uint64_t>(d)),
                "{}: tensor '{}' has shape {}, larger than the file", path, name, to_string(shape));
+      if (d > 0) nonzero *= static_cast<uint64_t>(d);
       bytes *= static_cast<uint64_t>(d);
     }
     SA_CHECK(e - b == bytes, "{}: tensor '{}' is {} with {} bytes, but its data offsets hold {}", path, name,

@@ -47,6 +47,7 @@ T SafetensorsFile::meta(const std::string& key, std::optional<T> fallback) const
   bool ok;
   if constexpr (std::is_same_v<T, bool>) ok = v.is_boolean();
   else if constexpr (std::is_unsigned_v<T>) ok = v.is_number_unsigned();
+  else if (v.is_number_unsigned()) ok = v.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<T>::max());
   else ok = v.is_number_integer() && v.get<int64_t>() >= std::numeric_limits<T>::min() &&
             v.get<int64_t>() <= std::numeric_limits<T>::max();
   if (!ok) throw CheckpointDamaged(fmt::format("{}: metadata \"{}\" is {}, expected {}", path, key, v.dump(),

@@ -18,6 +18,7 @@ WordContexts sense_contexts(const SenseModel& r, const std::string& word, const 
   // Sentences holding the word, as the run read its text.
   Sentences sentences;
   for (const std::string& file : expand_glob(corpus)) {
+    if (static_cast<int>(sentences.size()) >= o.max_sentences) break;
     for (Sentence& s : read_sentences(file, r.lowercase)) {
       if (static_cast<int>(sentences.size()) >= o.max_sentences) break;
       if (std::find(s.begin(), s.end(), word) != s.end()) sentences.push_back(std::move(s));

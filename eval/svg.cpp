@@ -65,7 +65,12 @@ std::vector<double> nice_ticks(double lo, double hi, int n) {
       break;
     }
   std::vector<double> out;
-  for (double v = std::ceil(lo / step - 1e-9) * step; v <= hi + step * 1e-9; v += step) out.push_back(std::abs(v) < step * 1e-9 ? 0 : v);
+  const double first = std::ceil(lo / step - 1e-9);
+  for (int i = 0; i <= 4 * n + 2; ++i) {  // an index, not v += step: a step below the spacing of v would never end
+    const double v = (first + i) * step;
+    if (v > hi + step * 1e-9) break;
+    out.push_back(std::abs(v) < step * 1e-9 ? 0 : v);
+  }
   return out;
 }
 

@@ -43,6 +43,10 @@ struct Phase {
     last_rss = rss, last_tensors = tensors, last_reserved = reserved;
   }
   void report(const char* unit, double total) const {
+    if (warm_rss < 0) {
+      std::printf("%-9s %9.0f %s | too short to pass its warm-up: no growth to report\n", name, total, unit);
+      return;
+    }
     std::printf("%-9s %9.0f %s | RSS after warm-up %.1f MiB, at the end %.1f MiB, max %.1f MiB | growth %+.2f%% "
                 "(max %+.2f%%) | tensors in use %.1f -> %.1f MiB, allocator's reserve %.1f -> %.1f MiB | %d samples\n",
                 name, total, unit, warm_rss, last_rss, max_rss, 100 * (last_rss - warm_rss) / warm_rss,
@@ -93,16 +97,21 @@ int bench_memory(const MemoryBenchOptions& o) {
     before = tokens;
     for (const std::string& file : files) {
       Sentences batch;
+      int64_t pending = 0;  // tokens of `batch`, counted once embedded
+      auto flush = [&] {
+        if (batch.empty()) return;
+        encoder->embed(batch);
+        tokens += pending;
+        batch.clear(), pending = 0;
+        embed.sample(static_cast<double>(tokens));
+      };
       for (Sentence& s : read_sentences(file, c.lowercase)) {
-        if (tokens >= o.embed_tokens) break;
-        tokens += static_cast<int64_t>(s.size());
+        if (tokens + pending >= o.embed_tokens) break;
+        pending += static_cast<int64_t>(s.size());
         batch.push_back(std::move(s));
-        if (batch.size() == 32) {
-          encoder->embed(batch);
-          batch.clear();
-          embed.sample(static_cast<double>(tokens));
-        }
+        if (batch.size() == 32) flush();
       }
+      flush();
       if (tokens >= o.embed_tokens) break;
     }
   }

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "data/corpus.h"
 #include "data/hdf5_file.h"
@@ -111,6 +112,23 @@ TEST(BadInput, LimitsOnLinesTokensSettingsAndStatedSizes) {
     f << header << std::string(16, '\0');
   }
   contains(error_of([] { load_safetensors(tmp("shape.safetensors")); }), {"shape.safetensors", "larger than the file"});
+}
+
+// read_line reads in chunks (a line past the limit fails before it is held whole) and otherwise
+// gives what std::getline gives: lines across chunk boundaries, empty lines, a last line without
+// its newline.
+TEST(BadInput, ReadLineGivesWhatGetlineGives) {
+  const std::string chunk(16383, 'x');
+  for (const std::string& text :
+       {std::string(), std::string("a"), std::string("a\n"), std::string("a\n\nb"), std::string("\n\n"),
+        chunk + "\n", chunk + "y\n", chunk + "y", chunk + chunk + "zz\r\nnext", std::string(40000, 'q')}) {
+    std::istringstream a(text), b(text);
+    std::vector<std::string> ours, theirs;
+    int64_t n = 0;
+    for (std::string line; read_line(a, line, "t.txt", ++n);) ours.push_back(line);
+    for (std::string line; std::getline(b, line);) theirs.push_back(line);
+    EXPECT_EQ(ours, theirs) << "text of " << text.size() << " bytes";
+  }
 }
 
 // Checkpoint metadata of the wrong type is damage naming the file and field; metrics.jsonl lines

@@ -50,10 +50,16 @@ void list(const std::vector<std::string>& runs) {
       step = std::stoll(name.substr(name.find('-') + 1));
     }
     double heldout = 0;
-    if (fs::exists(run_files::metrics(dir)))
-      for (const nlohmann::json& j : run_files::read_metrics(run_files::metrics(dir)))
-        if (j.contains("heldout_perplexity") && j["heldout_perplexity"].is_number())
-          heldout = j["heldout_perplexity"].get<double>();
+    if (fs::exists(run_files::metrics(dir))) {
+      try {  // a damaged metrics.jsonl marks its run; the other runs are still listed
+        for (const nlohmann::json& j : run_files::read_metrics(run_files::metrics(dir)))
+          if (j.contains("heldout_perplexity") && j["heldout_perplexity"].is_number())
+            heldout = j["heldout_perplexity"].get<double>();
+      } catch (const Error& e) {
+        damaged = true;
+        std::fprintf(stderr, "runs: %s\n", e.what());
+      }
+    }
     // ELMo's steps are batch x unroll tokens; BERT's hold a varying number of pieces.
     const int64_t per_step = c.model_type == "bert" ? 0 : static_cast<int64_t>(c.batch_size) * c.unroll_steps;
     // BERT's total without n_steps depends on its data (sequences per epoch): unknown here.
