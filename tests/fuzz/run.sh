@@ -36,6 +36,7 @@ for t in "${targets[@]}"; do
     extra=(-malloc_limit_mb=1048576 -fork=1 -ignore_crashes=1 -ignore_ooms=1 -ignore_timeouts=1)
     asan="$ASAN_OPTIONS:allocator_may_return_null=1"
   fi
+  touch build-fuzz/.sitting  # findings are counted from here: earlier ones stay, fixed or not
   start=$SECONDS
   ASAN_OPTIONS=$asan SA_FUZZ_TARGET=$t build-fuzz/fuzz -max_total_time="$FUZZ_S" -timeout=10 -rss_limit_mb=2048 -max_len=65536 "${extra[@]}" \
     -print_final_stats=1 -artifact_prefix="build-fuzz/findings/$t/" \
@@ -48,16 +49,16 @@ for t in "${targets[@]}"; do
   if [ "$t" = hdf5 ]; then  # a finding whose first frame of real code is libhdf5's is the library's
     mkdir -p build-fuzz/library-crashes/hdf5
     for f in build-fuzz/findings/hdf5/*; do
-      [ -f "$f" ] || continue
+      [ -f "$f" ] && [ "$f" -nt build-fuzz/.sitting ] || continue
       # Rerun alone; the malloc limit makes an out-of-memory finding print its allocation's stack.
-      top=$(ASAN_OPTIONS=$asan SA_FUZZ_TARGET=hdf5 build-fuzz/fuzz -malloc_limit_mb=2048 -rss_limit_mb=2048 "$f" 2>&1 |
+      top=$(ASAN_OPTIONS=$asan SA_FUZZ_TARGET=hdf5 build-fuzz/fuzz -timeout=10 -malloc_limit_mb=2048 -rss_limit_mb=2048 "$f" 2>&1 |
         grep -E '^ +#[0-9]+ ' | grep -vE '__interceptor_|__asan|__sanitizer|fuzzer::|sysdeps|libc\.so| in (malloc|calloc|realloc|free|operator new)' |
         head -1)
       case "$top" in *libhdf5*) mv "$f" build-fuzz/library-crashes/hdf5/ ;; esac
     done
     echo "fuzz hdf5: $(find build-fuzz/library-crashes/hdf5 -type f | wc -l) inputs crash inside libhdf5 (build-fuzz/library-crashes/hdf5)"
   fi
-  findings=$(find "build-fuzz/findings/$t" -type f | wc -l)
+  findings=$(find "build-fuzz/findings/$t" -type f -newer build-fuzz/.sitting | wc -l)
   printf '%s\t%s\t%s\t%s\t%s\n' "$t" "$took" "${runs:-0}" "$findings" "$(date -u +%FT%TZ)" >> build-fuzz/totals.tsv
   printf 'fuzz %-14s %5ss  %9s executions  %s/s  rc %s  findings %s\n' "$t" "$took" "${runs:-0}" "${secs:-0}" "$rc" "$findings"
   if [ "$rc" -ne 0 ] || [ "$findings" -gt 0 ]; then failed=1; grep -m3 -E "ERROR|SUMMARY|Test unit written" "$log"; fi
