@@ -74,7 +74,14 @@ endif
 LIB_SRC := $(ENGINE_SRC) $(wildcard layers/*.cpp sense/*.cpp train/*.cpp data/*.cpp eval/*.cpp)
 LIB_OBJ := $(LIB_SRC:%.cpp=$(BUILD)/%.o) $(CUDA_SRC:%.cu=$(BUILD)/%.cu.o) $(CUDNN_SRC:%.cpp=$(BUILD)/%.cudnn.o) \
   $(NCCL_SRC:%.cpp=$(BUILD)/%.cuda.o)
-LIB := $(BUILD)/libsensealign.a
+# SHARED=1 (the GPU bundle): the library as one shared object, which the tools find in ../lib
+# beside bin/ (one copy of the engine and its kernels instead of one per tool).
+ifeq ($(SHARED),1)
+  LIB := $(BUILD)/libsensealign.so
+  LDLIBS := -Wl,-rpath,'$$ORIGIN/../lib' $(LDLIBS)
+else
+  LIB := $(BUILD)/libsensealign.a
+endif
 
 # Each module's command-line tools live in MODULE/tools/NAME.cpp and build to bin/NAME.
 TOOL_SRC := $(filter-out tests/%,$(wildcard */tools/*.cpp))
@@ -138,9 +145,14 @@ $(BUILD)/%.cu.o: %.cu $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CUDA_HOME)/bin/nvcc $(NVCCFLAGS) -c $< -o $@
 
+ifeq ($(SHARED),1)
+$(LIB): $(LIB_OBJ)
+	$(CXX) -shared -Wl,-soname,libsensealign.so -o $@ $^ $(LDLIBS)
+else
 $(LIB): $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
+endif
 
 define tool_rule
 bin/$(notdir $(1:.cpp=)): $(BUILD)/$(1:.cpp=.o) $(LIB)
@@ -233,12 +245,14 @@ endif
 	  --steps $(GPU_STEPS) --peer "" --set lstm.cudnn=$$path 2>&1 | tee $(REPORT)/train-elmo-cudnn-$$path.log; done
 
 # What a GPU machine without our Debian packages needs, in one folder to carry (README, "On a GPU
-# machine"): stripped tools, the libraries it lacks, the data the report and experiment read.
+# machine"): the tools built MPI=0 on one shared engine library (in build-bundle/), stripped, the
+# libraries the machine lacks, the data the report and experiment read; then each binary is started
+# with only the bundle's libraries on its path.
 BUNDLE ?= .gpu
-gpu-bundle: all
+gpu-bundle:
 	tests/gpu/make_bundle.sh $(BUNDLE)
 
 clean:
-	rm -rf $(BUILD) bin build-san build-fuzz
+	rm -rf $(BUILD) bin build-san build-fuzz build-bundle
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -18,6 +18,7 @@
 //  8. train/tools/bench.cpp: a bench_ops line when the op is on the training hot path.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "engine/core/allocator.h"
 #include "engine/core/op_kinds.h"
@@ -53,6 +54,11 @@ struct GemmArgs {
   double alpha = 1, beta = 0;
   int64_t batch = 1;               // batched: consecutive matrices
   int64_t stride_a = 0, stride_b = 0, stride_c = 0;  // elements between batch items (0 = shared)
+};
+
+// One Adam step's constants: c1 and c2 are the bias corrections (1 - beta^t, or 1 without).
+struct AdamHyper {
+  double lr = 0, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, c1 = 1, c2 = 1;
 };
 
 class Backend {
@@ -178,6 +184,22 @@ class Backend {
   virtual void adagrad(Tensor& w, Tensor& acc, const Tensor& g, double lr) = 0;
   virtual void adagrad_rows(Tensor& w, Tensor& acc, const Tensor& ids, const Tensor& g, double lr) = 0;
 
+  // Multi-tensor primitives: one launch for a whole list (an optimizer's parameters), so a step's
+  // update costs a few launches instead of a few per parameter. The lists pair up element by element
+  // (same shapes); every tensor of one float dtype. Tensors in w, acc, m, v and xs are written.
+  // out f64 [1] = the sum of squares of every element, summed per tensor and then over the tensors
+  // in order (on the CPU bit for bit what sum_squares per tensor and adding gives).
+  virtual void multi_sum_squares(const std::vector<Tensor>& xs, Tensor& out) = 0;
+  // x *= factor for every x; factor f64 [1] on this device, read there (the host never waits).
+  virtual void multi_scale(const std::vector<Tensor>& xs, const Tensor& factor) = 0;
+  // adagrad() over lists.
+  virtual void multi_adagrad(const std::vector<Tensor>& w, const std::vector<Tensor>& acc,
+                             const std::vector<Tensor>& g, double lr) = 0;
+  // Adam with decoupled weight decay (math::adam_step): weight_decay[i] for w[i].
+  virtual void multi_adam(const std::vector<Tensor>& w, const std::vector<Tensor>& m, const std::vector<Tensor>& v,
+                          const std::vector<Tensor>& g, const std::vector<double>& weight_decay,
+                          const AdamHyper& h) = 0;
+
   // Linear-chain CRF over B sentences (engine/core/crf_math.h): em [B, T, K], tags [B, T] and
   // lengths [B] i32 (1 <= length <= T), trans [K, K], start and end [K]. loss [B] = log Z - the
   // gold path's score; alpha f64 [B, T, K] and log_z f64 [B] are kept for the backward.
@@ -266,6 +288,12 @@ class Backend {
                         Tensor& gcarry, Tensor& gtransform, Tensor& gx) override; \
   void adagrad(Tensor& w, Tensor& acc, const Tensor& g, double lr) override; \
   void adagrad_rows(Tensor& w, Tensor& acc, const Tensor& ids, const Tensor& g, double lr) override; \
+  void multi_sum_squares(const std::vector<Tensor>& xs, Tensor& out) override; \
+  void multi_scale(const std::vector<Tensor>& xs, const Tensor& factor) override; \
+  void multi_adagrad(const std::vector<Tensor>& w, const std::vector<Tensor>& acc, const std::vector<Tensor>& g, \
+                     double lr) override; \
+  void multi_adam(const std::vector<Tensor>& w, const std::vector<Tensor>& m, const std::vector<Tensor>& v, \
+                  const std::vector<Tensor>& g, const std::vector<double>& weight_decay, const AdamHyper& h) override; \
   void crf_nll(const Tensor& em, const Tensor& tags, const Tensor& lengths, const Tensor& trans, const Tensor& start, \
                const Tensor& end, Tensor& loss, Tensor& alpha, Tensor& log_z) override; \
   void crf_nll_backward(const Tensor& em, const Tensor& tags, const Tensor& lengths, const Tensor& trans, \

@@ -155,13 +155,14 @@ Tensor sharded_word_nll(const Tensor& x, const SenseTable& shard, const std::vec
 }
 
 Tensor sense_full_loss(const Tensor& x, const SenseTable& t, const std::vector<int32_t>& selected) {
-  const int64_t N = x.dim(0), R = t.rows();
-  const Device dev = x.device();
-  std::vector<uint8_t> disabled(static_cast<size_t>(R));
-  for (int64_t r = 0; r < R; ++r) disabled[r] = !t.is_enabled(static_cast<int>(r));
-  Tensor logits = ops::add(ops::matmul(x, t.W, false, true), ops::reshape(t.b, {1, R}));
-  logits = ops::masked_fill(logits, Tensor::from(disabled, {1, R}, dev), -std::numeric_limits<double>::infinity());
-  return ops::cross_entropy(logits, Tensor::from(selected, {N}, dev));
+  // Every enabled row as a candidate of the fused candidate softmax (the selected row is then an
+  // accidental hit, counted once as the true row): the [N, rows] logits (SaBERT: masked pieces x
+  // 5 V) are never held; disabled rows are simply not candidates.
+  std::vector<int32_t> enabled;
+  enabled.reserve(static_cast<size_t>(t.rows()));
+  for (int64_t r = 0; r < t.rows(); ++r)
+    if (t.is_enabled(static_cast<int>(r))) enabled.push_back(static_cast<int32_t>(r));
+  return candidate_softmax_loss(x, t.W, t.b, selected, enabled);
 }
 
 }  // namespace sa

@@ -54,8 +54,9 @@ SelectedLoss select_and_sampled_loss(const Tensor& x, const SenseTable& table, c
                                      const std::vector<int32_t>& words, const Tensor& proj, const Tensor& mean,
                                      const std::vector<int32_t>& negatives);
 
-// Per-row loss [N] with the exact softmax over every enabled sense row (small vocabularies,
-// evaluation). Disabled rows are masked (probability 0, no gradient).
+// Per-row loss [N] with the exact softmax over every enabled sense row (SaBERT's "full" softmax),
+// through the fused candidate softmax: no [N, rows] logits. Disabled rows get probability 0 and
+// no gradient.
 Tensor sense_full_loss(const Tensor& x, const SenseTable& table, const std::vector<int32_t>& selected);
 // -log p(w) per row [N] for target words `words`, where p(w) = sum of p(w, s) over w's enabled
 // senses: the model's word probability, on ELMo's scale (held-out perplexity). The normalizer

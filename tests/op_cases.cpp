@@ -417,9 +417,9 @@ std::vector<OpCase> build() {
                                       in(uniform(r, {k}, -1, 1)),       in(uniform(r, {k}, -1, 1))};
       },
       [](const In& x) { return Out{ops::crf_nll(x[0], x[1], x[2], x[3], x[4], x[5])}; });
-  // Attention with padded keys (key 0 always present), without and with dropout, and one case
-  // longer than a CUDA block of queries (64) over several key tiles, with a head dimension that
-  // does not fill its kernel's capacity.
+  // Attention with padded keys (key 0 always present), without and with dropout, one case longer
+  // than a CUDA block of queries (64) over several key tiles, with a head dimension that does not
+  // fill its kernel's capacity, and one at BERT's head size and shortest pretraining length.
   struct AttentionCase {
     const char* name;
     int64_t B, H, T, d;
@@ -427,7 +427,8 @@ std::vector<OpCase> build() {
   };
   for (const AttentionCase a : {AttentionCase{"attention_masked", 2, 2, 0, 0, 0.0},
                                 AttentionCase{"attention_dropout", 2, 2, 0, 0, 0.3},
-                                AttentionCase{"attention_long", 1, 2, 70, 20, 0.1}}) {
+                                AttentionCase{"attention_long", 1, 2, 70, 20, 0.1},
+                                AttentionCase{"attention_head64", 1, 2, 128, 64, 0.1}}) {
     add(Op::attention, a.name,
         [=](Rng& r) {
           const int64_t T = a.T ? a.T : dim(r, 2, 9), d = a.d ? a.d : dim(r, 2, 9);

@@ -190,7 +190,8 @@ namespace {
 class BertFamily final : public ModelFamily {
  public:
   BertFamily(const TrainConfig& c, TrainConfig& cfg, const RunOutput& out)
-      : c_(c), out_(out), dev_(resolve_device(c.device)), sense_(c.sense.n_context >= 2) {
+      : c_(c), out_(out), dev_(resolve_device(c.device)), tf32_(dev_, c.precision == "tf32", out.quiet),
+        sense_(c.sense.n_context >= 2) {
     SA_CHECK(c.sense.negatives != SenseOptions::Negatives::LogUniform, "{}: SaBERT takes sense_negatives = \"full\" or "
              "\"uniform\"", c.run_dir);
     const std::string& dir = c.run_dir;
@@ -306,6 +307,7 @@ class BertFamily final : public ModelFamily {
   const TrainConfig& c_;
   RunOutput out_;
   Device dev_;
+  Tf32Scope tf32_;  // precision = "tf32"
   bool sense_;
   BertConfig bert_;
   std::optional<WordPieceTokenizer> tok_;

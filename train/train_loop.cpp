@@ -82,7 +82,12 @@ TrainResult run_training(ModelFamily& f, const TrainConfig& c, const RunOutput& 
       out.log({{"step", step}, {"heldout_perplexity", res.heldout_perplexity}});
       if (!out.quiet) std::printf("step %ld: held-out perplexity %.1f\n", (long)step, res.heldout_perplexity);
     }
-    if (saves) f.save();
+    if (saves) {
+      // The count a resume from this checkpoint continues from (logged first: a kill before the
+      // checkpoint is complete resumes from an earlier one, and this line is dropped with it).
+      out.log({{"step", step}, {"tokens", out.tokens_before() + tokens}, {"checkpoint", true}});
+      f.save();
+    }
     if (opts.after_step) opts.after_step(step);
   }
   res.steps_done = f.step();

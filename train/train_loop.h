@@ -4,12 +4,14 @@
 // its state and checkpoint schema, one step's work, its held-out score and its exports.
 #pragma once
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "engine/backend.h"
 #include "engine/core/device_counters.h"
 #include "sense/sense_head.h"
 #include "train/config.h"
@@ -50,6 +52,17 @@ struct RunOutput {
     if (session) session->log(j);
   }
   int64_t tokens_before() const { return session ? session->tokens_before() : 0; }
+};
+
+// precision = "tf32" for one run: CUDA matrix products on TF32 tensor cores while it lives (the
+// backend is shared with whatever runs next). Says so once on a GPU unless quiet.
+struct Tf32Scope {
+  Device dev;
+  Tf32Scope(Device d, bool on, bool quiet) : dev(d) {
+    backend_uncounted(dev).set_tf32(on);
+    if (on && dev.is_cuda() && !quiet) std::printf("matrix products on %s: TF32 tensor cores\n", dev.str().c_str());
+  }
+  ~Tf32Scope() { backend_uncounted(dev).set_tf32(false); }
 };
 
 // What one training step did.

@@ -102,7 +102,6 @@ void print_setup(const TrainConfig& c, const TrainConfig& cfg, const ElmoLM& lm,
               vocab, n_params / 1e6, n_params * 4.0 / 1048576, (long)cfg.n_train_tokens, (long)total, c.batch_size,
               c.unroll_steps, dev.str().c_str());
   if (dev.is_cuda()) {
-    if (c.precision == "tf32") std::printf("matrix products on %s: TF32 tensor cores\n", dev.str().c_str());
     const ElmoOptions& m = c.model;
     std::printf("LSTM on %s: %s\n", dev.str().c_str(),
                 ops::lstm_uses_cudnn(dev, m.lstm_path(), m.effective_cell_clip(), m.effective_proj_clip(), m.lstm_dim,
@@ -119,7 +118,7 @@ class ElmoFamily final : public ModelFamily {
  public:
   ElmoFamily(const TrainConfig& c, TrainConfig& cfg, const RunOutput& out)
       : c_(c), out_(out), writer_(dist::rank() == 0), dev_(run_device(c)),
-        dt_(c.precision == "f64" ? DType::F64 : DType::F32), tf32_(dev_, c.precision == "tf32") {
+        dt_(c.precision == "f64" ? DType::F64 : DType::F32), tf32_(dev_, c.precision == "tf32", out.quiet || dist::rank() != 0) {
     const std::string& dir = c.run_dir;
     const int ranks = dist::size(), rank = dist::rank();
     // The writer builds (or checks) the vocabulary and the saved config first; the others read them.
@@ -324,12 +323,6 @@ class ElmoFamily final : public ModelFamily {
       dev = Device::cuda(dist::local_rank() % cuda_device_count());
     return dev;
   }
-  // The precision holds for this run only: the backend is shared with whatever runs next.
-  struct Tf32Scope {
-    Device dev;
-    Tf32Scope(Device d, bool on) : dev(d) { backend_uncounted(dev).set_tf32(on); }
-    ~Tf32Scope() { backend_uncounted(dev).set_tf32(false); }
-  };
 
   // The carried LSTM state is checkpointed for the global batch (every rank's rows): a state holds
   // all of them while it is saved or restored, and the rank's own rows while it trains. Each rank

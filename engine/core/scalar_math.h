@@ -198,6 +198,27 @@ SA_HD T adagrad(T w, T& acc, T g, T lr) {
   return w - lr * g / sqrt(acc);
 }
 
+// One Adam step's constants in T, from AdamHyper (engine/backend.h): rest = 1 - beta and the
+// inverse bias corrections are formed in double first, as the op-by-op form this replaced did.
+template <typename T>
+struct AdamConsts {
+  T lr, b1, rest1, b2, rest2, eps, inv_c1, inv_c2;
+  template <typename H>
+  static AdamConsts of(const H& h) {
+    return {T(h.lr), T(h.beta1), T(1 - h.beta1), T(h.beta2), T(1 - h.beta2), T(h.eps), T(1 / h.c1), T(1 / h.c2)};
+  }
+};
+
+// One Adam element with decoupled weight decay wd: updates m and v and returns the new weight.
+template <typename T>
+SA_HD T adam_step(T w, T& m, T& v, T g, const AdamConsts<T>& k, T wd) {
+  m = m * k.b1 + g * k.rest1;
+  v = v * k.b2 + (g * g) * k.rest2;
+  T update = (m * k.inv_c1) / (sqrt(v * k.inv_c2) + k.eps);
+  if (wd != T(0)) update = update + w * wd;
+  return w - update * k.lr;
+}
+
 // The selection's cosine of a context u with a candidate w (d dims), summed in double.
 template <typename T, typename U>
 SA_HD double selection_cosine(const T* u, const U* w, int64_t d) {

@@ -89,4 +89,14 @@ __device__ T block_reduce(T v) {
   return v;
 }
 
+// out[0] = the sum of pv[0..parts) by one block, in an order fixed by the block size:
+// the second pass of a two-pass reduction, the same result on every call.
+template <typename T>
+__global__ void sum_partials_kernel(const T* pv, int64_t parts, T* out) {
+  T s = 0;
+  for (int64_t k = threadIdx.x; k < parts; k += blockDim.x) s += pv[k];
+  const T total = block_reduce<T, false>(s);
+  if (threadIdx.x == 0) out[0] = total;
+}
+
 }  // namespace sa::cudak

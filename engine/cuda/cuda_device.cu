@@ -11,9 +11,23 @@
 
 namespace sa {
 
+// The allocator may run for one device while the thread works on another: it puts the thread's
+// device back, so backend()'s record of the bound device stays true.
+class OnDevice {
+ public:
+  explicit OnDevice(int device) {
+    cudaGetDevice(&prev_);
+    if (prev_ != device) cudaSetDevice(device);
+  }
+  ~OnDevice() { cudaSetDevice(prev_); }
+
+ private:
+  int prev_ = 0;
+};
+
 static void* device_raw_alloc(size_t bytes, int device) {
+  OnDevice on(device);
   void* p = nullptr;
-  CUDA_CHECK(cudaSetDevice(device));
   if (cudaMalloc(&p, bytes) != cudaSuccess) {
     cudaGetLastError();  // clear the error: the caller frees its cache and retries once
     return nullptr;
@@ -22,7 +36,7 @@ static void* device_raw_alloc(size_t bytes, int device) {
 }
 
 static void device_raw_free(void* p, int device) {
-  cudaSetDevice(device);
+  OnDevice on(device);
   cudaFree(p);
 }
 
@@ -54,17 +68,25 @@ int device_count() {
   return n;
 }
 
+// Every device's backend is made once, on first use; after that an op's call takes no lock and
+// switches the thread's device only when it changes (a thread that works on one GPU never does).
 Backend& backend(int device) {
-  static std::mutex mu;
-  static std::vector<std::unique_ptr<CudaBackend>> backends;
-  int n = device_count();
-  if (device < 0 || device >= n)
-    fail_message("cuda:" + std::to_string(device) + " requested but " + std::to_string(n) + " GPU(s) are visible");
-  std::lock_guard<std::mutex> lock(mu);
-  if (backends.empty()) backends.resize(static_cast<size_t>(n));
-  if (!backends[device]) backends[device] = std::make_unique<CudaBackend>(device);
-  CUDA_CHECK(cudaSetDevice(device));
-  return *backends[device];
+  struct Slot {
+    std::once_flag made;
+    std::unique_ptr<CudaBackend> backend;
+  };
+  static std::vector<Slot> slots(static_cast<size_t>(device_count()));
+  thread_local int bound = -1;
+  if (device < 0 || device >= static_cast<int>(slots.size()))
+    fail_message("cuda:" + std::to_string(device) + " requested but " + std::to_string(slots.size()) +
+                 " GPU(s) are visible");
+  Slot& s = slots[static_cast<size_t>(device)];
+  std::call_once(s.made, [&] { s.backend = std::make_unique<CudaBackend>(device); });
+  if (bound != device) {
+    CUDA_CHECK(cudaSetDevice(device));
+    bound = device;
+  }
+  return *s.backend;
 }
 
 void copy(void* dst, Device dst_dev, const void* src, Device src_dev, size_t bytes) {

@@ -100,13 +100,6 @@ __global__ void sum_squares_parts_kernel(const T* x, int64_t n, int64_t parts, d
   if (threadIdx.x == 0) pv[blockIdx.x] = total;
 }
 
-__global__ void sum_partials_kernel(const double* pv, int64_t parts, double* out) {
-  double s = 0;
-  for (int64_t k = threadIdx.x; k < parts; k += blockDim.x) s += pv[k];
-  const double total = block_reduce<double, false>(s);
-  if (threadIdx.x == 0) out[0] = total;
-}
-
 void CudaBackend::sum_squares(const Tensor& x, Tensor& out) {
   const int64_t n = x.numel(), parts = std::max<int64_t>(1, std::min<int64_t>(1024, n / 16384));
   Tensor pv = Tensor::empty({parts}, DType::F64, x.device());
@@ -115,7 +108,7 @@ void CudaBackend::sum_squares(const Tensor& x, Tensor& out) {
     sum_squares_parts_kernel<T><<<static_cast<unsigned>(parts), kRowThreads, 0, stream_>>>(x.data<T>(), n, parts,
                                                                                            pv.data<double>());
   });
-  sum_partials_kernel<<<1, kRowThreads, 0, stream_>>>(pv.data<double>(), parts, out.data<double>());
+  sum_partials_kernel<double><<<1, kRowThreads, 0, stream_>>>(pv.data<double>(), parts, out.data<double>());
   CUDA_LAUNCHED("sum_squares");
 }
 

@@ -1,6 +1,7 @@
 #include "engine/optim/optimizer.h"
 
 #include <cmath>
+#include <array>
 #include <map>
 
 namespace sa {
@@ -11,19 +12,25 @@ void coalesce_sparse_grads(const std::vector<Tensor>& params) {
 
 namespace {
 
-// The sum of squares of every gradient (dense and sparse rows), f64 [1] on the device. Each
-// tensor's sum is added on the device, so the host reads it at most once.
-Tensor squared_norm(const std::vector<Tensor>& params) {
+// Every gradient (dense, and each sparse gradient's rows), grouped by dtype: one multi-tensor
+// call per group.
+std::map<DType, std::vector<Tensor>> gradients_by_dtype(const std::vector<Tensor>& params) {
+  std::map<DType, std::vector<Tensor>> by;
+  for (const Tensor& p : params) {
+    if (p.grad().defined()) by[p.grad().dtype()].push_back(p.grad());
+    for (const Tensor& r : p.sparse_grad().rows) by[r.dtype()].push_back(r);
+  }
+  return by;
+}
+
+// The sum of squares of every gradient, f64 [1] on the device (undefined when there is none).
+Tensor squared_norm(const std::map<DType, std::vector<Tensor>>& grads) {
   NoGrad ng;
   Tensor total;
-  auto add = [&](const Tensor& g) {
-    Tensor s = Tensor::empty({1}, DType::F64, g.device());
-    backend(g.device()).sum_squares(g, s);
+  for (const auto& [dtype, gs] : grads) {
+    Tensor s = Tensor::empty({1}, DType::F64, gs[0].device());
+    backend(gs[0].device()).multi_sum_squares(gs, s);
     total = total.defined() ? ops::add(total, s) : s;
-  };
-  for (const Tensor& p : params) {
-    if (p.grad().defined()) add(p.grad());
-    for (const Tensor& r : p.sparse_grad().rows) add(r);
   }
   return total;
 }
@@ -31,13 +38,14 @@ Tensor squared_norm(const std::vector<Tensor>& params) {
 }  // namespace
 
 double global_norm(const std::vector<Tensor>& params) {
-  const Tensor total = squared_norm(params);
+  const Tensor total = squared_norm(gradients_by_dtype(params));
   return std::sqrt(total.defined() ? total.item() : 0.0);
 }
 
 Tensor clip_by_global_norm(const std::vector<Tensor>& params, double max_norm) {
   NoGrad ng;
-  const Tensor total = squared_norm(params);
+  const auto grads = gradients_by_dtype(params);
+  const Tensor total = squared_norm(grads);
   if (!total.defined()) return total;
   const Device dev = total.device();
   const Tensor norm = ops::sqrt(total);
@@ -46,16 +54,7 @@ Tensor clip_by_global_norm(const std::vector<Tensor>& params, double max_norm) {
   backend(dev).binary(BinaryOp::Div, Tensor::full({1}, max_norm, DType::F64, dev), norm, factor,
                       make_broadcast_plan({1}, {1}, {1}));
   backend(dev).unary(UnaryOp::Clip, factor, factor, 0.0, 1.0);
-  std::map<DType, Tensor> in_dtype;  // the factor in each gradient dtype, cast once
-  auto scale = [&](Tensor g) {
-    Tensor& f = in_dtype[g.dtype()];
-    if (!f.defined()) f = factor.to(g.dtype());
-    backend(dev).binary(BinaryOp::Mul, g, f, g, make_broadcast_plan(g.shape(), g.shape(), {1}));
-  };
-  for (const Tensor& p : params) {
-    if (Tensor g = p.grad(); g.defined()) scale(g);
-    for (const Tensor& r : p.sparse_grad().rows) scale(r);
-  }
+  for (const auto& [dtype, gs] : grads) backend(dev).multi_scale(gs, factor);
   return norm;
 }
 
@@ -70,16 +69,31 @@ Tensor& Adagrad::accumulator(const Tensor& p) {
   return it->second;
 }
 
+// The device of a parameter list (one device: a step never mixes them).
+static Device device_of(const std::vector<Tensor>& params) {
+  for (const Tensor& p : params)
+    SA_CHECK(p.device() == params[0].device(), "optimizer: parameters '{}' and '{}' are on different devices",
+             params[0].name(), p.name());
+  return params.empty() ? Device::cpu() : params[0].device();
+}
+
 void Adagrad::step(const std::vector<Tensor>& params) {
   NoGrad ng;
+  const Device dev = device_of(params);
+  std::map<DType, std::array<std::vector<Tensor>, 3>> dense;  // w, acc, g
   for (const Tensor& p : params) {
-    Tensor& acc = accumulator(p);
-    Backend& be = backend(p.device());
-    Tensor w = p;
-    if (Tensor g = p.grad(); g.defined()) be.adagrad(w, acc, g, lr_);
+    Tensor& acc = accumulator(p);  // every parameter has one from the first step (checkpoints keep them)
+    if (Tensor g = p.grad(); g.defined()) {
+      auto& lists = dense[p.dtype()];
+      lists[0].push_back(p), lists[1].push_back(acc), lists[2].push_back(g);
+    }
+  }
+  for (const auto& [dtype, lists] : dense) backend(dev).multi_adagrad(lists[0], lists[1], lists[2], lr_);
+  for (const Tensor& p : params) {
     if (SparseGrad& sg = p.sparse_grad(); !sg.empty()) {
       sg.coalesce_in_place();  // unique rows: each row is updated once
-      be.adagrad_rows(w, acc, sg.indices[0], sg.rows[0], lr_);
+      Tensor w = p;
+      backend(dev).adagrad_rows(w, accumulator(p), sg.indices[0], sg.rows[0], lr_);
     }
     p.zero_grad();
   }
@@ -102,21 +116,25 @@ std::pair<Tensor, Tensor>& Adam::moments(const Tensor& p) {
 void Adam::step(const std::vector<Tensor>& params) {
   NoGrad ng;
   ++t_;
-  const double c1 = bias_correction_ ? 1 - std::pow(b1_, static_cast<double>(t_)) : 1.0,
-               c2 = bias_correction_ ? 1 - std::pow(b2_, static_cast<double>(t_)) : 1.0;
+  AdamHyper h{lr_, b1_, b2_, eps_, 1.0, 1.0};
+  if (bias_correction_) h.c1 = 1 - std::pow(b1_, static_cast<double>(t_)), h.c2 = 1 - std::pow(b2_, static_cast<double>(t_));
+  struct Lists {
+    std::vector<Tensor> w, m, v, g;
+    std::vector<double> decay;
+  };
+  std::map<DType, Lists> by;
+  const Device dev = device_of(params);
   for (const Tensor& p : params) {
     SA_CHECK(p.sparse_grad().empty(), "Adam: parameter '{}' has a row-sparse gradient (Adam here is dense)", p.name());
     Tensor g = p.grad();
     if (!g.defined()) continue;
     auto& [m, v] = moments(p);
-    m = ops::add(ops::scale(m, b1_), ops::scale(g, 1 - b1_));
-    v = ops::add(ops::scale(v, b2_), ops::scale(ops::square(g), 1 - b2_));
-    Tensor update = ops::div(ops::scale(m, 1 / c1), ops::add_scalar(ops::sqrt(ops::scale(v, 1 / c2)), eps_));
-    if (wd_ > 0 && !no_decay_.count(p.impl())) update = ops::add(update, ops::scale(p, wd_));
-    Tensor w = p;
-    w.copy_from(ops::sub(p, ops::scale(update, lr_)));
-    p.zero_grad();
+    Lists& l = by[p.dtype()];
+    l.w.push_back(p), l.m.push_back(m), l.v.push_back(v), l.g.push_back(g);
+    l.decay.push_back(wd_ > 0 && !no_decay_.count(p.impl()) ? wd_ : 0.0);
   }
+  for (const auto& [dtype, l] : by) backend(dev).multi_adam(l.w, l.m, l.v, l.g, l.decay, h);
+  for (const Tensor& p : params) p.zero_grad();
 }
 
 }  // namespace sa

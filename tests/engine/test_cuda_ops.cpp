@@ -35,6 +35,37 @@ TEST_P(CudaVsCpu, ForwardAndBackwardMatch) {
   }
 }
 
+// Attention at BERT's sizes (head size 64; 128 and 512 positions, the lengths BERT pretrains at),
+// with padded keys and dropout, forward and backward against the CPU in f32 (same tolerance).
+TEST(CudaAttention, BertSizesMatchTheCpu) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU present: CUDA attention at BERT sizes skipped";
+  for (int64_t T : {128, 512}) {
+    const int64_t B = 2, H = 4, d = 64;
+    std::mt19937_64 rng(static_cast<uint64_t>(T));
+    std::uniform_real_distribution<double> u(-1.5, 1.5);
+    auto random = [&](const Shape& s) {
+      std::vector<double> v(static_cast<size_t>(numel(s)));
+      for (double& e : v) e = u(rng);
+      return v;
+    };
+    const Shape s{B, H, T, d};
+    const std::vector<double> q = random(s), k = random(s), v = random(s), w = random(s);
+    std::vector<uint8_t> keys(static_cast<size_t>(B * T), 1);
+    for (int64_t j = T - T / 4; j < T; ++j) keys[static_cast<size_t>(T + j)] = 0;  // sentence 2 padded
+    std::vector<std::vector<Tensor>> out;
+    for (Device dev : {Device::cpu(), Device::cuda(0)}) {
+      Tensor tq = Tensor::of(q, s, DType::F32, dev).set_requires_grad(), tk = Tensor::of(k, s, DType::F32, dev).set_requires_grad(),
+             tv = Tensor::of(v, s, DType::F32, dev).set_requires_grad();
+      Generator g(99);
+      Tensor o = ops::attention(tq, tk, tv, Tensor::from(keys, {B, T}, dev), 0.125, 0.1, &g);
+      backward(ops::sum(ops::mul(o, Tensor::of(w, s, DType::F32, dev))));
+      out.push_back({o, tq.grad(), tk.grad(), tv.grad()});
+    }
+    const char* names[] = {"output", "dq", "dk", "dv"};
+    for (int i = 0; i < 4; ++i) expect_close(out[0][i], out[1][i], "attention T=" + std::to_string(T) + " " + names[i]);
+  }
+}
+
 // Rows long enough that CUDA splits each over many blocks (a whole-tensor sum, a long max): the
 // partial results must add up to the CPU's, and the argmax must stay the first of equal maxima.
 // f64, so the only difference is the summation order: |cuda - cpu| <= 1e-12 * sum |x|.

@@ -12,11 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
 tree=build-san/tree
-mkdir -p "$tree"
-for entry in Makefile engine layers sense train data eval tests configs docs README.md; do
-  ln -sfn "$root/$entry" "$tree/$entry"
-done
-ln -sfn "$(realpath -m "$root/../shared")" build-san/shared
+tests/mirror_tree.sh build-san
 echo "sanitize: building in $tree (log: build-san/build.log)"
 make -C "$tree" -j"$(nproc)" CUDA=0 MPI=0 OPT="-O1 -march=x86-64-v3" SANITIZE=address,undefined all \
   > build-san/build.log 2>&1 || { tail -40 build-san/build.log; echo "sanitize: the build failed" >&2; exit 1; }

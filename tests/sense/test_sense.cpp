@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <set>
 
@@ -591,6 +592,46 @@ TEST(SenseSoftmax, MasksGiveNoNaN) {
   for (double v : x.grad().values()) EXPECT_TRUE(std::isfinite(v));
 }
 
+// The exact sense softmax without its [N, rows] logits equals the masked softmax over those logits
+// (what it replaced), loss and gradients, in f64.
+TEST(SenseSoftmax, FullLossEqualsTheMaskedSoftmaxOverAllRows) {
+  for (bool sparse : {true, false}) {
+    SenseTable t(9, 3, 4, 2, Device::cpu(), DType::F64);
+    t.end_warmup(false);
+    t.enabled[t.row(4, 2)] = 0;
+    t.enabled[t.row(7, 1)] = 0;
+    if (!sparse) t.W = t.W.detach().set_requires_grad(), t.b = t.b.detach().set_requires_grad();  // SaBERT's dense table
+    std::vector<double> xv(6 * 4);
+    for (size_t i = 0; i < xv.size(); ++i) xv[i] = std::sin(0.7 * i);
+    const std::vector<int32_t> sel = {1, 5, 7, 13, 2, 5};
+    std::vector<std::vector<double>> out[2];
+    for (int fused = 0; fused < 2; ++fused) {
+      Tensor x = Tensor::of(xv, {6, 4}, DType::F64).set_requires_grad();
+      t.W.zero_grad();
+      t.b.zero_grad();
+      Tensor loss;
+      if (fused) {
+        loss = sense_full_loss(x, t, sel);
+      } else {
+        const int64_t R = t.rows();
+        std::vector<uint8_t> disabled(static_cast<size_t>(R));
+        for (int64_t r = 0; r < R; ++r) disabled[r] = !t.is_enabled(static_cast<int>(r));
+        Tensor logits = ops::add(ops::matmul(x, t.W, false, true), ops::reshape(t.b, {1, R}));
+        logits = ops::masked_fill(logits, Tensor::from(disabled, {1, R}), -std::numeric_limits<double>::infinity());
+        loss = ops::cross_entropy(logits, Tensor::from(sel, {6}));
+      }
+      backward(ops::sum(loss));
+      auto dense = [&](const Tensor& p, int64_t w) {
+        return p.grad().defined() ? p.grad().values() : p.sparse_grad().to_dense(t.rows(), w).values();
+      };
+      out[fused] = {loss.values(), x.grad().values(), dense(t.W, 4), dense(t.b, 1)};
+    }
+    testing::expect_outputs_near(out[1], out[0], 1e-12);
+    for (int64_t r : {t.row(4, 2), t.row(7, 1)})  // a disabled row gets no gradient
+      for (int c = 0; c < 4; ++c) EXPECT_EQ(out[1][2][r * 4 + c], 0.0) << "row " << r;
+  }
+}
+
 TEST(SenseSoftmax, LossGradientMatchesFiniteDifferences) {
   SenseTable t(6, 3, 4, 2, Device::cpu(), DType::F64);
   t.end_warmup(false);
@@ -607,8 +648,8 @@ TEST(SenseSoftmax, LossGradientMatchesFiniteDifferences) {
     backward(loss());
     std::vector<std::pair<Tensor, std::vector<double>>> checks = {
         {x, x.grad().values()},
-        {t.W, full ? t.W.grad().values() : t.W.sparse_grad().to_dense(t.rows(), 4).values()},
-        {t.b, full ? t.b.grad().values() : t.b.sparse_grad().to_dense(t.rows(), 1).values()}};
+        {t.W, t.W.sparse_grad().to_dense(t.rows(), 4).values()},
+        {t.b, t.b.sparse_grad().to_dense(t.rows(), 1).values()}};
     for (auto& [p, analytic] : checks) {
       double* d = p.data<double>();
       for (int64_t e = 0; e < p.numel(); e += std::max<int64_t>(1, p.numel() / 20)) {

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -93,6 +94,32 @@ TEST(TrainLoop, LogsScoresAndSavesOnTheirStepsAndOnceAtTheEnd) {
   }
   EXPECT_EQ(loss_steps, (std::vector<int64_t>{4, 8, 12, 13}));
   EXPECT_EQ(heldout_steps, (std::vector<int64_t>{5, 10, 13}));
+}
+
+// Each checkpoint step logs the tokens seen so far, so a resume from it continues the count
+// exactly even when checkpoints fall between logging steps (here 6 and 12 against 4 and 8).
+TEST(TrainLoop, AResumeContinuesTheTokenCountOfItsCheckpoint) {
+  LoopRun r = toy_config("tokens");
+  StepPhases phases(false, Device::cpu());
+  {
+    TrainConfig resolved;
+    RunSession session(r.c, resolved);
+    session.open_metrics(0);
+    ToyFamily f(0, 13);
+    TrainOptions o;
+    o.max_new_steps = 7;  // stops at step 7: the newest checkpoint is step 6's
+    run_training(f, r.c, RunOutput{&session, true}, o, phases);
+  }
+  TrainConfig resolved;
+  RunSession session(r.c, resolved);
+  session.open_metrics(6);  // what resuming from step 6's checkpoint does
+  EXPECT_EQ(session.tokens_before(), 60);
+  ToyFamily f(6, 13);
+  run_training(f, r.c, RunOutput{&session, true}, TrainOptions{}, phases);
+  std::map<int64_t, int64_t> tokens;
+  for (const nlohmann::json& j : metric_lines(r.dir))
+    if (j.contains("loss")) tokens[j["step"].get<int64_t>()] = j["tokens"].get<int64_t>();
+  EXPECT_EQ(tokens, (std::map<int64_t, int64_t>{{4, 40}, {8, 80}, {12, 120}, {13, 130}}));
 }
 
 TEST(TrainLoop, StopsAfterMaxNewStepsAndAFinishedRunDoesNothing) {

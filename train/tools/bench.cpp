@@ -291,6 +291,44 @@ void bench_ops(Device d, bool quick) {
                 (std::to_string(n >> 20) + "M f32").c_str(), tf * 1e3, tc * 1e3, tc / tf);
   }
 
+  {  // clip + Adagrad over elmo.cfg's dense parameter list: the multi-tensor primitives (a few
+     // launches) against the per-tensor primitives they replaced (several launches per tensor)
+    std::vector<Shape> shapes;
+    const int64_t s = quick ? 8 : 1;  // quick: every tensor 8x smaller per dimension where it can be
+    for (int dir = 0; dir < 2; ++dir)
+      for (int l = 0; l < 2; ++l)
+        shapes.insert(shapes.end(), {{1024 / s, 16384 / s}, {16384 / s}, {4096 / s, 512 / s}});
+    for (int64_t w : {32, 32, 64, 128, 256, 512, 1024}) shapes.push_back({w / std::min<int64_t>(s, 8), 16, 7});
+    for (int h = 0; h < 2; ++h) shapes.insert(shapes.end(), {{2048 / s, 4096 / s}, {4096 / s}});
+    shapes.push_back({2048 / s, 512 / s});
+    std::vector<Tensor> w, acc, g;
+    int64_t elems = 0;
+    for (const Shape& sh : shapes) {
+      w.push_back(randn(sh, d)), g.push_back(randn(sh, d)), acc.push_back(Tensor::full(sh, 1.0, DType::F32, d));
+      elems += numel(sh);
+    }
+    Tensor norm = Tensor::empty({1}, DType::F64, d), factor = Tensor::full({1}, 0.999, DType::F64, d);
+    Backend& be = backend_uncounted(d);
+    const double tm = time_it(d, iters, [&] {
+      be.multi_sum_squares(g, norm);
+      be.multi_scale(g, factor);
+      be.multi_adagrad(w, acc, g, 1e-9);
+    });
+    const double tp = time_it(d, iters, [&] {
+      Tensor total = Tensor::zeros({1}, DType::F64, d);
+      for (size_t i = 0; i < w.size(); ++i) {
+        be.sum_squares(g[i], norm);
+        total = ops::add(total, norm);
+        Tensor f = factor.to(DType::F32);
+        be.binary(BinaryOp::Mul, g[i], f, g[i], make_broadcast_plan(g[i].shape(), g[i].shape(), {1}));
+        be.adagrad(w[i], acc[i], g[i], 1e-9);
+      }
+    });
+    std::printf("%-7s %-34s %-18s %9.3f ms %9.3f ms %7.2f\n", dev.c_str(), "clip+adagrad multi vs per tensor",
+                (std::to_string(shapes.size()) + " tensors, " + std::to_string(elems >> 20) + "M").c_str(), tm * 1e3,
+                tp * 1e3, tp / tm);
+  }
+
   // Fused cells against the chains of ops they replace (same math).
   const int64_t batch = quick ? 64 : 256, hid = quick ? 512 : 4096;
   Tensor gates = randn({batch, 4 * hid}, d), cprev = randn({batch, hid}, d);

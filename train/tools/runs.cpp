@@ -50,11 +50,16 @@ void list(const std::vector<std::string>& runs) {
       step = std::stoll(name.substr(name.find('-') + 1));
     }
     double heldout = 0;
+    int64_t seen = -1;  // tokens at the newest checkpoint, from its metrics line
     if (fs::exists(run_files::metrics(dir))) {
       try {  // a damaged metrics.jsonl marks its run; the other runs are still listed
-        for (const nlohmann::json& j : run_files::read_metrics(run_files::metrics(dir)))
+        for (const nlohmann::json& j : run_files::read_metrics(run_files::metrics(dir))) {
           if (j.contains("heldout_perplexity") && j["heldout_perplexity"].is_number())
             heldout = j["heldout_perplexity"].get<double>();
+          if (j.contains("checkpoint") && j["step"].get<int64_t>() == step && j.contains("tokens") &&
+              j["tokens"].is_number_integer())
+            seen = j["tokens"].get<int64_t>();
+        }
       } catch (const Error& e) {
         damaged = true;
         std::fprintf(stderr, "runs: %s\n", e.what());
@@ -69,8 +74,8 @@ void list(const std::vector<std::string>& runs) {
                               : total > 0 && step >= total ? "finished"
                                                            : "stopped";
     const std::string steps = fmt::format("{}/{}", step, total > 0 ? std::to_string(total) : "?");
-    const int64_t seen = step * per_step;
-    const std::string tokens = per_step == 0 ? "-" : seen < 1000000 ? std::to_string(seen) : fmt::format("{:.2f}M", seen / 1e6);
+    if (seen < 0 && per_step > 0) seen = step * per_step;  // a run from before checkpoints logged it
+    const std::string tokens = seen < 0 ? "-" : seen < 1000000 ? std::to_string(seen) : fmt::format("{:.2f}M", seen / 1e6);
     const std::string ppl = heldout > 0 ? fmt::format("{:.1f}", heldout) : "-";
     std::printf("%-28s %-10s %17s %12s %10s  %s\n", dir.c_str(), family_name(c).c_str(), steps.c_str(), tokens.c_str(),
                 ppl.c_str(), state.c_str());
