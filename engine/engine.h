@@ -4,5 +4,6 @@
 #include "engine/core/autograd.h"
 #include "engine/core/device.h"
 #include "engine/core/error.h"
+#include "engine/core/precision.h"
 #include "engine/core/tensor.h"
 #include "engine/ops/ops.h"

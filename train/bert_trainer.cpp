@@ -158,7 +158,7 @@ void validate_bert_config(const TrainConfig& c, const ConfigCheck& k) {
   k.check(c.sense.n_context == 0 || c.sense.n_context >= 2, "n_context", "must be 0 (BERT) or at least 2 (SaBERT)");
   k.check(c.train_prefix_l2.empty() && c.dictionary.empty(), "train_prefix_l2",
           "and dictionary are not supported for BERT yet (monolingual masked LM)");
-  k.check(c.precision != "f64", "precision", "\"f64\" is for ELMo and SaELMo (BERT trains in f32)");
+  k.check(c.precision != "f64", "precision", "\"f64\" is for ELMo and SaELMo (BERT trains in f32, tf32 or bf16)");
   k.check(c.sense_tables != "sharded", "sense_tables", "\"sharded\" is for SaELMo's sense tables");
 }
 
@@ -190,7 +190,7 @@ namespace {
 class BertFamily final : public ModelFamily {
  public:
   BertFamily(const TrainConfig& c, TrainConfig& cfg, const RunOutput& out)
-      : c_(c), out_(out), dev_(resolve_device(c.device)), tf32_(dev_, c.precision == "tf32", out.quiet),
+      : c_(c), out_(out), dev_(resolve_device(c.device)), precision_(dev_, c.precision, out.quiet),
         sense_(c.sense.n_context >= 2) {
     SA_CHECK(c.sense.negatives != SenseOptions::Negatives::LogUniform, "{}: SaBERT takes sense_negatives = \"full\" or "
              "\"uniform\"", c.run_dir);
@@ -307,7 +307,7 @@ class BertFamily final : public ModelFamily {
   const TrainConfig& c_;
   RunOutput out_;
   Device dev_;
-  Tf32Scope tf32_;  // precision = "tf32"
+  PrecisionScope precision_;
   bool sense_;
   BertConfig bert_;
   std::optional<WordPieceTokenizer> tok_;

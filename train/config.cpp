@@ -285,8 +285,8 @@ void validate(const TrainConfig& c, const std::string& origin, const KeyLines& l
   if (family->validate) family->validate(c, checks);
   check(c.sense.n_context == 0 || c.sense.n_context >= 2, "n_context",
         fmt::format("must be 0 (plain ELMo) or at least 2 (sense 0 is the warm-up sense), got {}", c.sense.n_context));
-  check(c.precision == "f32" || c.precision == "tf32" || c.precision == "f64", "precision",
-        fmt::format("must be \"f32\", \"tf32\" or \"f64\", got \"{}\"", c.precision));
+  check(c.precision == "f32" || c.precision == "tf32" || c.precision == "bf16" || c.precision == "f64", "precision",
+        fmt::format("must be \"f32\", \"tf32\", \"bf16\" or \"f64\", got \"{}\"", c.precision));
   check(c.sense_tables == "replicated" || c.sense_tables == "sharded", "sense_tables",
         fmt::format("must be \"replicated\" or \"sharded\", got \"{}\"", c.sense_tables));
   if (c.sense_tables == "sharded") {

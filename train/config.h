@@ -80,8 +80,9 @@ struct TrainConfig {
   // run
   std::string run_dir;
   std::string device = "auto";
-  // "f32", "tf32" (CUDA matrix products on TF32 tensor cores) or "f64" (ELMo and SaELMo: every
-  // parameter and activation in double, e.g. to compare runs to rounding)
+  // "f32", "tf32" (CUDA matrix products on TF32 tensor cores), "bf16" (matrix products of bf16
+  // operands with f32 accumulation, on the CPU too; weights, softmax and loss in f32) or "f64"
+  // (ELMo and SaELMo: every parameter and activation in double, e.g. to compare runs to rounding)
   std::string precision = "f32";
   // SaELMo's sense tables: "replicated" (every data-parallel rank holds them whole) or "sharded"
   // (rank r of N stores the rows of words [V*r/N, V*(r+1)/N); each step gathers the rows it reads,

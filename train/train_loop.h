@@ -54,15 +54,25 @@ struct RunOutput {
   int64_t tokens_before() const { return session ? session->tokens_before() : 0; }
 };
 
-// precision = "tf32" for one run: CUDA matrix products on TF32 tensor cores while it lives (the
-// backend is shared with whatever runs next). Says so once on a GPU unless quiet.
-struct Tf32Scope {
+// A run's `precision` while it lives (the backend and the engine setting are shared with whatever
+// runs next): "tf32" puts CUDA's f32 matrix products on TF32 tensor cores, "bf16" rounds every
+// matrix product's operands to bf16 (engine/core/precision.h; on the CPU too, so its effect on
+// training shows there). Says which once unless quiet.
+struct PrecisionScope {
   Device dev;
-  Tf32Scope(Device d, bool on, bool quiet) : dev(d) {
-    backend_uncounted(dev).set_tf32(on);
-    if (on && dev.is_cuda() && !quiet) std::printf("matrix products on %s: TF32 tensor cores\n", dev.str().c_str());
+  PrecisionScope(Device d, const std::string& precision, bool quiet) : dev(d) {
+    backend_uncounted(dev).set_tf32(precision == "tf32");
+    set_bf16_matmuls(precision == "bf16");
+    if (quiet) return;
+    if (precision == "tf32" && dev.is_cuda()) std::printf("matrix products on %s: TF32 tensor cores\n", dev.str().c_str());
+    if (precision == "bf16")
+      std::printf("matrix products on %s: bf16 operands, f32 accumulation (weights, softmax and loss in f32)\n",
+                  dev.str().c_str());
   }
-  ~Tf32Scope() { backend_uncounted(dev).set_tf32(false); }
+  ~PrecisionScope() {
+    backend_uncounted(dev).set_tf32(false);
+    set_bf16_matmuls(false);
+  }
 };
 
 // What one training step did.

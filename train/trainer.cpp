@@ -118,7 +118,7 @@ class ElmoFamily final : public ModelFamily {
  public:
   ElmoFamily(const TrainConfig& c, TrainConfig& cfg, const RunOutput& out)
       : c_(c), out_(out), writer_(dist::rank() == 0), dev_(run_device(c)),
-        dt_(c.precision == "f64" ? DType::F64 : DType::F32), tf32_(dev_, c.precision == "tf32", out.quiet || dist::rank() != 0) {
+        dt_(c.precision == "f64" ? DType::F64 : DType::F32), precision_(dev_, c.precision, out.quiet || dist::rank() != 0) {
     const std::string& dir = c.run_dir;
     const int ranks = dist::size(), rank = dist::rank();
     // The writer builds (or checks) the vocabulary and the saved config first; the others read them.
@@ -374,7 +374,7 @@ class ElmoFamily final : public ModelFamily {
   bool writer_;
   Device dev_;
   DType dt_;
-  Tf32Scope tf32_;
+  PrecisionScope precision_;
   std::optional<Vocab> vocab_;
   int64_t tokens_per_step_ = 0, total_ = 0;
   bool sense_ = false, sharded_ = false;

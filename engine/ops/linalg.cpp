@@ -1,4 +1,5 @@
 // matmul, bmm and linear. One raw GEMM helper serves the forward and all four backward cases.
+#include "engine/core/precision.h"
 #include "engine/ops/op_util.h"
 #include "engine/ops/ops.h"
 
@@ -9,8 +10,10 @@ namespace {
 
 // C = op(A) op(B) for 2-D or 3-D (batched) operands; shapes are checked and named under `op`.
 // With `acc`, adds the product into that existing tensor instead (beta = 1) and returns it.
-Tensor gemm(const char* op, const Tensor& a, const Tensor& b, bool ta, bool tb, const Tensor& acc = Tensor()) {
-  check_defined(op, {a, b});
+// Under precision = "bf16" f32 operands are rounded here: forward and backward products alike.
+Tensor gemm(const char* op, const Tensor& a_in, const Tensor& b_in, bool ta, bool tb, const Tensor& acc = Tensor()) {
+  check_defined(op, {a_in, b_in});
+  const Tensor a = gemm_operand(a_in), b = gemm_operand(b_in);
   SA_CHECK(a.device() == b.device(), "{}: tensors on different devices: {} and {}", op, describe(a), describe(b));
   SA_CHECK(a.dtype() == b.dtype() && is_float(a.dtype()), "{}: dtype mismatch or non-float: {} and {}", op,
            describe(a), describe(b));

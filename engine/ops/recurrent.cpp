@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "engine/core/precision.h"
 #include "engine/ops/cudnn_lstm.h"
 #include "engine/ops/op_util.h"
 #include "engine/ops/ops.h"
@@ -16,12 +17,14 @@ using namespace detail;
 
 namespace {
 
-// c = op(a) op(b) (+ c when beta = 1) on the whole of a, b, c.
+// c = op(a) op(b) (+ c when beta = 1) on the whole of a, b, c. Under precision = "bf16" f32
+// operands are rounded here, where the step-by-step composition's ops::matmul rounds them; the
+// weights come already rounded (once per sequence, Seq and Grads).
 void mm(const Tensor& a, const Tensor& b, Tensor& c, bool ta, bool tb, double beta = 0) {
   GemmArgs g;
   g.trans_a = ta, g.trans_b = tb, g.beta = beta;
   g.m = c.dim(0), g.n = c.dim(1), g.k = ta ? a.dim(0) : a.dim(1);
-  be(a).gemm(g, a, b, c);
+  be(a).gemm(g, gemm_operand(a), gemm_operand(b), c);
 }
 
 // One sequence's saved tensors and sizes. Step t's rows are rows [off[t], off[t] + n[t]) of the
@@ -32,6 +35,7 @@ struct Seq {
   bool projected = true;
   std::vector<int64_t> n, off;
   Tensor X, Wx, Wh, G, C, H, M, Y, c_last, m_last;
+  Tensor Wh_op, WP_op;  // Wh and W_P as the GEMMs take them (rounded to bf16 under precision = "bf16")
   Tensor step(const Tensor& x, int64_t t) const { return x.rows(off[t], off[t] + n[t]); }
 };
 
@@ -69,7 +73,8 @@ Seq prepare(const LstmSequenceArgs& a) {
            describe(x), describe(a.W), describe(a.bias), projected ? describe(a.W_P) : "none", describe(a.c0),
            describe(a.m0));
   SA_CHECK(projected || a.proj_clip <= 0, "lstm_sequence: proj_clip without a projection");
-  s.X = x.view({N, in}), s.Wx = a.W.rows(0, in), s.Wh = a.W.rows(in, in + P);
+  s.X = x.view({N, in}), s.Wx = gemm_operand(a.W.rows(0, in)), s.Wh = a.W.rows(in, in + P);
+  s.Wh_op = gemm_operand(s.Wh), s.WP_op = projected ? gemm_operand(a.W_P) : Tensor();
   // Saved for the backward: pre-activation gates, cells, pre-projection outputs h, and the
   // projections before (M) and after (Y) the clip. Without a projection the output is h itself.
   s.G = Tensor::empty({N, 4 * D}, x.dtype(), x.device());
@@ -91,9 +96,9 @@ void forward(const Seq& s) {
   for (int64_t t = 0; t < T; ++t) {
     const int64_t n = s.n[t];
     Tensor g = s.step(s.G, t), c = s.step(s.C, t), h = s.step(s.H, t), m = s.step(s.M, t), y = s.step(s.Y, t);
-    mm(m_prev.rows(0, n), s.Wh, g, false, false, 1.0);
+    mm(m_prev.rows(0, n), s.Wh_op, g, false, false, 1.0);
     b.lstm_cell(g, c_prev.rows(0, n), 1.0, s.a.cell_clip, c, h);
-    if (s.projected) mm(h, s.a.W_P, m, false, false);
+    if (s.projected) mm(h, s.WP_op, m, false, false);
     if (s.a.proj_clip > 0) b.unary(UnaryOp::Clip, m, y, -s.a.proj_clip, s.a.proj_clip);
     // The rows whose sequence ends at this step keep its state as their final one.
     const int64_t next = t + 1 < T ? s.n[t + 1] : 0;
@@ -127,8 +132,8 @@ Grads alloc_grads(const Seq& s, const Tensor& gc, const Tensor& gm) {
   g.gbias = Tensor::empty({1, 4 * s.D}, s.a.x.dtype(), s.a.x.device());
   g.gx = Tensor::empty({s.N, s.in}, s.a.x.dtype(), s.a.x.device());
   NoGrad ng;
-  g.WhT = transpose(s.Wh, 0, 1);
-  if (s.projected) g.WPT = transpose(s.a.W_P, 0, 1);
+  g.WhT = gemm_operand(transpose(s.Wh, 0, 1));
+  if (s.projected) g.WPT = gemm_operand(transpose(s.a.W_P, 0, 1));
   return g;
 }
 

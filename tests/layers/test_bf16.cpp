@@ -1,0 +1,115 @@
+// precision = "bf16" on the CPU twin: where the operands are rounded (every matrix product's, the
+// forward's and the backward's), that the LSTM over a whole sequence rounds where its step-by-step
+// composition does, and that f32 runs are untouched outside the setting.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "engine/core/bf16.h"
+#include "engine/engine.h"
+#include "layers/lstm.h"
+#include "tests/test_util.h"
+
+namespace sa {
+namespace {
+
+struct Bf16On {
+  Bf16On() { set_bf16_matmuls(true); }
+  ~Bf16On() { set_bf16_matmuls(false); }
+};
+
+std::vector<double> random_values(std::mt19937_64& rng, int64_t n, double scale = 1.0) {
+  std::normal_distribution<double> g(0, scale);
+  std::vector<double> v(static_cast<size_t>(n));
+  for (double& e : v) e = g(rng);
+  return v;
+}
+
+double round_bf16(double x) { return bf16_to_float(float_to_bf16(static_cast<float>(x))); }
+
+// C = round(A) round(B) (f64 reference of the rounded operands), and the gradients
+// dA = round(G) round(B)^T, dB = round(A)^T round(G): every operand of the three products rounded.
+TEST(Bf16Matmuls, RoundBothOperandsOfEveryProduct) {
+  std::mt19937_64 rng(5);
+  const int64_t m = 7, k = 33, n = 5;
+  const std::vector<double> a = random_values(rng, m * k), b = random_values(rng, k * n), g = random_values(rng, m * n);
+  auto product = [](const std::vector<double>& x, const std::vector<double>& y, int64_t rows, int64_t inner, int64_t cols,
+                    bool tx, bool ty) {
+    std::vector<double> c(static_cast<size_t>(rows * cols));
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j) {
+        double s = 0;
+        for (int64_t l = 0; l < inner; ++l)
+          s += round_bf16(tx ? x[l * rows + i] : x[i * inner + l]) * round_bf16(ty ? y[j * inner + l] : y[l * cols + j]);
+        c[i * cols + j] = s;
+      }
+    return c;
+  };
+  const std::vector<double> want_c = product(a, b, m, k, n, false, false), want_ga = product(g, b, m, n, k, false, true),
+                            want_gb = product(a, g, k, m, n, true, false);
+  std::vector<std::vector<double>> got[2];
+  for (int on = 0; on < 2; ++on) {
+    std::optional<Bf16On> scope;
+    if (on) scope.emplace();
+    Tensor ta = Tensor::of(a, {m, k}, DType::F32).set_requires_grad(), tb = Tensor::of(b, {k, n}, DType::F32).set_requires_grad();
+    Tensor c = ops::matmul(ta, tb);
+    EXPECT_EQ(c.dtype(), DType::F32);
+    backward(ops::sum(ops::mul(c, Tensor::of(g, {m, n}, DType::F32))));
+    EXPECT_EQ(ta.grad().dtype(), DType::F32);  // master gradients stay f32
+    got[on] = {c.values(), ta.grad().values(), tb.grad().values()};
+  }
+  const std::vector<double>* want[] = {&want_c, &want_ga, &want_gb};
+  for (int o = 0; o < 3; ++o) {
+    double off_f32 = 0;
+    for (size_t i = 0; i < want[o]->size(); ++i) {
+      // rounded products are exact in f32; only the f32 sums round
+      EXPECT_NEAR(got[1][o][i], (*want[o])[i], 2e-5 * (1 + std::abs((*want[o])[i]))) << "output " << o << " element " << i;
+      off_f32 = std::max(off_f32, std::abs(got[0][o][i] - got[1][o][i]));
+    }
+    EXPECT_GT(off_f32, 1e-4) << "output " << o << ": bf16 and f32 products should differ by bf16's rounding";
+  }
+  // f64 operands are never rounded (gradient checks run in f64)
+  Bf16On on;
+  Tensor x = Tensor::of(a, {m, k}, DType::F64), y = Tensor::of(b, {k, n}, DType::F64);
+  const std::vector<double> c64 = ops::matmul(x, y).values();
+  double diff = 0;
+  for (size_t i = 0; i < c64.size(); ++i) diff = std::max(diff, std::abs(c64[i] - product(a, b, m, k, n, false, false)[i]));
+  EXPECT_GT(diff, 1e-4);
+}
+
+// The whole-sequence LSTM (ops::lstm_sequence, one tape node) against the step-by-step
+// composition of ops (layers/lstm.h): under bf16 both round the same operands (the input, the
+// previous output, the cell output h, and every backward product), so they agree to f32 sums.
+TEST(Bf16Matmuls, LstmSequenceRoundsWhereItsStepCompositionDoes) {
+  std::mt19937_64 rng(9);
+  const int64_t T = 6, B = 3, in = 5, D = 8, P = 4;
+  const std::vector<double> x = random_values(rng, T * B * in), W = random_values(rng, (in + P) * 4 * D, 0.4),
+                            bias = random_values(rng, 4 * D, 0.1), WP = random_values(rng, D * P, 0.4),
+                            gy = random_values(rng, T * B * P);
+  std::vector<std::vector<double>> runs[3];
+  for (int mode = 0; mode < 3; ++mode) {  // 0: sequence in f32, 1: sequence in bf16, 2: steps in bf16
+    std::optional<Bf16On> scope;
+    if (mode > 0) scope.emplace();
+    Tensor tx = Tensor::of(x, {T, B, in}, DType::F32).set_requires_grad();
+    LstmWeights w{Tensor::of(W, {in + P, 4 * D}, DType::F32).set_requires_grad(),
+                  Tensor::of(bias, {4 * D}, DType::F32).set_requires_grad(),
+                  Tensor::of(WP, {D, P}, DType::F32).set_requires_grad()};
+    Tensor y;  // [T, B, P]
+    if (mode < 2) {
+      y = ops::lstm_sequence(tx, w.W, w.B, w.W_P, Tensor::zeros({B, D}), Tensor::zeros({B, P}), 3.0, 3.0)[0];
+    } else {
+      LstmState st{Tensor::zeros({B, D}), Tensor::zeros({B, P})};
+      y = ops::permute(lstm_forward(w, ops::permute(tx, {1, 0, 2}), st, 3.0, 3.0), {1, 0, 2});
+    }
+    backward(ops::sum(ops::mul(y, Tensor::of(gy, {T, B, P}, DType::F32))));
+    runs[mode] = {y.values(), tx.grad().values(), w.W.grad().values(), w.B.grad().values(), w.W_P.grad().values()};
+  }
+  testing::expect_outputs_near(runs[1], runs[2], 2e-5);
+  double off = 0;
+  for (size_t i = 0; i < runs[0][0].size(); ++i) off = std::max(off, std::abs(runs[0][0][i] - runs[1][0][i]));
+  EXPECT_GT(off, 1e-5) << "the bf16 sequence should differ from the f32 one";
+}
+
+}  // namespace
+}  // namespace sa
