@@ -149,7 +149,9 @@ class Backend {
   // Sums the rows that share an id (a row-sparse gradient's entries): ids i32 [M], rows [M, d] ->
   // the distinct ids in increasing order (i32 [U]) and their summed rows [U, d]. Each sum adds its
   // rows in the order they come, so the result is deterministic and the same on every backend.
-  virtual std::pair<Tensor, Tensor> coalesce_rows(const Tensor& ids, const Tensor& rows) = 0;
+  // allow_padding: the backend may return M slots instead, the U distinct ids first and then -1
+  // with zero rows (CUDA does, to keep U on the device; the CPU never pads).
+  virtual std::pair<Tensor, Tensor> coalesce_rows(const Tensor& ids, const Tensor& rows, bool allow_padding) = 0;
 
   // 1-D convolution over positions then max over positions:
   // x [N,L,Cin], w [W,Cin,Cout], b [Cout] -> y [N,Cout] = max_t (sum conv + b), argmax i32 [N,Cout]
@@ -269,7 +271,7 @@ class Backend {
                                 const Tensor& cand_ids, Tensor& loss, Tensor& lse, Tensor& selected) override; \
   void gather_rows(const Tensor& table, const Tensor& idx, Tensor& out) override; \
   void scatter_add_rows(const Tensor& src, const Tensor& idx, Tensor& table) override; \
-  std::pair<Tensor, Tensor> coalesce_rows(const Tensor& ids, const Tensor& rows) override; \
+  std::pair<Tensor, Tensor> coalesce_rows(const Tensor& ids, const Tensor& rows, bool allow_padding) override; \
   void conv1d_max(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, Tensor& argmax) override; \
   void conv1d_max_backward(const Tensor& x, const Tensor& w, const Tensor& argmax, const Tensor& gy, Tensor* gx, \
                            Tensor* gw, Tensor* gb) override; \

@@ -198,25 +198,27 @@ std::string describe(const Tensor& t) {
 void SparseGrad::clear() {
   indices.clear();
   rows.clear();
-  coalesced = false;
+  coalesced = padded = false;
 }
 
-void SparseGrad::coalesce_in_place() {
-  if (empty() || coalesced) return;
-  auto [ids, summed] = coalesce();
+void SparseGrad::coalesce_in_place(bool allow_padding) {
+  if (empty() || (coalesced && (allow_padding || !padded))) return;
+  auto [ids, summed] = coalesce(allow_padding);
   clear();
   indices.push_back(ids);
   rows.push_back(summed);
   coalesced = true;
+  padded = allow_padding && ids.device().is_cuda();
 }
 
-std::pair<Tensor, Tensor> SparseGrad::coalesce() const {
+std::pair<Tensor, Tensor> SparseGrad::coalesce(bool allow_padding) const {
   if (indices.empty()) return {};
   Device dev = rows[0].device();
   DType dt = rows[0].dtype();
   int64_t width = rows[0].dim(1), M = 0;
   if (indices.size() == 1)  // nothing to gather first
-    return backend(dev).coalesce_rows(indices[0].view({indices[0].numel()}), rows[0].view({indices[0].numel(), width}));
+    return backend(dev).coalesce_rows(indices[0].view({indices[0].numel()}), rows[0].view({indices[0].numel(), width}),
+                                      allow_padding);
   for (const Tensor& ix : indices) M += ix.numel();
   // All entries as one list, summed by the backend (on a GPU: sorted there, no host round trip).
   Tensor ids = Tensor::empty({M}, DType::I32, dev), all = Tensor::empty({M, width}, dt, dev);
@@ -228,7 +230,7 @@ std::pair<Tensor, Tensor> SparseGrad::coalesce() const {
     rows_part.copy_from(rows[k].view({n, width}));
     at += n;
   }
-  return backend(dev).coalesce_rows(ids, all);
+  return backend(dev).coalesce_rows(ids, all, allow_padding);
 }
 
 Tensor SparseGrad::to_dense(int64_t n_rows, int64_t width) const {

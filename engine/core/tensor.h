@@ -31,12 +31,16 @@ struct SparseGrad {
   std::vector<Tensor> indices;  // each i32 [n_k]
   std::vector<Tensor> rows;     // each [n_k, row_width], the table's dtype and device
   bool coalesced = false;       // one entry with unique sorted ids (set by coalesce_in_place)
+  bool padded = false;          // ...followed by slots of id -1 with zero rows (a GPU, allow_padding)
   bool empty() const { return indices.empty(); }
   void clear();
   // Returns unique sorted row ids (i32 [u]) and summed rows ([u, width]); empty tensors if none.
-  std::pair<Tensor, Tensor> coalesce() const;
-  // Replaces the entries by their coalesced form.
-  void coalesce_in_place();
+  // allow_padding: a GPU may return one slot per entry instead, the distinct ids first and then
+  // id -1 with zero rows, so that it never waits to read how many ids are distinct (the optimizer
+  // and the gradient norm take such slots as they are). Negative ids are padding, dropped.
+  std::pair<Tensor, Tensor> coalesce(bool allow_padding = false) const;
+  // Replaces the entries by their coalesced form (padded only where allowed).
+  void coalesce_in_place(bool allow_padding = false);
   // The dense [n_rows, width] gradient (for tests and small tables).
   Tensor to_dense(int64_t n_rows, int64_t width) const;
 };

@@ -24,7 +24,7 @@ void CpuBackend::gather_rows(const Tensor& table, const Tensor& idx, Tensor& out
   for (int64_t i = 0; i < n; ++i) std::memcpy(dst + i * row, src + ix[i] * row, row);
 }
 
-std::pair<Tensor, Tensor> CpuBackend::coalesce_rows(const Tensor& ids, const Tensor& rows) {
+std::pair<Tensor, Tensor> CpuBackend::coalesce_rows(const Tensor& ids, const Tensor& rows, bool) {
   const int64_t M = ids.numel(), d = rows.dim(1);
   const int32_t* ix = ids.data<int32_t>();
   std::vector<int32_t> uniq(ix, ix + M);

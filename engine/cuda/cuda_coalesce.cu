@@ -4,12 +4,13 @@
 // are then added in order: a run of one id can be very long (the padding character fills most of
 // a batch's char slots), and one thread per output walking it serially took milliseconds. Runs of
 // up to kPiece rows therefore equal the CPU's sums bit for bit; longer ones differ by rounding.
-// The host sees the count of distinct ids and their run starts (to cut the pieces).
+// The pieces are cut on the device (a second scan numbers them), so the only host read is the
+// count of distinct ids, and none when padding is allowed: the result then has one slot per entry,
+// the distinct ids first and -1 with zero rows after them. Negative ids are padding and dropped.
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
 
 #include <algorithm>
-#include <vector>
 
 #include "engine/cuda/cuda_backend.cuh"
 
@@ -18,44 +19,79 @@ using namespace cudak;
 
 namespace {
 
+constexpr int64_t kPiece = 256;
+
 __global__ void iota_kernel(int32_t* p, int64_t n) {
   CUDA_LOOP(i, n) p[i] = static_cast<int32_t>(i);
 }
 
+// head[i] = 1 where a run of one (non-negative) id starts in the sorted ids.
 __global__ void run_heads_kernel(const int32_t* sorted, int32_t* head, int64_t n) {
-  CUDA_LOOP(i, n) head[i] = i == 0 || sorted[i] != sorted[i - 1] ? 1 : 0;
+  CUDA_LOOP(i, n) head[i] = sorted[i] >= 0 && (i == 0 || sorted[i] != sorted[i - 1]) ? 1 : 0;
 }
 
-// run[i] = number of heads up to i: the run of position i is run[i] - 1.
+// run[i] = number of heads up to i: position i belongs to run run[i] - 1 (negative ids: run 0,
+// none). Writes each run's id and first position, and marks where pieces start: at a run's head
+// and every kPiece positions after it.
 __global__ void run_starts_kernel(const int32_t* sorted, const int32_t* run, int32_t* uids, int32_t* starts,
                                   int64_t n) {
   CUDA_LOOP(i, n) {
-    if (i == 0 || sorted[i] != sorted[i - 1]) {
+    if (sorted[i] >= 0 && (i == 0 || sorted[i] != sorted[i - 1])) {
       uids[run[i] - 1] = sorted[i];
       starts[run[i] - 1] = static_cast<int32_t>(i);
     }
   }
 }
 
-constexpr int64_t kPiece = 256;
+__global__ void piece_heads_kernel(const int32_t* sorted, const int32_t* run, const int32_t* starts, int32_t* ph,
+                                   int64_t n) {
+  CUDA_LOOP(i, n) ph[i] = sorted[i] >= 0 && (i - starts[run[i] - 1]) % kPiece == 0 ? 1 : 0;
+}
 
-// partial[q, c] = sum of rows[perm[i], c] over piece q's sorted positions [bounds[q], bounds[q+1]).
+// pidx[i] = number of piece heads up to i (scan of ph). Piece q = pidx[i] - 1 spans sorted
+// positions bounds[2q] .. bounds[2q + 1]; first[u] is run u's first piece, and first[U] = Q.
+__global__ void piece_bounds_kernel(const int32_t* sorted, const int32_t* run, const int32_t* ph, const int32_t* pidx,
+                                    int32_t* bounds, int32_t* first, int64_t n) {
+  CUDA_LOOP(i, n) {
+    if (sorted[i] < 0) continue;
+    const int32_t q = pidx[i] - 1;
+    if (ph[i]) {
+      bounds[2 * q] = static_cast<int32_t>(i);
+      if (i == 0 || sorted[i] != sorted[i - 1]) first[run[i] - 1] = q;
+    }
+    if (i == n - 1 || ph[i + 1]) bounds[2 * q + 1] = static_cast<int32_t>(i + 1);
+    if (i == n - 1) first[run[i]] = pidx[i];  // first[U] = Q
+  }
+}
+
+// partial[q, c] = sum of rows[perm[i], c] over piece q's sorted positions (pieces q < Q only;
+// Q = the count of piece heads, pidx[n - 1]).
 template <typename T>
-__global__ void piece_sums_kernel(const T* rows, const int32_t* perm, const int32_t* bounds, T* partial, int64_t Q,
-                                  int64_t d) {
-  CUDA_LOOP(e, Q * d) {
+__global__ void piece_sums_kernel(const T* rows, const int32_t* perm, const int32_t* bounds, const int32_t* pidx,
+                                  T* partial, int64_t capacity, int64_t n, int64_t d) {
+  const int64_t Q = pidx[n - 1];
+  CUDA_LOOP(e, capacity * d) {
     const int64_t q = e / d, c = e % d;
+    if (q >= Q) continue;
     T acc = 0;
     for (int64_t i = bounds[2 * q]; i < bounds[2 * q + 1]; ++i) acc += rows[static_cast<int64_t>(perm[i]) * d + c];
     partial[e] = acc;
   }
 }
 
-// out[u, c] = sum of the partials of u's pieces [first[u], first[u+1]), in order.
+// out[u, c] = sum of the partials of u's pieces [first[u], first[u+1]), in order, for u < U
+// (U = run[n - 1]); the padding slots u >= U get id -1 and zero rows.
 template <typename T>
-__global__ void run_sums_kernel(const T* partial, const int32_t* first, T* out, int64_t U, int64_t d) {
-  CUDA_LOOP(e, U * d) {
+__global__ void run_sums_kernel(const T* partial, const int32_t* first, const int32_t* run, int32_t* uids, T* out,
+                                int64_t slots, int64_t n, int64_t d) {
+  const int64_t U = run[n - 1];
+  CUDA_LOOP(e, slots * d) {
     const int64_t u = e / d, c = e % d;
+    if (u >= U) {
+      out[e] = T(0);
+      if (c == 0) uids[u] = -1;
+      continue;
+    }
     T acc = 0;
     for (int64_t q = first[u]; q < first[u + 1]; ++q) acc += partial[q * d + c];
     out[e] = acc;
@@ -64,14 +100,15 @@ __global__ void run_sums_kernel(const T* partial, const int32_t* first, T* out, 
 
 }  // namespace
 
-std::pair<Tensor, Tensor> CudaBackend::coalesce_rows(const Tensor& ids, const Tensor& rows) {
+std::pair<Tensor, Tensor> CudaBackend::coalesce_rows(const Tensor& ids, const Tensor& rows, bool allow_padding) {
   const int64_t M = ids.numel(), d = rows.dim(1);
   const Device dev = device();
   if (M == 0) return {Tensor::empty({0}, DType::I32, dev), Tensor::empty({0, d}, rows.dtype(), dev)};
   if (M >= (int64_t{1} << 31)) fail_message("coalesce_rows: more entries than CUB's int count");
   const int n = static_cast<int>(M);
-  Tensor order = Tensor::empty({M}, DType::I32, dev), sorted = Tensor::empty({M}, DType::I32, dev);
-  Tensor perm = Tensor::empty({M}, DType::I32, dev), run = Tensor::empty({M}, DType::I32, dev);
+  auto i32 = [&](int64_t k) { return Tensor::empty({k}, DType::I32, dev); };
+  Tensor order = i32(M), sorted = i32(M), perm = i32(M), run = i32(M), starts = i32(M), ph = i32(M), pidx = i32(M);
+  Tensor bounds = i32(2 * M), first = i32(M + 1);
   iota_kernel<<<blocks_for(M), kThreads, 0, stream_>>>(order.data<int32_t>(), M);
   CUDA_LAUNCHED("coalesce iota");
   size_t sort_bytes = 0, scan_bytes = 0;
@@ -85,43 +122,42 @@ std::pair<Tensor, Tensor> CudaBackend::coalesce_rows(const Tensor& ids, const Te
   CUDA_LAUNCHED("coalesce run heads");
   CUDA_CHECK(cub::DeviceScan::InclusiveSum(scratch.raw(), scan_bytes, run.data<int32_t>(), run.data<int32_t>(), n,
                                            stream_));
-  int32_t U = 0;
-  CUDA_CHECK(cudaMemcpyAsync(&U, run.data<int32_t>() + (M - 1), sizeof U, cudaMemcpyDeviceToHost, stream_));
-  counters::host_read();
-  CUDA_CHECK(cudaStreamSynchronize(stream_));
-  Tensor uids = Tensor::empty({U}, DType::I32, dev), starts = Tensor::empty({U}, DType::I32, dev);
+  Tensor uids = i32(M);  // one slot per entry; the distinct ids first
   run_starts_kernel<<<blocks_for(M), kThreads, 0, stream_>>>(sorted.data<int32_t>(), run.data<int32_t>(),
                                                              uids.data<int32_t>(), starts.data<int32_t>(), M);
   CUDA_LAUNCHED("coalesce run starts");
-  // Cut each run into pieces of at most kPiece sorted positions.
-  std::vector<int32_t> host_starts(static_cast<size_t>(U));
-  counters::host_read();
-  CUDA_CHECK(cudaMemcpyAsync(host_starts.data(), starts.data<int32_t>(), sizeof(int32_t) * U, cudaMemcpyDeviceToHost,
-                             stream_));
-  CUDA_CHECK(cudaStreamSynchronize(stream_));
-  std::vector<int32_t> bounds, first(static_cast<size_t>(U) + 1);
-  for (int64_t u = 0; u < U; ++u) {
-    first[static_cast<size_t>(u)] = static_cast<int32_t>(bounds.size() / 2);
-    const int64_t end = u + 1 < U ? host_starts[static_cast<size_t>(u) + 1] : M;
-    for (int64_t b = host_starts[static_cast<size_t>(u)]; b < end; b += kPiece) {
-      bounds.push_back(static_cast<int32_t>(b));
-      bounds.push_back(static_cast<int32_t>(std::min(end, b + kPiece)));
-    }
+  piece_heads_kernel<<<blocks_for(M), kThreads, 0, stream_>>>(sorted.data<int32_t>(), run.data<int32_t>(),
+                                                              starts.data<int32_t>(), ph.data<int32_t>(), M);
+  CUDA_LAUNCHED("coalesce piece heads");
+  CUDA_CHECK(cub::DeviceScan::InclusiveSum(scratch.raw(), scan_bytes, ph.data<int32_t>(), pidx.data<int32_t>(), n,
+                                           stream_));
+  piece_bounds_kernel<<<blocks_for(M), kThreads, 0, stream_>>>(sorted.data<int32_t>(), run.data<int32_t>(),
+                                                               ph.data<int32_t>(), pidx.data<int32_t>(),
+                                                               bounds.data<int32_t>(), first.data<int32_t>(), M);
+  CUDA_LAUNCHED("coalesce piece bounds");
+  // Without padding the caller gets exactly U slots: the one host read.
+  int64_t slots = M;
+  if (!allow_padding) {
+    int32_t U = 0;
+    CUDA_CHECK(cudaMemcpyAsync(&U, run.data<int32_t>() + (M - 1), sizeof U, cudaMemcpyDeviceToHost, stream_));
+    counters::host_read();
+    CUDA_CHECK(cudaStreamSynchronize(stream_));
+    slots = U;
   }
-  const int64_t Q = static_cast<int64_t>(bounds.size() / 2);
-  first[static_cast<size_t>(U)] = static_cast<int32_t>(Q);
-  const Tensor qbounds = Tensor::from(bounds, {2 * Q}, dev), qfirst = Tensor::from(first, {U + 1}, dev);
-  Tensor partial = Tensor::empty({Q, d}, rows.dtype(), dev);
-  Tensor summed = Tensor::empty({U, d}, rows.dtype(), dev);
+  Tensor partial = Tensor::empty({M, d}, rows.dtype(), dev);  // Q <= M pieces
+  Tensor summed = Tensor::empty({slots, d}, rows.dtype(), dev);
+  if (slots == 0) return {uids.rows(0, 0), summed};
   dispatch(rows.dtype(), "coalesce_rows", [&](auto tag) {
     using T = decltype(tag);
-    piece_sums_kernel<<<blocks_for(Q * d), kThreads, 0, stream_>>>(rows.data<T>(), perm.data<int32_t>(),
-                                                                   qbounds.data<int32_t>(), partial.data<T>(), Q, d);
-    run_sums_kernel<<<blocks_for(U * d), kThreads, 0, stream_>>>(partial.data<T>(), qfirst.data<int32_t>(),
-                                                                 summed.data<T>(), U, d);
+    piece_sums_kernel<<<blocks_for(M * d), kThreads, 0, stream_>>>(rows.data<T>(), perm.data<int32_t>(),
+                                                                   bounds.data<int32_t>(), pidx.data<int32_t>(),
+                                                                   partial.data<T>(), M, M, d);
+    run_sums_kernel<<<blocks_for(slots * d), kThreads, 0, stream_>>>(partial.data<T>(), first.data<int32_t>(),
+                                                                     run.data<int32_t>(), uids.data<int32_t>(),
+                                                                     summed.data<T>(), slots, M, d);
   });
   CUDA_LAUNCHED("coalesce run sums");
-  return {uids, summed};
+  return {slots == M ? uids : uids.rows(0, slots), summed};
 }
 
 }  // namespace sa

@@ -7,7 +7,7 @@
 namespace sa {
 
 void coalesce_sparse_grads(const std::vector<Tensor>& params) {
-  for (const Tensor& p : params) p.sparse_grad().coalesce_in_place();
+  for (const Tensor& p : params) p.sparse_grad().coalesce_in_place(/*allow_padding=*/true);
 }
 
 namespace {
@@ -91,7 +91,7 @@ void Adagrad::step(const std::vector<Tensor>& params) {
   for (const auto& [dtype, lists] : dense) backend(dev).multi_adagrad(lists[0], lists[1], lists[2], lr_);
   for (const Tensor& p : params) {
     if (SparseGrad& sg = p.sparse_grad(); !sg.empty()) {
-      sg.coalesce_in_place();  // unique rows: each row is updated once
+      sg.coalesce_in_place(/*allow_padding=*/true);  // unique rows (padding slots: id -1, skipped)
       Tensor w = p;
       backend(dev).adagrad_rows(w, accumulator(p), sg.indices[0], sg.rows[0], lr_);
     }

@@ -10,7 +10,8 @@
 
 namespace sa {
 
-// Sums each sparse gradient's duplicate rows in place (one entry of unique rows per table).
+// Sums each sparse gradient's duplicate rows in place (one entry of unique rows per table; on a
+// GPU followed by padding slots of id -1, so that nothing waits for the count of rows).
 void coalesce_sparse_grads(const std::vector<Tensor>& params);
 
 // Global L2 norm of all gradients; when it exceeds max_norm, scales them all by max_norm / norm.

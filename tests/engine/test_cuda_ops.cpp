@@ -2,6 +2,9 @@
 // Tolerance: |cuda - cpu| <= 1e-5 + 1e-4 * |cpu| (f32; sums may be ordered differently).
 #include <gtest/gtest.h>
 
+#include <random>
+
+#include "engine/core/device_counters.h"
 #include "tests/op_runner.h"
 
 namespace sa::testing {
@@ -219,6 +222,40 @@ TEST(CudaRows, CoalesceEqualsTheCpu) {
   const std::vector<double> a = crow.values(), b = grow.values();
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-10) << "element " << i;
+}
+
+// The optimizer's coalescing on CUDA keeps the count of distinct ids on the device: one slot per
+// entry, the distinct ids first (equal to the CPU's, sums bit for bit for runs of <= 256 rows),
+// then id -1 with zero rows, and no host read. An exact coalesce afterwards drops the padding.
+TEST(CudaCoalesce, PaddedSlotsNeedNoHostRead) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU present: CUDA padded coalescing skipped";
+  std::mt19937_64 rng(17);
+  const int64_t n = 3'000, d = 5;
+  std::vector<double> ids(static_cast<size_t>(n)), rows(static_cast<size_t>(n * d));
+  for (double& v : ids) v = static_cast<double>(rng() % 40);
+  for (double& v : rows) v = std::uniform_real_distribution<double>(-1, 1)(rng);
+  SparseGrad cpu, gpu;
+  for (SparseGrad* g : {&cpu, &gpu}) {
+    const Device dev = g == &gpu ? Device::cuda(0) : Device::cpu();
+    g->indices.push_back(Tensor::of(ids, {n}, DType::I32).to(dev));
+    g->rows.push_back(Tensor::of(rows, {n, d}, DType::F32).to(dev));
+  }
+  cpu.coalesce_in_place(true);
+  EXPECT_FALSE(cpu.padded);  // the CPU never pads
+  const DeviceCounters before = device_counters();
+  gpu.coalesce_in_place(true);
+  EXPECT_EQ((device_counters() - before).host_reads, 0);
+  EXPECT_TRUE(gpu.padded);
+  const std::vector<double> cid = cpu.indices[0].values(), gid = gpu.indices[0].values();
+  const std::vector<double> crow = cpu.rows[0].values(), grow = gpu.rows[0].values();
+  ASSERT_EQ(gid.size(), static_cast<size_t>(n));
+  const size_t U = cid.size();
+  for (size_t u = 0; u < gid.size(); ++u) EXPECT_EQ(gid[u], u < U ? cid[u] : -1.0) << "slot " << u;
+  for (size_t e = 0; e < grow.size(); ++e) EXPECT_EQ(grow[e], e < U * d ? crow[e] : 0.0) << "element " << e;
+  gpu.coalesce_in_place(false);
+  EXPECT_FALSE(gpu.padded);
+  EXPECT_EQ(gpu.indices[0].values(), cid);
+  EXPECT_EQ(gpu.rows[0].values(), crow);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllOps, CudaVsCpu, ::testing::Range<size_t>(0, op_cases().size()),

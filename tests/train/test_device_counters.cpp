@@ -33,7 +33,7 @@ TEST(DeviceCounters, CountReadsUploadsAndLaunches) {
 
 // Trains a tiny ELMo or SaELMo for 12 steps with no logging, held-out or checkpoint step after the
 // warm-up; returns the counts per step of the last 7.
-DeviceCounters per_step(const std::string& name, const std::string& extra) {
+DeviceCounters per_step(const std::string& name, const std::string& extra, const std::string& device = "cpu") {
   const std::string dir = ::testing::TempDir() + "/counters-" + name;
   fs::remove_all(dir);
   fs::create_directories(dir);
@@ -46,7 +46,7 @@ DeviceCounters per_step(const std::string& name, const std::string& extra) {
   std::ofstream(dir + "/tiny.cfg") << "train_prefix = \"" << dir << "/corpus.txt\"\nrun_dir = \"" << dir << "/run\"\n"
                                    << "batch_size = 4\nunroll_steps = 6\nn_negative_samples_batch = 8\n"
                                    << "n_steps = 12\nlog_every = 1000\ncheckpoint_every = 1000\nseed = 3\n"
-                                   << "device = \"cpu\"\n" << extra
+                                   << "device = \"" << device << "\"\n" << extra
                                    << "[char_cnn]\nembedding.dim = 4\nfilters = [[1, 8], [2, 8]]\nn_highway = 1\n"
                                    << "[lstm]\ndim = 16\nprojection_dim = 8\nn_layers = 2\n";
   TrainOptions o;
@@ -68,6 +68,13 @@ TEST(DeviceCounters, AnElmoStepNeverReadsBetweenLoggingSteps) {
   EXPECT_EQ(k.host_reads, 0);
   EXPECT_LE(k.uploads, 16);     // the batch's char ids and targets, the sampled negatives
   EXPECT_LE(k.launches, 270);   // 364 before the multi-tensor clip and Adagrad
+}
+
+// On CUDA too: the loss, the clip and the sparse gradients' coalescing stay on the device.
+TEST(DeviceCounters, AnElmoStepOnCudaNeverReadsBetweenLoggingSteps) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU present: the CUDA step's host reads are not counted";
+  const DeviceCounters k = per_step("elmo-cuda", "", "cuda");
+  EXPECT_EQ(k.host_reads, 0);
 }
 
 TEST(DeviceCounters, ASaelmoStepStaysWithinItsBudget) {
