@@ -443,6 +443,14 @@ std::vector<OpCase> build() {
           return Out{ops::attention(x[0], x[1], x[2], x[3], 0.7, a.p, &g)};
         });
   }
+  // LayerNorm over enough rows (BERT's batch x positions) that CUDA splits dgamma and dbeta over
+  // row ranges and adds the partial sums in a second pass.
+  add(Op::layer_norm, "layer_norm_tall",
+      [](Rng& r) {
+        const int64_t d = dim(r, 2, 9);
+        return std::vector<CaseInput>{in(uniform(r, {700, d})), in(uniform(r, {d}, 0.5, 1.5)), in(uniform(r, {d}))};
+      },
+      [](const In& x) { return Out{ops::layer_norm(x[0], x[1], x[2], 1e-5)}; });
   return c;
 }
 

@@ -54,15 +54,29 @@ __global__ void layer_norm_gx_kernel(const T* x, const T* gamma, const T* mean, 
   }
 }
 
+// dgamma and dbeta sum over every row (BERT: batch x positions, thousands): a thread per column
+// walking all rows ran d / 256 blocks (two for BERT's 512). The rows are split over a second grid
+// dimension into `parts` ranges, whose partial sums a second pass adds in order (deterministic).
 template <typename T>
-__global__ void layer_norm_gparams_kernel(const T* x, const T* mean, const T* rstd, const T* gy, T* gg, T* gb,
-                                          int64_t rows, int64_t d) {
+__global__ void layer_norm_gparams_parts_kernel(const T* x, const T* mean, const T* rstd, const T* gy, T* pa, T* pb,
+                                                int64_t rows, int64_t d, int64_t parts) {
+  const int64_t p = blockIdx.y, len = (rows + parts - 1) / parts, r0 = p * len, r1 = r0 + len < rows ? r0 + len : rows;
   CUDA_LOOP(k, d) {
     T a = 0, b = 0;
-    for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t r = r0; r < r1; ++r) {
       a += gy[r * d + k] * (x[r * d + k] - mean[r]) * rstd[r];
       b += gy[r * d + k];
     }
+    pa[p * d + k] = a;
+    pb[p * d + k] = b;
+  }
+}
+
+template <typename T>
+__global__ void layer_norm_gparams_finish_kernel(const T* pa, const T* pb, T* gg, T* gb, int64_t d, int64_t parts) {
+  CUDA_LOOP(k, d) {
+    T a = 0, b = 0;
+    for (int64_t p = 0; p < parts; ++p) a += pa[p * d + k], b += pb[p * d + k];
     if (gg) gg[k] = a;
     if (gb) gb[k] = b;
   }
@@ -72,15 +86,23 @@ void CudaBackend::layer_norm_backward(const Tensor& x, const Tensor& gamma, cons
                                       const Tensor& gy, Tensor* gx, Tensor* ggamma, Tensor* gbeta) {
   const int64_t d = x.dim(-1), rows = x.numel() / d;
   if (rows == 0) return;
+  // at least 64 rows per range, at most 256 ranges
+  const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(256, rows / 64));
+  Tensor pa = Tensor::empty({parts, d}, x.dtype(), x.device()), pb = Tensor::empty({parts, d}, x.dtype(), x.device());
   dispatch(x.dtype(), "layer_norm_backward", [&](auto tag) {
     using T = decltype(tag);
     if (gx)
       layer_norm_gx_kernel<<<rows, kRowThreads, 0, stream_>>>(x.data<T>(), gamma.data<T>(), mean.data<T>(),
                                                               rstd.data<T>(), gy.data<T>(), gx->data<T>(), d);
-    if (ggamma || gbeta)
-      layer_norm_gparams_kernel<<<blocks_for(d), kThreads, 0, stream_>>>(
-          x.data<T>(), mean.data<T>(), rstd.data<T>(), gy.data<T>(), ggamma ? ggamma->data<T>() : nullptr,
-          gbeta ? gbeta->data<T>() : nullptr, rows, d);
+    if (ggamma || gbeta) {
+      const dim3 grid(blocks_for(d), static_cast<unsigned>(parts));
+      layer_norm_gparams_parts_kernel<<<grid, kThreads, 0, stream_>>>(x.data<T>(), mean.data<T>(), rstd.data<T>(),
+                                                                      gy.data<T>(), pa.data<T>(), pb.data<T>(), rows,
+                                                                      d, parts);
+      layer_norm_gparams_finish_kernel<<<blocks_for(d), kThreads, 0, stream_>>>(
+          pa.data<T>(), pb.data<T>(), ggamma ? ggamma->data<T>() : nullptr, gbeta ? gbeta->data<T>() : nullptr, d,
+          parts);
+    }
   });
   CUDA_LAUNCHED("layer_norm_backward");
 }

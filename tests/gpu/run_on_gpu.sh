@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine from the repository root: unpacks the bundle next to this script,
 # puts its libraries and the machine's CUDA libraries (pip's nvidia-* packages) on the path,
-# then runs one job. Usage: tests/gpu/run_on_gpu.sh BUNDLE_DIR tests|sanitize|report|elmo-vs-saelmo [OUTDIR]
+# then runs one job. Usage: tests/gpu/run_on_gpu.sh BUNDLE_DIR tests|sanitize|report|bf16|elmo-vs-saelmo [OUTDIR]
 set -uo pipefail
 bundle=$(cd "${1:?bundle dir}" && pwd); job=${2:?job}; out=${3:-${OUT:-gpu-out}}
 mkdir -p "$out" "$bundle/x"
@@ -44,12 +44,19 @@ tests) run_tests ;;
 sanitize) sanitize_cuda ;;
 report)
   run_tests
-  sanitize_cuda
   step 75 bench-ops.log ./bin/bench ops --device cuda
   step 45 bench-train.log ./bin/bench train --config configs/bench-small.cfg --corpus $corpus --device cuda --steps 40 --peer ""
   step 45 bench-train.log ./bin/bench train --config configs/saelmo-small.cfg --corpus $corpus --device cuda --steps 40 --peer "" --set contextual_warmup=2
   step 60 bench-train.log ./bin/bench train --config configs/elmo.cfg --corpus $corpus --device cuda --steps 20 --peer "" --set precision=tf32
   step 60 bench-train.log ./bin/bench train --config configs/saelmo.cfg --corpus $corpus --device cuda --steps 20 --peer "" --set precision=tf32 --set contextual_warmup=2
+  ;;
+bf16)
+  # The paper's sizes and BERT-tiny with bf16 matrix products, BERT-tiny with tf32 beside it.
+  step 60 bench-bf16.log ./bin/bench train --config configs/elmo.cfg --corpus $corpus --device cuda --steps 20 --peer "" --set precision=bf16
+  step 60 bench-bf16.log ./bin/bench train --config configs/saelmo.cfg --corpus $corpus --device cuda --steps 20 --peer "" --set precision=bf16 --set contextual_warmup=2
+  for p in tf32 bf16; do
+    step 60 bench-bf16.log ./bin/bench train --config configs/bert-tiny.cfg --corpus $corpus --device cuda --steps 40 --peer "" --set precision=$p
+  done
   ;;
 elmo-vs-saelmo)
   # Paper sizes, tf32, an equal token budget (both unroll 20), the sense schedule scaled to it.
