@@ -75,10 +75,11 @@ LIB_SRC := $(ENGINE_SRC) $(wildcard layers/*.cpp sense/*.cpp train/*.cpp data/*.
 LIB_OBJ := $(LIB_SRC:%.cpp=$(BUILD)/%.o) $(CUDA_SRC:%.cu=$(BUILD)/%.cu.o) $(CUDNN_SRC:%.cpp=$(BUILD)/%.cudnn.o) \
   $(NCCL_SRC:%.cpp=$(BUILD)/%.cuda.o)
 # SHARED=1 (the GPU bundle): the library as one shared object, which the tools find in ../lib
-# beside bin/ (one copy of the engine and its kernels instead of one per tool).
+# beside bin/ (the bundle) or in ../build (the tree they were built in): one copy of the engine
+# and its kernels instead of one per tool.
 ifeq ($(SHARED),1)
   LIB := $(BUILD)/libsensealign.so
-  LDLIBS := -Wl,-rpath,'$$ORIGIN/../lib' $(LDLIBS)
+  LDLIBS := -Wl,-rpath,'$$ORIGIN/../lib:$$ORIGIN/../$(BUILD)' $(LDLIBS)
 else
   LIB := $(BUILD)/libsensealign.a
 endif

@@ -27,15 +27,25 @@ void CpuBackend::gather_rows(const Tensor& table, const Tensor& idx, Tensor& out
 std::pair<Tensor, Tensor> CpuBackend::coalesce_rows(const Tensor& ids, const Tensor& rows, bool) {
   const int64_t M = ids.numel(), d = rows.dim(1);
   const int32_t* ix = ids.data<int32_t>();
-  std::vector<int32_t> uniq(ix, ix + M);
+  std::vector<int32_t> uniq;
+  for (int64_t i = 0; i < M; ++i)
+    if (ix[i] >= 0) uniq.push_back(ix[i]);  // a negative id is padding: dropped
   std::sort(uniq.begin(), uniq.end());
   uniq.erase(std::unique(uniq.begin(), uniq.end()), uniq.end());
-  std::vector<int32_t> slot(static_cast<size_t>(M));
+  std::vector<int32_t> slot, kept;  // each kept entry's output row, and which entries are kept
   for (int64_t i = 0; i < M; ++i)
-    slot[static_cast<size_t>(i)] = static_cast<int32_t>(std::lower_bound(uniq.begin(), uniq.end(), ix[i]) - uniq.begin());
-  const int64_t U = static_cast<int64_t>(uniq.size());
+    if (ix[i] >= 0) {
+      slot.push_back(static_cast<int32_t>(std::lower_bound(uniq.begin(), uniq.end(), ix[i]) - uniq.begin()));
+      kept.push_back(static_cast<int32_t>(i));
+    }
+  const int64_t U = static_cast<int64_t>(uniq.size()), K = static_cast<int64_t>(kept.size());
   Tensor summed = Tensor::zeros({U, d}, rows.dtype(), device());
-  scatter_add_rows(rows, Tensor::from(slot, {M}, device()), summed);  // in row order per column
+  const Tensor src = K == M ? rows : Tensor::empty({K, d}, rows.dtype(), device());
+  if (K < M) {
+    Tensor s = src;
+    gather_rows(rows, Tensor::from(kept, {K}, device()), s);
+  }
+  scatter_add_rows(src, Tensor::from(slot, {K}, device()), summed);  // in row order per column
   return {Tensor::from(uniq, {U}, device()), summed};
 }
 

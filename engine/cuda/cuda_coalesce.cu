@@ -80,21 +80,26 @@ __global__ void piece_sums_kernel(const T* rows, const int32_t* perm, const int3
 }
 
 // out[u, c] = sum of the partials of u's pieces [first[u], first[u+1]), in order, for u < U
-// (U = run[n - 1]); the padding slots u >= U get id -1 and zero rows.
+// (U = run[n - 1]); the padding slots u >= U get id -1 and zero rows. w = max(d, 1), so that the
+// padding ids are written for rows of width 0 too.
 template <typename T>
 __global__ void run_sums_kernel(const T* partial, const int32_t* first, const int32_t* run, int32_t* uids, T* out,
-                                int64_t slots, int64_t n, int64_t d) {
+                                int64_t slots, int64_t n, int64_t d, int64_t w) {
   const int64_t U = run[n - 1];
-  CUDA_LOOP(e, slots * d) {
-    const int64_t u = e / d, c = e % d;
+  CUDA_LOOP(e, slots * w) {
+    const int64_t u = e / w, c = e % w;
+    if (c >= d) {
+      if (u >= U) uids[u] = -1;
+      continue;
+    }
     if (u >= U) {
-      out[e] = T(0);
+      out[u * d + c] = T(0);
       if (c == 0) uids[u] = -1;
       continue;
     }
     T acc = 0;
     for (int64_t q = first[u]; q < first[u + 1]; ++q) acc += partial[q * d + c];
-    out[e] = acc;
+    out[u * d + c] = acc;
   }
 }
 
@@ -104,7 +109,8 @@ std::pair<Tensor, Tensor> CudaBackend::coalesce_rows(const Tensor& ids, const Te
   const int64_t M = ids.numel(), d = rows.dim(1);
   const Device dev = device();
   if (M == 0) return {Tensor::empty({0}, DType::I32, dev), Tensor::empty({0, d}, rows.dtype(), dev)};
-  if (M >= (int64_t{1} << 31)) fail_message("coalesce_rows: more entries than CUB's int count");
+  // int32 positions, and piece bounds at 2 q (q < M)
+  if (M >= (int64_t{1} << 30)) fail_message("coalesce_rows: more than 2^30 entries");
   const int n = static_cast<int>(M);
   auto i32 = [&](int64_t k) { return Tensor::empty({k}, DType::I32, dev); };
   Tensor order = i32(M), sorted = i32(M), perm = i32(M), run = i32(M), starts = i32(M), ph = i32(M), pidx = i32(M);
@@ -152,9 +158,10 @@ std::pair<Tensor, Tensor> CudaBackend::coalesce_rows(const Tensor& ids, const Te
     piece_sums_kernel<<<blocks_for(M * d), kThreads, 0, stream_>>>(rows.data<T>(), perm.data<int32_t>(),
                                                                    bounds.data<int32_t>(), pidx.data<int32_t>(),
                                                                    partial.data<T>(), M, M, d);
-    run_sums_kernel<<<blocks_for(slots * d), kThreads, 0, stream_>>>(partial.data<T>(), first.data<int32_t>(),
+    const int64_t w = std::max<int64_t>(d, 1);
+    run_sums_kernel<<<blocks_for(slots * w), kThreads, 0, stream_>>>(partial.data<T>(), first.data<int32_t>(),
                                                                      run.data<int32_t>(), uids.data<int32_t>(),
-                                                                     summed.data<T>(), slots, M, d);
+                                                                     summed.data<T>(), slots, M, d, w);
   });
   CUDA_LAUNCHED("coalesce run sums");
   return {slots == M ? uids : uids.rows(0, slots), summed};

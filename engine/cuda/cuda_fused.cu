@@ -88,7 +88,8 @@ void CudaBackend::layer_norm_backward(const Tensor& x, const Tensor& gamma, cons
   if (rows == 0) return;
   // at least 64 rows per range, at most 256 ranges
   const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(256, rows / 64));
-  Tensor pa = Tensor::empty({parts, d}, x.dtype(), x.device()), pb = Tensor::empty({parts, d}, x.dtype(), x.device());
+  Tensor pa, pb;
+  if (ggamma || gbeta) pa = Tensor::empty({parts, d}, x.dtype(), x.device()), pb = Tensor::empty({parts, d}, x.dtype(), x.device());
   dispatch(x.dtype(), "layer_norm_backward", [&](auto tag) {
     using T = decltype(tag);
     if (gx)

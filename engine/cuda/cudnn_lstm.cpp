@@ -11,6 +11,7 @@
 #include <map>
 #include <mutex>
 
+#include "engine/backend.h"
 #include "engine/core/autograd.h"
 #include "engine/core/error.h"
 
@@ -188,7 +189,7 @@ Forward forward(const ops::LstmSequenceArgs& a) {
                a.c0.shape() == (Shape{B, D}) && a.m0.shape() == (Shape{B, P}),
            "lstm (cuDNN): W {}, bias {}, W_P {}, c0 {}, m0 {} for x {} (and a projection smaller than the cell)",
            describe(a.W), describe(a.bias), describe(a.W_P), describe(a.c0), describe(a.m0), describe(x));
-  CUDA_OK(cudaSetDevice(dev.index));
+  sa::backend_uncounted(dev);  // binds the thread to the device (and records it, engine/cuda/cuda_device.cu)
   const Context& c = context(dev.index);
   s->handle = c.handle;
   const cudnnDataType_t dt = data_type(s->dtype);
@@ -235,7 +236,7 @@ Forward forward(const ops::LstmSequenceArgs& a) {
 Grads backward(const Saved& s, const Tensor& gy, const Tensor& gc_last, const Tensor& gm_last) {
   NoGrad ng;
   const Device dev = s.a.x.device();
-  CUDA_OK(cudaSetDevice(dev.index));
+  sa::backend_uncounted(dev);  // binds the thread to the device (and records it, engine/cuda/cuda_device.cu)
   const int64_t T = s.T, B = s.B, in = s.in, D = s.D, P = s.P;
   const Tensor dy = gy.defined() ? gy : Tensor::zeros({T, B, P}, s.dtype, dev);
   const Tensor dhy = gm_last.defined() ? gm_last : Tensor::zeros({B, P}, s.dtype, dev);

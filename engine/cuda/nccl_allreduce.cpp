@@ -7,6 +7,7 @@
 #include <cstring>
 #include <string>
 
+#include "engine/backend.h"
 #include "engine/core/error.h"
 #include "engine/dist/communicator.h"
 #include "engine/dist/nccl.h"
@@ -54,7 +55,7 @@ struct NcclComm {
     }
     broadcast(bytes);
     std::memcpy(&id, bytes.data(), sizeof id);
-    SA_CHECK(cudaSetDevice(dev) == cudaSuccess, "NCCL: cannot select cuda:{}", dev);
+    sa::cuda::backend(dev);  // binds the thread to the device (and records it, engine/cuda/cuda_device.cu)
     lib.check(lib.comm_init_rank(&comm, size(), id, rank()), "ncclCommInitRank");
   }
 };

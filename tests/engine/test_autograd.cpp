@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/engine.h"
+#include "tests/test_util.h"
 
 namespace sa {
 namespace {
@@ -80,6 +81,19 @@ TEST(Autograd, SparseTableGetsOnlyTouchedRows) {
   EXPECT_EQ(rows.values(), (std::vector<double>{100, 1000, 3, 30}));  // row 3 used twice: summed
   Tensor dense = table.sparse_grad().to_dense(4, 2);
   EXPECT_EQ(dense.values(), (std::vector<double>{0, 0, 100, 1000, 0, 0, 3, 30}));
+}
+
+// A negative id is a padding slot (a GPU's padded coalescing): every backend drops it, so an
+// exact coalesce of padded entries gives the distinct ids alone.
+TEST(Autograd, CoalescingDropsPaddingIds) {
+  for (Device d : testing::cpu_and_gpu("coalescing with padding ids")) {
+    SparseGrad g;
+    g.indices.push_back(Tensor::from(std::vector<int32_t>{-1, 2, 0, -1, 2}, {5}).to(d));
+    g.rows.push_back(Tensor::of({9, 9, 1, 2, 3, 4, 9, 9, 10, 20}, {5, 2}, DType::F64, d));
+    auto [ids, rows] = g.coalesce();
+    EXPECT_EQ(ids.values(), (std::vector<double>{0, 2})) << d.str();
+    EXPECT_EQ(rows.values(), (std::vector<double>{3, 4, 11, 22})) << d.str();
+  }
 }
 
 TEST(Autograd, SparseAndDenseGradientsAgree) {

@@ -33,6 +33,7 @@ if [ -d "$data" ]; then
   cp "$data"/README.md "$out/stage/data/"
   [ -d "$data/wsd/eval" ] && cp -r "$data/wsd/eval" "$out/stage/data/wsd/"
   # SemCor converted here (the GPU machine has no WordNet package), and WordNet's sense index.
+  mkdir -p build-bundle/semcor
   [ -f build-bundle/semcor/semcor.data.xml ] ||
     (cd "$tree" && ./bin/wsd_eval convert-semcor "../shared/data/wsd/semcor3.0" -o ../semcor/semcor.data.xml)
   cp build-bundle/semcor/semcor.{data.xml,gold.key.txt} "$out/stage/data/wsd/"
