@@ -91,6 +91,7 @@ TrainResult run_training(ModelFamily& f, const TrainConfig& c, const RunOutput& 
     if (opts.after_step) opts.after_step(step);
   }
   res.steps_done = f.step();
+  res.host_reads_why = f.host_reads_per_step();
   res.steady_steps = std::max<int64_t>(0, f.step() - first - warm);
   if (res.steady_steps > 0) res.steady_counters = device_counters() - counted_from;
   res.phase_seconds = phases.totals();

@@ -41,6 +41,7 @@ struct TrainResult {
   // held-out and checkpoint work), and how many steps that was.
   DeviceCounters steady_counters;
   int64_t steady_steps = 0;
+  std::string host_reads_why;  // the family's host_reads_per_step()
 };
 
 // Where a family reports what happens during training: metrics.jsonl (the rank that owns the run
@@ -101,6 +102,9 @@ class ModelFamily {
   virtual const char* loss_name() const { return "loss"; }
   // What to try when the loss is not finite.
   virtual const char* divergence_hint() const { return "lower learning_rate?"; }
+  // The host reads a step still makes between logging steps and why (bench train prints it);
+  // empty when it makes none.
+  virtual std::string host_reads_per_step() const { return ""; }
 };
 
 // Runs `family` from its step() to its total_steps() (or opts.max_new_steps more). The host reads

@@ -33,7 +33,8 @@ TEST(DeviceCounters, CountReadsUploadsAndLaunches) {
 
 // Trains a tiny ELMo or SaELMo for 12 steps with no logging, held-out or checkpoint step after the
 // warm-up; returns the counts per step of the last 7.
-DeviceCounters per_step(const std::string& name, const std::string& extra, const std::string& device = "cpu") {
+DeviceCounters per_step(const std::string& name, const std::string& extra, const std::string& device = "cpu",
+                        std::string* why = nullptr) {
   const std::string dir = ::testing::TempDir() + "/counters-" + name;
   fs::remove_all(dir);
   fs::create_directories(dir);
@@ -54,6 +55,7 @@ DeviceCounters per_step(const std::string& name, const std::string& extra, const
   o.max_new_steps = 11;  // step 12 (the last) would log, score and save
   const TrainResult r = train_model(TrainConfig::load(dir + "/tiny.cfg"), o);
   EXPECT_EQ(r.steady_steps, 6);
+  if (why) *why = r.host_reads_why;
   DeviceCounters k = r.steady_counters;
   k.host_reads /= r.steady_steps, k.uploads /= r.steady_steps, k.launches /= r.steady_steps;
   return k;
@@ -64,8 +66,10 @@ DeviceCounters per_step(const std::string& name, const std::string& extra, const
 // The loss is read on logging steps only and the clip stays on the device: between logging steps
 // an ELMo step never waits for the host.
 TEST(DeviceCounters, AnElmoStepNeverReadsBetweenLoggingSteps) {
-  const DeviceCounters k = per_step("elmo", "");
+  std::string why;
+  const DeviceCounters k = per_step("elmo", "", "cpu", &why);
   EXPECT_EQ(k.host_reads, 0);
+  EXPECT_EQ(why, "");  // bench train says why only where reads remain
   EXPECT_LE(k.uploads, 16);     // the batch's char ids and targets, the sampled negatives
   EXPECT_LE(k.launches, 270);   // 364 before the multi-tensor clip and Adagrad
 }
@@ -78,11 +82,13 @@ TEST(DeviceCounters, AnElmoStepOnCudaNeverReadsBetweenLoggingSteps) {
 }
 
 TEST(DeviceCounters, ASaelmoStepStaysWithinItsBudget) {
+  std::string why;
   const DeviceCounters k = per_step("saelmo", "n_context = 3\ncontextual_warmup = 2\ncluster_proj_dim = 4\n"
-                                              "pca_sample = 40\npca_every = 3\n");
+                                              "pca_sample = 40\npca_every = 3\n", "cpu", &why);
   EXPECT_LE(k.host_reads, 2);   // the sense schedule reads what the selection chose
   EXPECT_LE(k.uploads, 29);     // the batch, the sampled rows and the selection's ids
   EXPECT_LE(k.launches, 302);   // 402 before the multi-tensor clip and Adagrad
+  EXPECT_NE(why.find("selection chose"), std::string::npos) << why;  // the reads left, named
 }
 
 }  // namespace
