@@ -93,6 +93,13 @@ TEST(Autograd, CoalescingDropsPaddingIds) {
     auto [ids, rows] = g.coalesce();
     EXPECT_EQ(ids.values(), (std::vector<double>{0, 2})) << d.str();
     EXPECT_EQ(rows.values(), (std::vector<double>{3, 4, 11, 22})) << d.str();
+    // ids far apart (the CPU sorts them instead of mapping their range): the same contract
+    SparseGrad far;
+    far.indices.push_back(Tensor::from(std::vector<int32_t>{70000, -1, 5, 70000}, {4}).to(d));
+    far.rows.push_back(Tensor::of({1, 2, 9, 9, 3, 4, 10, 20}, {4, 2}, DType::F64, d));
+    auto [fids, frows] = far.coalesce();
+    EXPECT_EQ(fids.values(), (std::vector<double>{5, 70000})) << d.str();
+    EXPECT_EQ(frows.values(), (std::vector<double>{3, 4, 11, 22})) << d.str();
   }
 }
 
