@@ -59,13 +59,15 @@ bf16)
   done
   ;;
 elmo-vs-saelmo)
-  # Paper sizes, tf32, an equal token budget (both unroll 20), the sense schedule scaled to it.
+  # Paper sizes, an equal token budget (both unroll 20), the sense schedule scaled to it. One call
+  # of at most 10 minutes holds one model of ~6 minutes: MODELS=elmo, then MODELS=saelmo.
+  # STEPS for ~6 minutes: 360 s x the rate `report` or `bf16` measured / 5,120 tokens a step.
   n=${STEPS:-1500}; w=$((n / 3)); d=../shared/data; e=$d/wsd/eval
-  common="--set n_steps=$n --set precision=tf32 --set device=cuda --set heldout_every=$n --set checkpoint_every=$n --set unroll_steps=20 --set seed=${SEED:-1}"
-  step ${T_TRAIN:-300} elmo.log ./bin/train configs/elmo.cfg --set run_dir=runs/gpu-elmo $common
-  step ${T_TRAIN:-300} saelmo.log ./bin/train configs/saelmo.cfg --set run_dir=runs/gpu-saelmo $common \
-    --set contextual_warmup=$w --set prune_first=$((2 * w)) --set prune_every=$w
-  for m in elmo saelmo; do
+  common="--set n_steps=$n --set precision=${PRECISION:-tf32} --set device=cuda --set heldout_every=$n --set checkpoint_every=$n --set unroll_steps=20 --set seed=${SEED:-1}"
+  for m in ${MODELS:-elmo saelmo}; do
+    sense=""
+    [ "$m" = saelmo ] && sense="--set contextual_warmup=$w --set prune_first=$((2 * w)) --set prune_every=$w"
+    step ${T_TRAIN:-300} $m.log ./bin/train configs/$m.cfg --set run_dir=runs/gpu-$m $common $sense
     cp runs/gpu-$m/metrics.jsonl "$out/$m-metrics.jsonl"
     step ${T_WSD:-120} wsd.log ./bin/wsd_eval --model runs/gpu-$m --train $d/wsd/semcor.data.xml --test $e/senseval2/senseval2.data.xml \
       --test $e/semeval2007/semeval2007.data.xml --all-settings --wordnet $d/wordnet/index.sense --device cuda
