@@ -1,5 +1,6 @@
 // CUDA devices: discovery, the per-device backend and caching allocator, and copies.
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -48,6 +49,26 @@ CudaBackend::CudaBackend(int device) : device_(device), alloc_(device_raw_alloc,
 
 void CudaBackend::synchronize() { CUDA_CHECK(cudaStreamSynchronize(stream_)); }
 
+// cudaMemcpy from pageable memory first waits for every kernel queued before it: the batch's
+// uploads (16 a step for ELMo) each drained the GPU's queue, and the host could not run ahead.
+// Staged in pinned memory and copied with cudaMemcpyAsync, an upload returns at once.
+bool CudaBackend::upload_async(void* dst, const void* src, size_t bytes) {
+  if (bytes > kSlotBytes) return false;
+  std::lock_guard<std::mutex> lock(upload_mu_);
+  if (!pinned_) {
+    CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&pinned_), kSlots * kSlotBytes, cudaHostAllocDefault));
+    for (cudaEvent_t& e : slot_done_) CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  }
+  const size_t s = next_slot_;
+  next_slot_ = (next_slot_ + 1) % kSlots;
+  CUDA_CHECK(cudaEventSynchronize(slot_done_[s]));  // the copy that last read this slot has run
+  char* slot = pinned_ + s * kSlotBytes;
+  std::memcpy(slot, src, bytes);
+  CUDA_CHECK(cudaMemcpyAsync(dst, slot, bytes, cudaMemcpyHostToDevice, stream_));
+  CUDA_CHECK(cudaEventRecord(slot_done_[s], stream_));
+  return true;
+}
+
 void CudaBackend::set_tf32(bool on) {
   CUBLAS_CHECK(cublasSetMathMode(blas_, on ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
 }
@@ -91,6 +112,9 @@ Backend& backend(int device) {
 
 void copy(void* dst, Device dst_dev, const void* src, Device src_dev, size_t bytes) {
   if (bytes == 0) return;
+  if (dst_dev.is_cuda() && !src_dev.is_cuda() &&
+      static_cast<CudaBackend&>(backend_uncounted(dst_dev)).upload_async(dst, src, bytes))
+    return;
   CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault));
 }
 

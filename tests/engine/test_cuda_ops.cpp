@@ -258,6 +258,30 @@ TEST(CudaCoalesce, PaddedSlotsNeedNoHostRead) {
   EXPECT_EQ(gpu.rows[0].values(), crow);
 }
 
+// Uploads return before the copy has run (staged in a ring of 16 pinned slots): more uploads
+// than slots, each from a host buffer dropped at once, each used by a kernel right away, one
+// larger than a slot (copied synchronously), all arrive whole and in order.
+TEST(CudaUpload, StagedUploadsArriveWholeAndInOrder) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU present: staged uploads not checked";
+  const Device gpu = Device::cuda(0);
+  Tensor sum = Tensor::zeros({3000}, DType::F64, gpu);
+  std::vector<Tensor> kept;
+  double want = 0;
+  for (int i = 0; i < 100; ++i) {
+    Tensor up = Tensor::of(std::vector<double>(3000, static_cast<double>(i)), {3000}, DType::F64).to(gpu);
+    sum = ops::add(sum, up);  // queued behind the upload
+    want += i;
+    if (i % 10 == 0) kept.push_back(up);
+  }
+  std::vector<double> big(1 << 20);  // 8 MiB: more than a slot
+  for (size_t k = 0; k < big.size(); ++k) big[k] = static_cast<double>(k % 977);
+  const Tensor tb = Tensor::of(big, {static_cast<int64_t>(big.size())}, DType::F64).to(gpu);
+  for (double v : sum.values()) ASSERT_EQ(v, want);
+  for (size_t j = 0; j < kept.size(); ++j)
+    for (double v : kept[j].values()) ASSERT_EQ(v, static_cast<double>(10 * j));
+  EXPECT_EQ(tb.values(), big);
+}
+
 INSTANTIATE_TEST_SUITE_P(AllOps, CudaVsCpu, ::testing::Range<size_t>(0, op_cases().size()),
                          [](const auto& info) { return op_cases()[info.param].name; });
 
