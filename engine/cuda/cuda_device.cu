@@ -55,9 +55,12 @@ void CudaBackend::synchronize() { CUDA_CHECK(cudaStreamSynchronize(stream_)); }
 bool CudaBackend::upload_async(void* dst, const void* src, size_t bytes) {
   if (bytes > kSlotBytes) return false;
   std::lock_guard<std::mutex> lock(upload_mu_);
-  if (!pinned_) {
-    CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&pinned_), kSlots * kSlotBytes, cudaHostAllocDefault));
-    for (cudaEvent_t& e : slot_done_) CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  if (!pinned_) {  // set last: a failed setup is tried again, never half used
+    for (cudaEvent_t& e : slot_done_)
+      if (!e) CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    char* p = nullptr;
+    CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&p), kSlots * kSlotBytes, cudaHostAllocDefault));
+    pinned_ = p;
   }
   const size_t s = next_slot_;
   next_slot_ = (next_slot_ + 1) % kSlots;
@@ -115,6 +118,8 @@ void copy(void* dst, Device dst_dev, const void* src, Device src_dev, size_t byt
   if (dst_dev.is_cuda() && !src_dev.is_cuda() &&
       static_cast<CudaBackend&>(backend_uncounted(dst_dev)).upload_async(dst, src, bytes))
     return;
+  // The copy runs on the current device's stream: the source's, so it follows the work queued there.
+  backend_uncounted(src_dev.is_cuda() ? src_dev : dst_dev);
   CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault));
 }
 
