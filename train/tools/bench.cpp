@@ -268,6 +268,25 @@ void bench_ops(Device d, bool quick) {
     std::printf("%-7s %-34s %-18s %7.1f GF/s %7.1f GF/s %7.3f\n", dev.c_str(), "matmul f32 vs raw BLAS", shape,
                 flops / te / 1e9, flops / tr / 1e9, tr / te);
   }
+  {  // precision = "bf16" (operands rounded each call, as training rounds them) and "tf32" against f32
+    const int64_t m = d.is_cuda() ? 4096 : (quick ? 256 : 1024), nn = m, k = m;
+    Tensor a = randn({m, k}, d), b = randn({k, nn}, d);
+    const double flops = 2.0 * m * nn * k, tf = time_it(d, iters, [&] { Tensor c = ops::matmul(a, b); });
+    set_bf16_matmuls(true);
+    const double tb = time_it(d, iters, [&] { Tensor c = ops::matmul(a, b); });
+    set_bf16_matmuls(false);
+    char shape[64];
+    std::snprintf(shape, sizeof shape, "%ldx%ldx%ld", (long)m, (long)nn, (long)k);
+    std::printf("%-7s %-34s %-18s %7.1f GF/s %7.1f GF/s %7.3f\n", dev.c_str(), "matmul bf16 (with casts) vs f32", shape,
+                flops / tb / 1e9, flops / tf / 1e9, tf / tb);
+    if (d.is_cuda()) {
+      backend_uncounted(d).set_tf32(true);
+      const double tt = time_it(d, iters, [&] { Tensor c = ops::matmul(a, b); });
+      backend_uncounted(d).set_tf32(false);
+      std::printf("%-7s %-34s %-18s %7.1f GF/s %7.1f GF/s %7.3f\n", dev.c_str(), "matmul tf32 vs f32", shape,
+                  flops / tt / 1e9, flops / tf / 1e9, tf / tt);
+    }
+  }
   const int64_t n = quick ? (1 << 20) : (1 << 24);
   Tensor x = randn({n / 1024, 1024}, d), y = randn({n / 1024, 1024}, d), row = randn({1024}, d);
   auto bw = [&](const char* name, double bytes, const std::function<void()>& f) {
