@@ -1,6 +1,7 @@
 // The CUDA backend: cuBLAS GEMMs and hand-written kernels, on one device and one stream.
 // Included only by engine/cuda/*.cu.
 #pragma once
+#include <atomic>
 #include <mutex>
 
 #include "engine/cuda/cuda_common.cuh"
@@ -31,6 +32,7 @@ class CudaBackend final : public Backend {
   // that last read it has run (its event).
   static constexpr size_t kSlots = 16, kSlotBytes = size_t{4} << 20;
   char* pinned_ = nullptr;
+  std::atomic<bool> staging_off_{false};  // SA_SYNC_UPLOADS=1, or no pinned memory
   cudaEvent_t slot_done_[kSlots] = {};
   size_t next_slot_ = 0;
   std::mutex upload_mu_;

@@ -1,8 +1,10 @@
 // CUDA devices: discovery, the per-device backend and caching allocator, and copies.
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "engine/cuda/cuda_backend.cuh"
@@ -52,14 +54,27 @@ void CudaBackend::synchronize() { CUDA_CHECK(cudaStreamSynchronize(stream_)); }
 // cudaMemcpy from pageable memory first waits for every kernel queued before it: the batch's
 // uploads (16 a step for ELMo) each drained the GPU's queue, and the host could not run ahead.
 // Staged in pinned memory and copied with cudaMemcpyAsync, an upload returns at once.
+// SA_SYNC_UPLOADS=1 turns it off (every upload a plain cudaMemcpy), and so does a machine that
+// refuses the pinned memory: both say so once.
 bool CudaBackend::upload_async(void* dst, const void* src, size_t bytes) {
-  if (bytes > kSlotBytes) return false;
+  if (bytes > kSlotBytes || staging_off_) return false;
   std::lock_guard<std::mutex> lock(upload_mu_);
-  if (!pinned_) {  // set last: a failed setup is tried again, never half used
+  if (!pinned_) {  // set last: a failed setup is never half used
+    const char* off = std::getenv("SA_SYNC_UPLOADS");
+    char* p = nullptr;
+    if (off && std::string(off) == "1") {
+      std::fprintf(stderr, "sensealign: SA_SYNC_UPLOADS=1: uploads wait for the GPU (no pinned staging)\n");
+      staging_off_ = true;
+      return false;
+    }
+    if (cudaHostAlloc(reinterpret_cast<void**>(&p), kSlots * kSlotBytes, cudaHostAllocDefault) != cudaSuccess) {
+      cudaGetLastError();
+      std::fprintf(stderr, "sensealign: no pinned memory for upload staging; uploads wait for the GPU\n");
+      staging_off_ = true;
+      return false;
+    }
     for (cudaEvent_t& e : slot_done_)
       if (!e) CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-    char* p = nullptr;
-    CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&p), kSlots * kSlotBytes, cudaHostAllocDefault));
     pinned_ = p;
   }
   const size_t s = next_slot_;
