@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "engine/core/precision.h"
 #include "engine/core/scalar_math.h"
 #include "engine/cpu/cpu_backend.h"
 
@@ -243,6 +244,8 @@ void CpuBackend::candidate_softmax(const Tensor& x, const Tensor& wt, const Tens
   const int64_t N = x.dim(0), P = x.dim(1), S = Wc.dim(0);
   if (N == 0) return;
   const int64_t H = own_ids.numel() / N;
+  // precision = "bf16": the logits' product rounds x and Wc, as ops::matmul does in the unfused form
+  const Tensor xo = gemm_operand(x), Wco = gemm_operand(Wc);
   dispatch_float(x.dtype(), "candidate_softmax", [&](auto tag) {
     using T = decltype(tag);
     const int64_t chunk = candidate_chunk(S);
@@ -255,7 +258,7 @@ void CpuBackend::candidate_softmax(const Tensor& x, const Tensor& wt, const Tens
       if (S > 0) {
         GemmArgs g;
         g.trans_b = true, g.m = c, g.n = S, g.k = P;
-        gemm(g, x.rows(r0, r0 + c), Wc, L);
+        gemm(g, xo.rows(r0, r0 + c), Wco, L);
       }
       candidate_rows<T>(x.data<T>(), wt.data<T>(), bt.data<T>(), bc.data<T>(), own_ids.data<int32_t>(),
                         cand_ids.data<int32_t>(), r0, c, P, S, H, L.data<T>(), t.data(), lse.data<T>(), false);
@@ -279,6 +282,7 @@ void CpuBackend::candidate_softmax_backward(const Tensor& x, const Tensor& wt, c
   fill(gbc, 0);
   if (N == 0) return;
   const int64_t H = own_ids.numel() / N;
+  const Tensor xo = gemm_operand(x), Wco = gemm_operand(Wc);  // as the forward's product
   dispatch_float(x.dtype(), "candidate_softmax_backward", [&](auto tag) {
     using T = decltype(tag);
     const int64_t chunk = candidate_chunk(S);
@@ -290,11 +294,11 @@ void CpuBackend::candidate_softmax_backward(const Tensor& x, const Tensor& wt, c
     T *gxs = gx.data<T>(), *gwts = gwt.data<T>(), *gbts = gbt.data<T>(), *gbcs = gbc.data<T>();
     for (int64_t r0 = 0; r0 < N; r0 += chunk) {
       const int64_t c = std::min(chunk, N - r0);
-      Tensor L = logits.rows(0, c), xc = x.rows(r0, r0 + c), gxc = gx.rows(r0, r0 + c);
+      Tensor L = logits.rows(0, c), gxc = gx.rows(r0, r0 + c);
       GemmArgs g;
       if (S > 0) {
         g.trans_b = true, g.m = c, g.n = S, g.k = P;
-        gemm(g, xc, Wc, L);
+        gemm(g, xo.rows(r0, r0 + c), Wco, L);
       }
       candidate_rows<T>(xs, wts, bt.data<T>(), bc.data<T>(), oid, cand_ids.data<int32_t>(), r0, c, P, S, H, L.data<T>(),
                         t.data(), le, true);
@@ -312,12 +316,13 @@ void CpuBackend::candidate_softmax_backward(const Tensor& x, const Tensor& wt, c
         }
       }
       if (S > 0) {
+        const Tensor Lo = gemm_operand(L);  // dL as the products take it (the bias sum below: f32)
         GemmArgs gx_args;  // gx = dL @ Wc
         gx_args.m = c, gx_args.n = P, gx_args.k = S;
-        gemm(gx_args, L, Wc, gxc);
+        gemm(gx_args, Lo, Wco, gxc);
         GemmArgs gw_args;  // gWc += dL^T @ x
         gw_args.trans_a = true, gw_args.m = S, gw_args.n = P, gw_args.k = c, gw_args.beta = 1;
-        gemm(gw_args, L, xc, gWc);
+        gemm(gw_args, Lo, xo.rows(r0, r0 + c), gWc);
         for (int64_t i = 0; i < c; ++i)
           for (int64_t s = 0; s < S; ++s) gbcs[s] += l[i * S + s];
       } else {

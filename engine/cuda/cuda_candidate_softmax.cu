@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "engine/core/scalar_math.h"
+#include "engine/core/precision.h"
 #include "engine/cuda/cuda_backend.cuh"
 
 namespace sa {
@@ -152,6 +153,8 @@ void CudaBackend::candidate_softmax(const Tensor& x, const Tensor& wt, const Ten
   Tensor s = Tensor::empty({N}, x.dtype(), x.device());
   Tensor L = Tensor::empty({N, std::max<int64_t>(C, 1)}, x.dtype(), x.device());
   const Tensor bcol = bc.view({S, 1});
+  // precision = "bf16": the logits' product rounds x and Wc, as ops::matmul does in the unfused form
+  const Tensor xo = gemm_operand(x), Wco = gemm_operand(Wc);
   dispatch(x.dtype(), "candidate_softmax", [&](auto tag) {
     using T = decltype(tag);
     own_logits_kernel<<<warp_blocks(N * H), 32 * kWarpsPerBlock, 0, stream_>>>(
@@ -164,7 +167,7 @@ void CudaBackend::candidate_softmax(const Tensor& x, const Tensor& wt, const Ten
       Tensor tile = L.view({N * C}).rows(0, N * w).view({N, w});
       GemmArgs g;  // tile = x Wc[c0:c1]^T
       g.trans_b = true, g.m = N, g.n = w, g.k = P;
-      gemm(g, x, Wc.rows(c0, c1), tile);
+      gemm(g, xo, Wco.rows(c0, c1), tile);
       lse_chunk_kernel<<<warp_blocks(N), 32 * kWarpsPerBlock, 0, stream_>>>(
           tile.data<T>(), bcol.rows(c0, c1).data<T>(), cand_ids.data<int32_t>() + c0, own_ids.data<int32_t>(),
           m.data<T>(), s.data<T>(), N, w, H);
@@ -194,26 +197,28 @@ void CudaBackend::candidate_softmax_backward(const Tensor& x, const Tensor& wt, 
   const Tensor ones = Tensor::full({N, 1}, 1.0, x.dtype(), x.device());
   const Tensor bcol = bc.view({S, 1});
   Tensor gbcol = gbc.view({S, 1});
+  const Tensor xo = gemm_operand(x), Wco = gemm_operand(Wc);  // as the forward's product
   dispatch(x.dtype(), "candidate_softmax_backward", [&](auto tag) {
     using T = decltype(tag);
     for (int64_t c0 = 0; c0 < S; c0 += C) {
       const int64_t c1 = std::min(S, c0 + C), w = c1 - c0;
       Tensor tile = L.view({N * C}).rows(0, N * w).view({N, w});
-      const Tensor Wchunk = Wc.rows(c0, c1);
+      const Tensor Wchunk = Wco.rows(c0, c1);
       GemmArgs g;  // tile = x Wc[c0:c1]^T, the forward's logits again
       g.trans_b = true, g.m = N, g.n = w, g.k = P;
-      gemm(g, x, Wchunk, tile);
+      gemm(g, xo, Wchunk, tile);
       softmax_grad_chunk_kernel<<<blocks_for(N * w), kThreads, 0, stream_>>>(
           tile.data<T>(), bcol.rows(c0, c1).data<T>(), cand_ids.data<int32_t>() + c0, own_ids.data<int32_t>(),
           lse.data<T>(), gloss.data<T>(), N, w, H);
       CUDA_LAUNCHED("candidate_softmax grad chunk");
+      const Tensor dL = gemm_operand(tile);  // as the products take it (the bias's below: f32)
       GemmArgs gxa;  // gx (+)= dL Wc[c0:c1]
       gxa.m = N, gxa.n = P, gxa.k = w, gxa.beta = c0 == 0 ? 0.0 : 1.0;
-      gemm(gxa, tile, Wchunk, gx);
+      gemm(gxa, dL, Wchunk, gx);
       GemmArgs gwa;  // gWc[c0:c1] = dL^T x
       gwa.trans_a = true, gwa.m = w, gwa.n = P, gwa.k = N;
       Tensor gW = gWc.rows(c0, c1);
-      gemm(gwa, tile, x, gW);
+      gemm(gwa, dL, xo, gW);
       GemmArgs gba;  // gbc[c0:c1] = dL^T 1
       gba.trans_a = true, gba.m = w, gba.n = 1, gba.k = N;
       Tensor gb = gbcol.rows(c0, c1);

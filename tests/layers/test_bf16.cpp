@@ -4,11 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <optional>
 #include <random>
 
 #include "engine/core/bf16.h"
 #include "engine/engine.h"
 #include "layers/lstm.h"
+#include "layers/softmax.h"
 #include "tests/test_util.h"
 
 namespace sa {
@@ -109,6 +111,33 @@ TEST(Bf16Matmuls, LstmSequenceRoundsWhereItsStepCompositionDoes) {
   double off = 0;
   for (size_t i = 0; i < runs[0][0].size(); ++i) off = std::max(off, std::abs(runs[0][0][i] - runs[1][0][i]));
   EXPECT_GT(off, 1e-5) << "the bf16 sequence should differ from the f32 one";
+}
+
+// The fused candidate softmax (the sampled softmax's and SaBERT's path) under bf16 rounds x and
+// the candidates' rows for its logits, and dL, Wc and x for its gradient products, as the unfused
+// ops (ops::matmul) do; the true rows' logits and the bias gradient stay f32 in both.
+TEST(Bf16Matmuls, CandidateSoftmaxRoundsWhereTheUnfusedOpsDo) {
+  std::mt19937_64 rng(13);
+  const int64_t N = 9, P = 24, V = 40;
+  const std::vector<double> xv = random_values(rng, N * P), Wv = random_values(rng, V * P, 0.5), bv = random_values(rng, V, 0.1);
+  const std::vector<int32_t> truth = {1, 5, 7, 13, 2, 5, 30, 31, 0}, sampled = {2, 4, 7, 8, 16, 11, 22, 23, 39, 5};
+  for (Device d : testing::cpu_and_gpu("bf16 candidate softmax")) {
+    std::vector<std::vector<double>> runs[3];
+    for (int mode = 0; mode < 3; ++mode) {  // 0: fused f32, 1: fused bf16, 2: unfused bf16
+      std::optional<Bf16On> scope;
+      if (mode > 0) scope.emplace();
+      Tensor x = Tensor::of(xv, {N, P}, DType::F32, d).set_requires_grad();
+      Tensor W = Tensor::of(Wv, {V, P}, DType::F32, d).set_requires_grad(), b = Tensor::of(bv, {V, 1}, DType::F32, d).set_requires_grad();
+      Tensor loss = mode < 2 ? candidate_softmax_loss(x, W, b, truth, sampled) : candidate_softmax_loss_unfused(x, W, b, truth, sampled);
+      backward(ops::sum(loss));
+      auto dense = [&](const Tensor& p) { return p.grad().defined() ? p.grad().values() : p.sparse_grad().to_dense(V, p.dim(1)).values(); };
+      runs[mode] = {loss.values(), x.grad().values(), dense(W), dense(b)};
+    }
+    testing::expect_outputs_near(runs[1], runs[2], 2e-5);
+    double off = 0;
+    for (size_t i = 0; i < runs[0][0].size(); ++i) off = std::max(off, std::abs(runs[0][0][i] - runs[1][0][i]));
+    EXPECT_GT(off, 1e-5) << d.str() << ": bf16 logits should differ from f32 ones";
+  }
 }
 
 }  // namespace
