@@ -2,6 +2,7 @@
 // Tolerance: |cuda - cpu| <= 1e-5 + 1e-4 * |cpu| (f32; sums may be ordered differently).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <random>
 
 #include "engine/core/device_counters.h"
@@ -39,10 +40,17 @@ TEST_P(CudaVsCpu, ForwardAndBackwardMatch) {
 }
 
 // Attention at BERT's sizes (head size 64; 128 and 512 positions, the lengths BERT pretrains at),
-// with padded keys and dropout, forward and backward against the CPU in f32 (same tolerance).
+// with padded keys and dropout, forward and backward against the CPU in f32 (same tolerance), on
+// both CUDA paths: batched GEMMs (taken at these sizes) and the fused kernels (SA_ATTENTION=fused,
+// taken where the scores would not fit).
 TEST(CudaAttention, BertSizesMatchTheCpu) {
   if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU present: CUDA attention at BERT sizes skipped";
+  struct Restore {
+    ~Restore() { unsetenv("SA_ATTENTION"); }
+  } restore;
+  for (const char* path : {"gemm", "fused"})
   for (int64_t T : {128, 512}) {
+    setenv("SA_ATTENTION", path, 1);
     const int64_t B = 2, H = 4, d = 64;
     std::mt19937_64 rng(static_cast<uint64_t>(T));
     std::uniform_real_distribution<double> u(-1.5, 1.5);
@@ -65,7 +73,8 @@ TEST(CudaAttention, BertSizesMatchTheCpu) {
       out.push_back({o, tq.grad(), tk.grad(), tv.grad()});
     }
     const char* names[] = {"output", "dq", "dk", "dv"};
-    for (int i = 0; i < 4; ++i) expect_close(out[0][i], out[1][i], "attention T=" + std::to_string(T) + " " + names[i]);
+    for (int i = 0; i < 4; ++i)
+      expect_close(out[0][i], out[1][i], std::string(path) + " attention T=" + std::to_string(T) + " " + names[i]);
   }
 }
 
