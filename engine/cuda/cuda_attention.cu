@@ -3,6 +3,7 @@
 // memory with an online softmax. The backward recomputes each probability from the saved row
 // log-sum-exp: one kernel per key for dK and dV, one per query for dQ, so nothing is written twice
 // and no atomics are needed.
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -208,6 +209,9 @@ __global__ void attention_dscores_kernel(const T* P, const T* Pd, T* G, AttnShap
   }
 }
 
+// Threads per score row: a warp multiple, no more than the row needs (half of 256 idled at T = 128).
+int row_threads(int64_t T) { return static_cast<int>(std::min<int64_t>(kThreads, (T + 31) / 32 * 32)); }
+
 // alpha * op(a[bh]) op(b[bh]) for every head bh: the batched GEMM over the B*H heads.
 GemmArgs head_gemm(int64_t heads, bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, int64_t sa,
                    int64_t sb, int64_t sc) {
@@ -248,7 +252,7 @@ void CudaBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, c
     gemm(head_gemm(BH, false, true, T, T, d, scale, Td, Td, TT), q, k, probs);
     dispatch(q.dtype(), "attention", [&](auto tag) {
       using Tt = decltype(tag);
-      attention_rows_kernel<Tt><<<static_cast<unsigned>(BH * T), kThreads, 0, stream_>>>(
+      attention_rows_kernel<Tt><<<static_cast<unsigned>(BH * T), row_threads(T), 0, stream_>>>(
           probs.data<Tt>(), key_mask.data<uint8_t>(), s, lse.data<Tt>(), true, nullptr);
     });
     CUDA_LAUNCHED("attention rows");
@@ -281,7 +285,7 @@ void CudaBackend::attention_backward(const Tensor& q, const Tensor& k, const Ten
     gemm(head_gemm(BH, false, true, T, T, d, scale, Td, Td, TT), q, k, probs);
     dispatch(q.dtype(), "attention_backward", [&](auto tag) {
       using Tt = decltype(tag);
-      attention_rows_kernel<Tt><<<static_cast<unsigned>(BH * T), kThreads, 0, stream_>>>(
+      attention_rows_kernel<Tt><<<static_cast<unsigned>(BH * T), row_threads(T), 0, stream_>>>(
           probs.data<Tt>(), key_mask.data<uint8_t>(), s, const_cast<Tt*>(lse.data<Tt>()), false, dropped.data<Tt>());
     });
     CUDA_LAUNCHED("attention_backward rows");
@@ -289,7 +293,7 @@ void CudaBackend::attention_backward(const Tensor& q, const Tensor& k, const Ten
     gemm(head_gemm(BH, false, true, T, T, d, 1.0, Td, Td, TT), gout, v, gprobs);      // gPd = gout v^T
     dispatch(q.dtype(), "attention_backward", [&](auto tag) {
       using Tt = decltype(tag);
-      attention_dscores_kernel<Tt><<<static_cast<unsigned>(BH * T), kThreads, 0, stream_>>>(
+      attention_dscores_kernel<Tt><<<static_cast<unsigned>(BH * T), row_threads(T), 0, stream_>>>(
           probs.data<Tt>(), dropped.data<Tt>(), gprobs.data<Tt>(), s);
     });
     CUDA_LAUNCHED("attention_backward scores");
