@@ -57,6 +57,11 @@ struct SenseStep {
   std::vector<int32_t> negative_rows;  // the sampled negatives' table rows (global ids); empty: full softmax
 };
 
+// The host reads a training step with sense heads still makes, and why (bench train prints it).
+inline constexpr const char* kSenseScheduleHostReads =
+    "the senses the selection chose, once per sense head: the sense schedule (usage windows, center updates) runs "
+    "on the host; more on PCA refit and pruning steps";
+
 // What the schedule did at a step, for the log.
 struct SenseEvents {
   bool warmup_ended = false;

@@ -236,9 +236,7 @@ class BertFamily final : public ModelFamily {
   Device device() const override { return dev_; }
   const char* loss_name() const override { return "MLM loss"; }
   std::string host_reads_per_step() const override {
-    return sense_ ? "the senses the selection chose: the sense schedule (usage windows, center updates) runs on the "
-                    "host; more on PCA refit and pruning steps"
-                  : "";
+    return sense_ ? kSenseScheduleHostReads : "";
   }
   bool scores_heldout() const override { return heldout_.has_value(); }
   double heldout_perplexity() override { return bert_heldout_perplexity(*s_, *heldout_, c_, dev_); }

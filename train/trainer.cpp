@@ -206,9 +206,7 @@ class ElmoFamily final : public ModelFamily {
   const char* loss_name() const override { return "loss"; }
   const char* divergence_hint() const override { return "lower learning_rate or all_clip_norm_val?"; }
   std::string host_reads_per_step() const override {
-    return sense_ ? "one per direction, the senses the selection chose: the sense schedule (usage windows, center "
-                    "updates) runs on the host; more on PCA refit and pruning steps"
-                  : "";
+    return sense_ ? kSenseScheduleHostReads : "";
   }
   bool scores_heldout() const override {
     // A sharded table's held-out score is collective: every rank scores, rank 0 logs.

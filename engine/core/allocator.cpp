@@ -16,16 +16,12 @@ size_t CachingAllocator::round_size(size_t bytes) {
 
 CachingAllocator::~CachingAllocator() { release_cached(); }
 
-static void* host_raw_alloc(size_t bytes, int);
-
 // The host's cache is bounded: with shapes that keep changing (embedding sentences of every
 // length) it would keep a block of every size it ever saw, and the process would grow without
 // end. Before a new block is taken from the system, the largest cached blocks go back until the
 // cache holds no more than the peak in use (what a step that repeats its shapes reuses), or
 // 64 MiB. A GPU's cache is not bounded here: it is given back when cudaMalloc fails (below).
-static constexpr size_t kHostCacheFloor = size_t{64} << 20;
-
-
+static constexpr size_t kCacheFloor = size_t{64} << 20;
 
 void* CachingAllocator::allocate(size_t bytes) {
   size_t sz = round_size(bytes == 0 ? 1 : bytes);
@@ -38,8 +34,8 @@ void* CachingAllocator::allocate(size_t bytes) {
     p = it->second;
     free_.erase(it);
   } else {
-    if (raw_alloc_ == host_raw_alloc)  // bounded host cache: the largest blocks go back first
-      for (const size_t limit = std::max(kHostCacheFloor, st_.peak_in_use);
+    if (bounded_)  // the largest cached blocks go back first
+      for (const size_t limit = std::max(kCacheFloor, st_.peak_in_use);
            !free_.empty() && st_.reserved - st_.in_use > limit;) {
         const auto largest = std::prev(free_.end());
         raw_free_(largest->second, device_);
@@ -94,12 +90,12 @@ void CachingAllocator::reset_peak() {
   st_.peak_in_use = st_.in_use;
 }
 
-void* host_raw_alloc(size_t bytes, int) { return std::aligned_alloc(64, bytes); }
+static void* host_raw_alloc(size_t bytes, int) { return std::aligned_alloc(64, bytes); }
 static void host_raw_free(void* p, int) { std::free(p); }
 
 CachingAllocator& host_allocator() {
   // Leaked on purpose: tensors held in static objects may be freed after main returns.
-  static auto* a = new CachingAllocator(host_raw_alloc, host_raw_free, 0);
+  static auto* a = new CachingAllocator(host_raw_alloc, host_raw_free, 0, /*bounded=*/true);
   return *a;
 }
 

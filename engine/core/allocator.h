@@ -22,7 +22,10 @@ class CachingAllocator {
   using RawAlloc = void* (*)(size_t bytes, int device);
   using RawFree = void (*)(void* p, int device);
 
-  CachingAllocator(RawAlloc a, RawFree f, int device) : raw_alloc_(a), raw_free_(f), device_(device) {}
+  // bounded: before a new block is taken from the system, the largest cached blocks go back
+  // until the cache holds no more than the peak in use, or 64 MiB (the host's: allocator.cpp).
+  CachingAllocator(RawAlloc a, RawFree f, int device, bool bounded = false)
+      : raw_alloc_(a), raw_free_(f), device_(device), bounded_(bounded) {}
   ~CachingAllocator();
   void* allocate(size_t bytes);
   void deallocate(void* p);
@@ -36,6 +39,7 @@ class CachingAllocator {
   RawAlloc raw_alloc_;
   RawFree raw_free_;
   int device_;
+  bool bounded_;
   mutable std::mutex mu_;
   std::multimap<size_t, void*> free_;        // size -> block
   std::unordered_map<void*, size_t> live_;   // block -> size

@@ -29,29 +29,29 @@ std::pair<Tensor, Tensor> CpuBackend::coalesce_rows(const Tensor& ids, const Ten
   const int32_t* ix = ids.data<int32_t>();
   int32_t max_id = -1;
   for (int64_t i = 0; i < M; ++i) max_id = std::max(max_id, ix[i]);
-  std::vector<int32_t> uniq, slot, kept;  // distinct ids; each kept entry's output row and position
-  // A negative id is padding: dropped. Ids within a small range (a char table, a batch's rows of
-  // a vocabulary) are numbered through a map of the range, others by sorting; both give the
-  // distinct ids in increasing order.
+  // The distinct ids in increasing order (a negative id is padding: dropped). Ids within a small
+  // range (a char table, a batch's rows of a vocabulary) are numbered through a map of the range,
+  // others by sorting.
+  std::vector<int32_t> uniq, slot_of;
   if (max_id >= 0 && max_id < 16 * M + 4096) {
-    std::vector<int32_t> slot_of(static_cast<size_t>(max_id) + 1, -1);
+    slot_of.assign(static_cast<size_t>(max_id) + 1, -1);
     for (int64_t i = 0; i < M; ++i)
       if (ix[i] >= 0) slot_of[static_cast<size_t>(ix[i])] = 0;
     for (int32_t id = 0; id <= max_id; ++id)
       if (slot_of[static_cast<size_t>(id)] == 0) slot_of[static_cast<size_t>(id)] = static_cast<int32_t>(uniq.size()), uniq.push_back(id);
-    for (int64_t i = 0; i < M; ++i)
-      if (ix[i] >= 0) slot.push_back(slot_of[static_cast<size_t>(ix[i])]), kept.push_back(static_cast<int32_t>(i));
   } else {
     for (int64_t i = 0; i < M; ++i)
       if (ix[i] >= 0) uniq.push_back(ix[i]);
     std::sort(uniq.begin(), uniq.end());
     uniq.erase(std::unique(uniq.begin(), uniq.end()), uniq.end());
-    for (int64_t i = 0; i < M; ++i)
-      if (ix[i] >= 0) {
-        slot.push_back(static_cast<int32_t>(std::lower_bound(uniq.begin(), uniq.end(), ix[i]) - uniq.begin()));
-        kept.push_back(static_cast<int32_t>(i));
-      }
   }
+  std::vector<int32_t> slot, kept;  // each kept entry's output row, and its position
+  for (int64_t i = 0; i < M; ++i)
+    if (ix[i] >= 0) {
+      slot.push_back(!slot_of.empty() ? slot_of[static_cast<size_t>(ix[i])]
+                                      : static_cast<int32_t>(std::lower_bound(uniq.begin(), uniq.end(), ix[i]) - uniq.begin()));
+      kept.push_back(static_cast<int32_t>(i));
+    }
   const int64_t U = static_cast<int64_t>(uniq.size()), K = static_cast<int64_t>(kept.size());
   Tensor summed = Tensor::zeros({U, d}, rows.dtype(), device());
   const Tensor src = K == M ? rows : Tensor::empty({K, d}, rows.dtype(), device());
