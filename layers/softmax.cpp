@@ -31,11 +31,21 @@ double LogUniformSampler::expected_count(int64_t k, int n, int64_t tries) const 
 Tensor candidate_softmax_loss(const Tensor& x, const Tensor& W, const Tensor& b, const std::vector<int32_t>& true_rows,
                               const std::vector<int32_t>& sampled, const std::vector<double>* true_shift,
                               const std::vector<double>* sampled_shift) {
-  const int64_t N = x.dim(0), S = static_cast<int64_t>(sampled.size());
+  const int64_t N = x.dim(0);
   SA_CHECK(static_cast<int64_t>(true_rows.size()) == N, "sampled softmax: {} true rows for {} inputs", true_rows.size(), N);
+  return candidate_softmax_loss(x, W, b, Tensor::from(true_rows, {N}, x.device()), sampled, true_shift, sampled_shift);
+}
+
+Tensor candidate_softmax_loss(const Tensor& x, const Tensor& W, const Tensor& b, const Tensor& tr,
+                              const std::vector<int32_t>& sampled, const std::vector<double>* true_shift,
+                              const std::vector<double>* sampled_shift) {
+  const int64_t N = x.dim(0), S = static_cast<int64_t>(sampled.size());
+  SA_CHECK(tr.rank() == 1 && tr.dim(0) == N && tr.dtype() == DType::I32 && tr.device() == x.device(),
+           "sampled softmax: true rows {} for {} inputs (expected i32 [{}] on {})", describe(tr), N, N,
+           x.device().str());
   const Device dev = x.device();
   const DType dt = x.dtype();
-  Tensor tr = Tensor::from(true_rows, {N}, dev), smp = Tensor::from(sampled, {S}, dev);
+  Tensor smp = Tensor::from(sampled, {S}, dev);
   Tensor bt = ops::gather_rows(b, tr), bc = ops::gather_rows(b, smp);
   if (true_shift) bt = ops::add(bt, Tensor::of(*true_shift, {N, 1}, dt, dev));
   if (sampled_shift) bc = ops::add(bc, Tensor::of(*sampled_shift, {S, 1}, dt, dev));

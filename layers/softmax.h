@@ -33,6 +33,10 @@ class LogUniformSampler {
 Tensor candidate_softmax_loss(const Tensor& x, const Tensor& W, const Tensor& b, const std::vector<int32_t>& true_rows,
                               const std::vector<int32_t>& sampled, const std::vector<double>* true_shift = nullptr,
                               const std::vector<double>* sampled_shift = nullptr);
+// The same with the true rows i32 [N] on x's device (a sense selection that never left it).
+Tensor candidate_softmax_loss(const Tensor& x, const Tensor& W, const Tensor& b, const Tensor& true_rows,
+                              const std::vector<int32_t>& sampled, const std::vector<double>* true_shift = nullptr,
+                              const std::vector<double>* sampled_shift = nullptr);
 // The same through separate ops (a [N, S] logits matrix, masked_fill, cross_entropy): the reference
 // the fused path is tested against.
 Tensor candidate_softmax_loss_unfused(const Tensor& x, const Tensor& W, const Tensor& b, const std::vector<int32_t>& true_rows,

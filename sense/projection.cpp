@@ -20,19 +20,36 @@ PcaProjection::PcaProjection(int dim, int k, int queue_size, uint64_t seed) : di
 void PcaProjection::push(const Tensor& vectors, int64_t step) {
   SA_CHECK(vectors.rank() == 2 && vectors.dim(1) == dim_, "projection: vectors {} must be [n, {}]", describe(vectors),
            dim_);
-  std::vector<double> v = vectors.values();
-  for (int64_t r = 0; r < vectors.dim(0); ++r) {
-    queue_.emplace_back(v.begin() + r * dim_, v.begin() + (r + 1) * dim_);
-    steps_.push_back(step);
-    if (static_cast<int>(queue_.size()) > cap_) queue_.pop_front(), steps_.pop_front();
-  }
+  pending_.emplace_back(vectors, step);
+  pending_rows_ += vectors.dim(0);
+  // A push that newer pushes will have pushed out of the queue is never read.
+  while (pending_.size() > 1 && pending_rows_ - pending_.front().first.dim(0) >= cap_)
+    pending_rows_ -= pending_.front().first.dim(0), pending_.pop_front();
+}
+
+void PcaProjection::take_pending() const {
+  if (pending_.empty()) return;
+  NoGrad ng;
+  std::vector<Tensor> parts;
+  for (const auto& [t, step] : pending_) parts.push_back(t.to(pending_.front().first.device()));
+  const std::vector<double> v = (parts.size() == 1 ? parts[0] : ops::concat(parts, 0)).values();
+  size_t at = 0;
+  for (const auto& [t, step] : pending_)
+    for (int64_t r = 0; r < t.dim(0); ++r, at += static_cast<size_t>(dim_)) {
+      queue_.emplace_back(v.begin() + static_cast<std::ptrdiff_t>(at), v.begin() + static_cast<std::ptrdiff_t>(at + dim_));
+      steps_.push_back(step);
+      if (static_cast<int>(queue_.size()) > cap_) queue_.pop_front(), steps_.pop_front();
+    }
+  pending_.clear(), pending_rows_ = 0;
 }
 
 void PcaProjection::drop_before(int64_t first) {
+  take_pending();
   while (!steps_.empty() && steps_.front() < first) queue_.pop_front(), steps_.pop_front();
 }
 
 void PcaProjection::refit() {
+  take_pending();
   const int n = static_cast<int>(queue_.size()), d = dim_;
   SA_CHECK(n >= 2, "projection: {} queued vectors; at least 2 are needed for a fit", n);
   std::vector<double> mean(static_cast<size_t>(d), 0.0), cov(static_cast<size_t>(d) * d, 0.0);
@@ -77,6 +94,7 @@ void PcaProjection::refit() {
 }
 
 Tensor PcaProjection::queue_tensor() const {
+  take_pending();
   std::vector<float> v;
   v.reserve(queue_.size() * static_cast<size_t>(dim_));
   for (const auto& x : queue_) v.insert(v.end(), x.begin(), x.end());
@@ -84,6 +102,7 @@ Tensor PcaProjection::queue_tensor() const {
 }
 
 Tensor PcaProjection::queue_steps_tensor() const {
+  take_pending();
   return Tensor::of(std::vector<double>(steps_.begin(), steps_.end()), {static_cast<int64_t>(steps_.size())}, DType::F64);
 }
 
@@ -93,8 +112,9 @@ void PcaProjection::restore(const Tensor& queue, const Tensor& steps, const Tens
            to_string(P_.shape()));
   SA_CHECK(!steps.defined() || (steps.rank() == 1 && steps.dim(0) == queue.dim(0)),
            "projection: {} queue steps for {} queued vectors", steps.defined() ? steps.numel() : 0, queue.dim(0));
-  queue_.clear(), steps_.clear();
+  queue_.clear(), steps_.clear(), pending_.clear(), pending_rows_ = 0;
   push(queue);
+  take_pending();
   if (steps.defined()) {
     const std::vector<double> s = steps.values();  // the newest rows, when the queue is now smaller
     steps_.assign(s.end() - static_cast<std::ptrdiff_t>(queue_.size()), s.end());

@@ -5,19 +5,40 @@
 namespace sa {
 
 void SenseUsage::record(const std::vector<int32_t>& rows, int C) {
-  for (int32_t r : rows) {
-    auto& w = log_[r / C];
-    w.push_back(r);
-    if (static_cast<int>(w.size()) > window_) w.pop_front();
-  }
+  flush();
+  for (int32_t r : rows) append(r, C);
+}
+
+void SenseUsage::append(int32_t row, int C) const {
+  auto& w = log_[row / C];
+  w.push_back(row);
+  if (static_cast<int>(w.size()) > window_) w.pop_front();
+}
+
+void SenseUsage::record(const Tensor& rows, int C) {
+  SA_CHECK(pending_.empty() || C == pending_context_, "usage: rows recorded with {} senses a word, then {}",
+           pending_context_, C);
+  pending_.push_back(rows), pending_context_ = C;
+  if (pending_.size() >= kMaxPendingSteps) flush();
+}
+
+void SenseUsage::flush() const {
+  if (pending_.empty()) return;
+  const std::vector<Tensor> steps = std::move(pending_);
+  pending_.clear();
+  NoGrad ng;
+  const std::vector<double> all = (steps.size() == 1 ? steps[0] : ops::concat(steps, 0)).values();
+  for (double r : all) append(static_cast<int32_t>(r), pending_context_);
 }
 
 const std::deque<int32_t>* SenseUsage::window_of(int word) const {
+  flush();
   auto it = log_.find(word);
   return it == log_.end() ? nullptr : &it->second;
 }
 
 int SenseUsage::prune(SenseTable& t, double threshold) const {
+  flush();
   const int C = t.n_context();
   int disabled = 0;
   for (const auto& [w, win] : log_) {
@@ -53,6 +74,7 @@ int SenseUsage::prune(SenseTable& t, double threshold) const {
 }
 
 Tensor SenseUsage::to_tensor(int vocab) const {
+  flush();
   std::vector<int32_t> v(static_cast<size_t>(vocab) * window_, -1);
   for (const auto& [w, win] : log_)
     for (size_t i = 0; i < win.size(); ++i) v[static_cast<size_t>(w) * window_ + i] = win[i];
@@ -62,7 +84,7 @@ Tensor SenseUsage::to_tensor(int vocab) const {
 void SenseUsage::restore(const Tensor& windows) {
   SA_CHECK(windows.rank() == 2 && windows.dim(1) == window_, "usage windows {} must be [vocab, {}]", describe(windows),
            window_);
-  log_.clear();
+  log_.clear(), pending_.clear();
   std::vector<double> v = windows.values();
   for (int64_t w = 0; w < windows.dim(0); ++w)
     for (int64_t i = 0; i < window_; ++i)

@@ -16,6 +16,11 @@ class SenseUsage {
   explicit SenseUsage(int window = 100) : window_(window) {}
   // Records the selected rows of one step (word = row / C).
   void record(const std::vector<int32_t>& rows, int n_context);
+  // The same for rows left on a device (i32 [N]): kept there until a reader needs the windows
+  // (prune, window_of, to_tensor), flush, or kMaxPendingSteps steps wait; then all of them come
+  // to the host in one read, in order. A training step thus never waits for its selections.
+  void record(const Tensor& rows, int n_context);
+  void flush() const;
   // Applies the rule to `table`; returns the number of senses disabled by this check.
   int prune(SenseTable& table, double threshold) const;
   const std::deque<int32_t>* window_of(int word) const;
@@ -24,8 +29,14 @@ class SenseUsage {
   void restore(const Tensor& windows);
 
  private:
+  void append(int32_t row, int n_context) const;
+
+  static constexpr size_t kMaxPendingSteps = 1000;  // ~20 MB of i32 rows at 5k targets a step
   int window_;
-  std::unordered_map<int, std::deque<int32_t>> log_;
+  // The windows are complete whenever read: const readers flush what is pending into them.
+  mutable std::unordered_map<int, std::deque<int32_t>> log_;
+  mutable std::vector<Tensor> pending_;
+  mutable int pending_context_ = 0;
 };
 
 }  // namespace sa

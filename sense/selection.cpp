@@ -38,6 +38,11 @@ SelectionSpace::SelectionSpace(const SenseTable& t, const Tensor& ctx, const std
   d = p.dim(1);
 }
 
+std::vector<int32_t> host_rows(const Tensor& rows) {
+  const std::vector<double> v = rows.values();
+  return std::vector<int32_t>(v.begin(), v.end());
+}
+
 double SelectionSpace::cosine(int64_t n, const double* w) const { return math::selection_cosine(context(n), w, d); }
 
 SenseCandidates sense_candidates(const SenseTable& t, const std::vector<int32_t>& words) {
@@ -53,39 +58,38 @@ SenseCandidates sense_candidates(const SenseTable& t, const std::vector<int32_t>
   return c;
 }
 
+Tensor select_sense_rows(const SenseTable& t, const Tensor& ctx, const std::vector<int32_t>& words, const Tensor& proj,
+                         const Tensor& mean) {
+  const int64_t N = ctx.dim(0), C = t.n_context();
+  SA_CHECK(static_cast<int64_t>(words.size()) == N, "select_senses: {} words for {} context vectors", words.size(), N);
+  const SenseCandidates sc = sense_candidates(t, words);
+  const SelectionSpace space(t, ctx, sc.rows, proj, mean, false);
+  const Device dev = ctx.device();
+  return ops::select_rows(space.U, space.V, Tensor::from(sc.rows, {N * C}, dev), Tensor::from(sc.enabled, {N * C}, dev));
+}
+
 std::vector<int32_t> select_senses(const SenseTable& t, const Tensor& ctx, const std::vector<int32_t>& words,
                                    const Tensor& proj, const Tensor& mean, bool seed_empty) {
+  if (!seed_empty) return host_rows(select_sense_rows(t, ctx, words, proj, mean));
   const int64_t N = ctx.dim(0), C = t.n_context();
   SA_CHECK(static_cast<int64_t>(words.size()) == N, "select_senses: {} words for {} context vectors", words.size(), N);
   const SenseCandidates sc = sense_candidates(t, words);
   const std::vector<int32_t>& cand = sc.rows;
-  if (!seed_empty) {
-    // Every token on its own: the selection kernel on the contexts' device, and only the N chosen
-    // rows come back (seeding below is sequential: a center claimed by one token serves the next).
-    const SelectionSpace space(t, ctx, cand, proj, mean, false);
-    const Device dev = ctx.device();
-    const std::vector<double> chosen =
-        ops::select_rows(space.U, space.V, Tensor::from(cand, {N * C}, dev), Tensor::from(sc.enabled, {N * C}, dev))
-            .values();
-    return std::vector<int32_t>(chosen.begin(), chosen.end());
-  }
   const SelectionSpace space(t, ctx, cand, proj, mean);
   std::vector<int32_t> sel(static_cast<size_t>(N));
   // Seeding (MacQueen): an empty enabled center is claimed by the next occurrence of its word, whose
   // projected context then stands for that center for the rest of this call.
   std::map<int32_t, int64_t> claimed;  // row -> occurrence that seeded it
   for (int64_t n = 0; n < N; ++n) {
-    if (seed_empty) {
-      int32_t empty = -1;
-      for (int64_t s = 0; s < C && empty < 0; ++s) {
-        const int32_t r = cand[n * C + s];
-        if (t.is_enabled(r) && space.center_sq[n * C + s] == 0.0 && !claimed.count(r)) empty = r;
-      }
-      if (empty >= 0) {
-        claimed[empty] = n;
-        sel[n] = empty;
-        continue;
-      }
+    int32_t empty = -1;
+    for (int64_t s = 0; s < C && empty < 0; ++s) {
+      const int32_t r = cand[n * C + s];
+      if (t.is_enabled(r) && space.center_sq[n * C + s] == 0.0 && !claimed.count(r)) empty = r;
+    }
+    if (empty >= 0) {
+      claimed[empty] = n;
+      sel[n] = empty;
+      continue;
     }
     int32_t best = -1;
     double best_sim = -INFINITY;
@@ -125,7 +129,7 @@ Tensor selection_mean(const SenseTable& t, const SenseOptions& o, const Tensor& 
   return ops::add(word, batch_mean.to(word.dtype()).to(word.device()));
 }
 
-void update_sense_centers(SenseTable& t, const SenseOptions& o, const Tensor& ctx, const std::vector<int32_t>& selected,
+void update_sense_centers(SenseTable& t, const SenseOptions& o, const Tensor& ctx, const Tensor& selected,
                           const std::vector<int32_t>& words) {
   using M = SenseOptions::SelectionMean;
   const bool warmup = !words.empty() && t.is_enabled(t.row(words[0], 0));
@@ -138,56 +142,63 @@ void update_sense_centers(SenseTable& t, const SenseOptions& o, const Tensor& ct
   if (!(warmup && o.selection_mean == M::WordOffset))
     update_centers(t, ctx, selected, o.sense_learning_rate, o.center_update, o.seed_centers(), word_means && !warmup);
   if (words.empty()) return;
+  auto sense0 = [&] {
+    return Tensor::from(sense0_rows(t, words), {static_cast<int64_t>(words.size())}, t.centers.device());
+  };
   if (o.selection_mean == M::Word && !warmup)
-    update_centers(t, ctx, sense0_rows(t, words), o.sense_learning_rate, SenseOptions::CenterUpdate::Paper);
+    update_centers(t, ctx, sense0(), o.sense_learning_rate, SenseOptions::CenterUpdate::Paper);
   if (o.selection_mean == M::WordOffset)
-    update_centers(t, ops::sub(ctx, ops::mean(ctx, 0, true)), sense0_rows(t, words), o.sense_learning_rate,
+    update_centers(t, ops::sub(ctx, ops::mean(ctx, 0, true)), sense0(), o.sense_learning_rate,
                    SenseOptions::CenterUpdate::Paper);
+}
+
+void update_sense_centers(SenseTable& t, const SenseOptions& o, const Tensor& ctx, const std::vector<int32_t>& selected,
+                          const std::vector<int32_t>& words) {
+  update_sense_centers(t, o, ctx, Tensor::from(selected, {static_cast<int64_t>(selected.size())}, t.centers.device()),
+                       words);
 }
 
 void update_centers(SenseTable& t, const Tensor& ctx, const std::vector<int32_t>& rows, double a,
                     SenseOptions::CenterUpdate mode, bool seed_exact, bool spare_sense0) {
+  update_centers(t, ctx, Tensor::from(rows, {static_cast<int64_t>(rows.size())}, t.centers.device()), a, mode,
+                 seed_exact, spare_sense0);
+}
+
+void update_centers(SenseTable& t, const Tensor& ctx, const Tensor& rows, double a, SenseOptions::CenterUpdate mode,
+                    bool seed_exact, bool spare_sense0) {
   NoGrad ng;
   const int64_t N = ctx.dim(0), P = ctx.dim(1);
-  // Sum and count of the context vectors per selected row (unique rows, in order).
-  std::map<int32_t, int32_t> slot;
-  for (int32_t r : rows) slot.emplace(r, 0);
-  std::vector<int32_t> uniq;
-  for (auto& [r, s] : slot) s = static_cast<int32_t>(uniq.size()), uniq.push_back(r);
-  std::vector<int32_t> local(rows.size());
-  std::vector<double> count(uniq.size(), 0.0);
-  for (size_t n = 0; n < rows.size(); ++n) local[n] = slot[rows[n]], count[local[n]] += 1;
   const Device dev = t.centers.device();
   const DType dt = t.centers.dtype();
-  const int64_t U = static_cast<int64_t>(uniq.size());
-  Tensor sums = Tensor::zeros({U, P}, dt, dev);
-  backend(dev).scatter_add_rows(ctx.to(dt), Tensor::from(local, {N}, dev), sums);
-  Tensor ids = Tensor::from(uniq, {U}, dev);
   Backend& be = backend(dev);
+  // The sum and count of the contexts of each selected row, on the device: the contexts with a
+  // column of ones, coalesced by row. Each sum adds its contexts in their order (deterministic).
+  // The device may pad the distinct rows with id -1 and a zero count: gather reads such a row as
+  // zeros and scatter drops it, so its 0/0 never lands anywhere (the CPU never pads).
+  const Tensor counted = ops::concat({ctx.to(dt).to(dev), Tensor::full({N, 1}, 1.0, dt, dev)}, 1);
+  auto [ids, summed] = be.coalesce_rows(rows.to(dev), counted, true);
+  const Tensor sums = ops::slice(summed, 1, 0, P), count = ops::slice(summed, 1, P, P + 1);  // [U, P], [U, 1]
+  const Tensor mean = ops::div(sums, count);
   // seed_exact: a center still exactly zero (never seeded) becomes the mean of its first contexts,
   // as online k-means seeds with its first points. The updates below would make it a * mean,
-  // which only works when the selection space ignores scale (no mean subtracted).
-  std::vector<double> seeded;
+  // which only works when the selection space ignores scale (no mean subtracted). Seeding selects
+  // on the host anyway, so reading which rows are unseeded costs no extra wait.
+  Tensor seeded;
   if (seed_exact) {
-    seeded = ops::sum(ops::square(ops::gather_rows(t.centers, ids)), 1).values();
-    for (double& v : seeded) v = v == 0.0 ? 1.0 : 0.0;
+    std::vector<double> zero = ops::sum(ops::square(ops::gather_rows(t.centers, ids)), 1).values();
+    for (double& v : zero) v = v == 0.0 ? 1.0 : 0.0;
+    seeded = Tensor::of(zero, {ids.numel(), 1}, dt, dev);
   }
-  std::vector<double> inv(uniq.size());
-  for (size_t i = 0; i < inv.size(); ++i) inv[i] = 1.0 / count[i];
-  const Tensor mean = ops::mul(sums, Tensor::of(inv, {U, 1}, dt, dev));
-  // c += w * (mean - c) on the selected rows, w = a (paper) or 1 (seeded rows)
-  auto move_toward_mean = [&](const std::vector<double>& w) {
-    be.scatter_add_rows(ops::mul(ops::sub(mean, ops::gather_rows(t.centers, ids)), Tensor::of(w, {U, 1}, dt, dev)), ids,
-                        t.centers);
+  // c += w * (mean - c) on the selected rows, w [U, 1]
+  auto move_toward_mean = [&](const Tensor& w) {
+    be.scatter_add_rows(ops::mul(ops::sub(mean, ops::gather_rows(t.centers, ids)), w), ids, t.centers);
   };
   if (mode == SenseOptions::CenterUpdate::Paper) {
-    move_toward_mean(std::vector<double>(uniq.size(), a));
+    move_toward_mean(Tensor::full({1, 1}, a, dt, dev));
   } else if (mode == SenseOptions::CenterUpdate::PerToken) {
     // Algorithm 1 moves a center one alpha step per token: k tokens that chose it move it by
     // 1 - (1 - alpha)^k of the way to their mean (exact when they agree).
-    std::vector<double> w(uniq.size());
-    for (size_t i = 0; i < w.size(); ++i) w[i] = 1.0 - std::pow(1.0 - a, count[i]);
-    move_toward_mean(w);
+    move_toward_mean(ops::add_scalar(ops::scale(ops::exp(ops::scale(count, std::log1p(-a))), -1.0), 1.0));
   } else {
     if (spare_sense0) {  // one pass: every row times (1 - a), sense-0 rows times 1
       std::vector<double> f(static_cast<size_t>(t.rows()), 1.0 - a);
@@ -197,9 +208,9 @@ void update_centers(SenseTable& t, const Tensor& ctx, const std::vector<int32_t>
     } else {
       be.unary(UnaryOp::Scale, t.centers, t.centers, 1.0 - a, 0);  // every center decays, as released
     }
-    std::vector<double> w(uniq.size());
-    for (size_t i = 0; i < w.size(); ++i) w[i] = a / (count[i] + 1e-5);
-    be.scatter_add_rows(ops::mul(sums, Tensor::of(w, {U, 1}, dt, dev)), ids, t.centers);
+    // selected rows add a * sum / (count + 1e-5)
+    be.scatter_add_rows(ops::mul(sums, ops::div(Tensor::full({1, 1}, a, dt, dev), ops::add_scalar(count, 1e-5))), ids,
+                        t.centers);
   }
   if (seed_exact) move_toward_mean(seeded);
 }

@@ -44,6 +44,12 @@ SenseCandidates sense_candidates(const SenseTable& table, const std::vector<int3
 // points, warmup_init = "data"); later occurrences in the same call compare with that context.
 std::vector<int32_t> select_senses(const SenseTable& table, const Tensor& ctx, const std::vector<int32_t>& words,
                                    const Tensor& proj, const Tensor& mean = Tensor(), bool seed_empty = false);
+// select_senses without seeding, left on the contexts' device: i32 [N], never read by the host
+// (a training step keeps it there for the loss and the center update).
+Tensor select_sense_rows(const SenseTable& table, const Tensor& ctx, const std::vector<int32_t>& words,
+                         const Tensor& proj, const Tensor& mean = Tensor());
+// An i32 tensor of row ids read into a host vector (one host read).
+std::vector<int32_t> host_rows(const Tensor& rows);
 
 // What selection subtracts before projecting (selection_mean in the config): nothing (released),
 // the projection queue's mean ("global"), each target word's mean context ("word": the center of
@@ -61,8 +67,10 @@ using WordMeans = std::function<Tensor(const std::vector<int32_t>& words)>;
 // (update_centers), and with selection_mean "word" or "word_offset" sense 0's centers keep the
 // words' means (after the warm-up) or offsets from the batch mean (from the start; sense 0's
 // center then holds only the offset, also during the warm-up).
-void update_sense_centers(SenseTable& table, const SenseOptions& o, const Tensor& ctx, const std::vector<int32_t>& selected,
+void update_sense_centers(SenseTable& table, const SenseOptions& o, const Tensor& ctx, const Tensor& selected,
                           const std::vector<int32_t>& words);
+void update_sense_centers(SenseTable& table, const SenseOptions& o, const Tensor& ctx,
+                          const std::vector<int32_t>& selected, const std::vector<int32_t>& words);
 
 // Moves the centers toward the context vectors assigned to them this step.
 //  paper:    only selected rows: c <- (1 - a) c + a * mean(ctx assigned to c)
@@ -70,6 +78,9 @@ void update_sense_centers(SenseTable& table, const SenseOptions& o, const Tensor
 // With seed_exact (warmup_init = "data"), a center that is still exactly zero takes the mean of
 // its contexts instead (its first points set it, as online k-means seeds). With spare_sense0 the
 // released decay leaves every word's sense-0 row alone (it holds a word mean, not a cluster).
+// `rows` i32 [N] on any device; only seed_exact reads anything back to the host.
+void update_centers(SenseTable& table, const Tensor& ctx, const Tensor& rows, double a, SenseOptions::CenterUpdate mode,
+                    bool seed_exact = false, bool spare_sense0 = false);
 void update_centers(SenseTable& table, const Tensor& ctx, const std::vector<int32_t>& rows, double a,
                     SenseOptions::CenterUpdate mode, bool seed_exact = false, bool spare_sense0 = false);
 

@@ -96,9 +96,12 @@ Tensor sense_direction_loss(SenseHead& h, const Tensor& top, const LmBatch& b, c
     return sample_log_uniform_senses(table, n_negatives, targets, rng, o.negative_budget, o.negative_rows_max);
   };
   // The common training case runs selection inside the fused softmax; seeding (sequential over
-  // tokens), the translation loss and the other negatives select first.
+  // tokens), the translation loss and the other negatives select first. The selection stays on the
+  // device (sel_rows) unless seeding, the translation loss or a working table's ids need it on
+  // the host (sel).
   const bool fused = training && !dict && o.negatives == N::Uniform && !o.seed_centers();
   std::vector<int32_t> sel;
+  Tensor sel_rows;
   // Selection is per token, except that seeding sets a center for the tokens after it: data-parallel
   // ranks then select over the global batch, in its order, and keep their own rows.
   const bool seeding = training && o.seed_centers(), global = seeding && dist::size() > 1;
@@ -110,15 +113,19 @@ Tensor sense_direction_loss(SenseHead& h, const Tensor& top, const LmBatch& b, c
         select_senses(table, all_ctx, all_targets, h.proj.matrix(), mean_of(all_targets), true);
     const auto first = all_sel.begin() + static_cast<int64_t>(dist::rank()) * B * T;
     sel.assign(first, first + B * T);
-  } else if (!fused) {
+  } else if (!fused && (seeding || dict)) {
     sel = select_senses(table, ctx, targets, h.proj.matrix(), mean, seeding);
+  } else if (!fused) {
+    sel_rows = select_sense_rows(table, ctx, targets, h.proj.matrix(), mean);
   }
+  // The selection as the loss and the center update take it: on the device.
+  auto selected = [&] { return sel_rows.defined() ? sel_rows : Tensor::from(sel, {B * T}, flat.device()); };
   Tensor per_row;
   std::vector<int32_t> negatives;  // the rows drawn, for the coverage log
   if (fused) {
     negatives = uniform();
     SelectedLoss r = select_and_sampled_loss(flat, table, ctx, targets, h.proj.matrix(), mean, negatives);
-    per_row = r.per_row, sel = std::move(r.selected);
+    per_row = r.per_row, sel_rows = r.selected;
   } else if (dict) {  // Bi-SaELMo: uniform or log-uniform negatives (the config allows no others)
     TranslationCandidates cand = translation_candidates(table, *dict, targets, ctx, h.proj.matrix(), mean_of, &b.lang);
     if (o.translation_candidates == SenseOptions::Translations::Best) keep_best_only(cand);
@@ -134,10 +141,10 @@ Tensor sense_direction_loss(SenseHead& h, const Tensor& top, const LmBatch& b, c
       per_row = sense_translation_loss(flat, table, sel, cand, negatives);
     }
   } else if (o.negatives == N::Full) {
-    per_row = sense_full_loss(flat, table, sel);
+    per_row = sense_full_loss(flat, table, selected());
   } else if (o.negatives == N::LogUniform) {
     const SenseNegatives neg = work ? work->negatives : log_uniform();
-    per_row = sense_sampled_loss(flat, table, sel, neg);
+    per_row = sense_sampled_loss(flat, table, selected(), neg);
     negatives = neg.rows;
   } else {  // uniform negatives with seeding
     negatives = uniform();
@@ -145,11 +152,14 @@ Tensor sense_direction_loss(SenseHead& h, const Tensor& top, const LmBatch& b, c
   }
   if (work) negatives = work->global_rows(negatives);
   // after_step sees what every rank selected, so the ranks keep one sense state.
-  if (step && dist::size() > 1)
-    *step = {all_ctx.defined() ? all_ctx : dist::allgather_rows(ctx), dist::allgather(sel),
+  if (step && dist::size() > 1) {
+    const std::vector<int32_t> all_sel = dist::allgather(sel_rows.defined() ? host_rows(sel_rows) : sel);
+    const Tensor gathered_ctx = all_ctx.defined() ? all_ctx : dist::allgather_rows(ctx);
+    *step = {gathered_ctx, Tensor::from(all_sel, {static_cast<int64_t>(all_sel.size())}, gathered_ctx.device()),
              all_targets.empty() ? dist::allgather(targets) : all_targets, std::move(negatives)};
-  else if (step)
-    *step = {ctx, std::move(sel), targets, std::move(negatives)};
+  } else if (step) {
+    *step = {ctx, selected(), targets, std::move(negatives)};
+  }
   return ops::mean(per_row);
 }
 
@@ -158,7 +168,11 @@ SenseEvents after_step(SenseHead& h, const SenseOptions& o, int64_t step, const 
   SenseEvents ev;
   update_sense_centers(work ? work->table : h.table, o, s.ctx, s.selected, s.targets);
   if (work) work->store_centers(h.table);
-  h.usage.record(work ? work->global_rows(s.selected) : s.selected, h.table.n_context());
+  // The usage windows take the selection where it is: a working table's local rows through the host.
+  if (work)
+    h.usage.record(work->global_rows(host_rows(s.selected)), h.table.n_context());
+  else
+    h.usage.record(s.selected, h.table.n_context());
   // Refits at steps 1, 1 + M, 1 + 2M, ... (a fitted projection from the start); pushes at those and
   // every pca_push_every steps from step 1; a refit sees only the last pca_queue_steps steps.
   const bool refit = (step - 1) % o.pca_every == 0;

@@ -51,16 +51,17 @@ void restore_trained_model(const SafetensorsFile& f, const std::string& origin, 
 
 // What one training step of a head selected, for after_step.
 struct SenseStep {
-  Tensor ctx;                     // the selection vectors [B*T, P]
-  std::vector<int32_t> selected;  // the chosen table row of each target
+  Tensor ctx;       // the selection vectors [B*T, P]
+  Tensor selected;  // the chosen table row of each target, i32 [B*T] on ctx's device
   std::vector<int32_t> targets;
   std::vector<int32_t> negative_rows;  // the sampled negatives' table rows (global ids); empty: full softmax
 };
 
 // The host reads a training step with sense heads still makes, and why (bench train prints it).
 inline constexpr const char* kSenseScheduleHostReads =
-    "the senses the selection chose, once per sense head: the sense schedule (usage windows, center updates) runs "
-    "on the host; more on PCA refit and pruning steps";
+    "none on most steps: the selections stay on the device and reach the usage windows in one read on logging "
+    "steps; the projection reads its queued contexts on refit steps (every pca_every), pruning its windows, seeding "
+    "(warmup_init = \"data\"), the translation loss and sharded tables the selections every step";
 
 // What the schedule did at a step, for the log.
 struct SenseEvents {

@@ -58,6 +58,10 @@ double SenseNegatives::word_shift(int32_t w) const {
 
 Tensor sense_sampled_loss(const Tensor& x, const SenseTable& t, const std::vector<int32_t>& selected,
                           const SenseNegatives& neg) {
+  return sense_sampled_loss(x, t, Tensor::from(selected, {static_cast<int64_t>(selected.size())}, x.device()), neg);
+}
+
+Tensor sense_sampled_loss(const Tensor& x, const SenseTable& t, const Tensor& selected, const SenseNegatives& neg) {
   return candidate_softmax_loss(x, t.W, t.b, selected, neg.rows, neg.shifted() ? &neg.true_shift : nullptr,
                                 neg.shifted() ? &neg.shift : nullptr);
 }
@@ -73,8 +77,7 @@ SelectedLoss select_and_sampled_loss(const Tensor& x, const SenseTable& t, const
   auto [loss, selected] = ops::select_candidate_softmax(
       x, t.W, t.b, space.U.to(x.dtype()), space.V.to(x.dtype()), Tensor::from(c.rows, {N * K}, dev),
       Tensor::from(c.enabled, {N * K}, dev), ops::gather_rows(t.W, smp), ops::gather_rows(t.b, smp), smp);
-  const std::vector<double> sel = selected.values();
-  return {loss, std::vector<int32_t>(sel.begin(), sel.end())};
+  return {loss, selected};
 }
 
 namespace {
@@ -155,6 +158,10 @@ Tensor sharded_word_nll(const Tensor& x, const SenseTable& shard, const std::vec
 }
 
 Tensor sense_full_loss(const Tensor& x, const SenseTable& t, const std::vector<int32_t>& selected) {
+  return sense_full_loss(x, t, Tensor::from(selected, {static_cast<int64_t>(selected.size())}, x.device()));
+}
+
+Tensor sense_full_loss(const Tensor& x, const SenseTable& t, const Tensor& selected) {
   // Every enabled row as a candidate of the fused candidate softmax (the selected row is then an
   // accidental hit, counted once as the true row): the [N, rows] logits (SaBERT: masked pieces x
   // 5 V) are never held; disabled rows are simply not candidates.

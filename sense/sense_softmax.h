@@ -41,14 +41,17 @@ Tensor sense_sampled_loss(const Tensor& x, const SenseTable& table, const std::v
                           const std::vector<int32_t>& negatives);
 Tensor sense_sampled_loss(const Tensor& x, const SenseTable& table, const std::vector<int32_t>& selected,
                           const SenseNegatives& negatives);
+// The same with `selected` i32 [N] on x's device (select_sense_rows).
+Tensor sense_sampled_loss(const Tensor& x, const SenseTable& table, const Tensor& selected,
+                          const SenseNegatives& negatives);
 
 // Selection (Alg. 1, no seeding) and sense_sampled_loss with uniform `negatives` as one op
 // (ops::select_candidate_softmax): ctx [N, P] the selection vectors, words [N], proj and mean as
 // select_senses. Returns the per-row loss and the selected rows, equal to select_senses followed
-// by sense_sampled_loss (a test), without bringing the selection space to the host.
+// by sense_sampled_loss (a test), without bringing the selection space or the choice to the host.
 struct SelectedLoss {
   Tensor per_row;
-  std::vector<int32_t> selected;
+  Tensor selected;  // i32 [N] on x's device
 };
 SelectedLoss select_and_sampled_loss(const Tensor& x, const SenseTable& table, const Tensor& ctx,
                                      const std::vector<int32_t>& words, const Tensor& proj, const Tensor& mean,
@@ -57,6 +60,7 @@ SelectedLoss select_and_sampled_loss(const Tensor& x, const SenseTable& table, c
 // Per-row loss [N] with the exact softmax over every enabled sense row (SaBERT's "full" softmax),
 // through the fused candidate softmax: no [N, rows] logits. Disabled rows get probability 0 and
 // no gradient.
+Tensor sense_full_loss(const Tensor& x, const SenseTable& table, const Tensor& selected);
 Tensor sense_full_loss(const Tensor& x, const SenseTable& table, const std::vector<int32_t>& selected);
 // -log p(w) per row [N] for target words `words`, where p(w) = sum of p(w, s) over w's enabled
 // senses: the model's word probability, on ELMo's scale (held-out perplexity). The normalizer

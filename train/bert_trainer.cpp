@@ -113,11 +113,17 @@ Tensor mlm_loss(BertState& s, const TrainConfig& c, const MlmBatch& b, Generator
   const Tensor mean = selection_mean(head.table, o, head.proj.mean(), b.labels,
                                      o.selection_mean == SenseOptions::SelectionMean::WordOffset ? ops::mean(ctx, 0, true)
                                                                                                   : Tensor());
-  std::vector<int32_t> sel = select_senses(head.table, ctx, b.labels, head.proj.matrix(), mean, o.seed_centers());
-  Tensor per_row = o.negatives == SenseOptions::Negatives::Full
-                       ? sense_full_loss(x, head.table, sel)
-                       : sense_sampled_loss(x, head.table, sel, sample_enabled_rows(head.table, c.n_negative_samples_batch, *rng));
-  *step = {ctx, std::move(sel), b.labels};
+  // The selection stays on the device, except where seeding makes it sequential on the host.
+  const Tensor sel = o.seed_centers()
+                         ? Tensor::from(select_senses(head.table, ctx, b.labels, head.proj.matrix(), mean, true), {n},
+                                        m.device())
+                         : select_sense_rows(head.table, ctx, b.labels, head.proj.matrix(), mean);
+  Tensor per_row =
+      o.negatives == SenseOptions::Negatives::Full
+          ? sense_full_loss(x, head.table, sel)
+          : sense_sampled_loss(x, head.table, sel,
+                               SenseNegatives{sample_enabled_rows(head.table, c.n_negative_samples_batch, *rng), {}, {}});
+  *step = {ctx, sel, b.labels, {}};
   return ops::mean(per_row);
 }
 
@@ -261,6 +267,7 @@ class BertFamily final : public ModelFamily {
     phases.mark("update");
     if (sense_) {
       report_sense_events(out_, s.step, c.sense, after_step(*s.head, c.sense, s.step, picked));
+      if (s.step % c.log_every == 0) s.head->usage.flush();  // on a step that reads the loss anyway
       phases.mark("sense schedule");
     }
     return {loss.detach(), b.pieces, 0};

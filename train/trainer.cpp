@@ -362,6 +362,9 @@ class ElmoFamily final : public ModelFamily {
                                           ? seen_->rarer_than(c.sense.split_min_count)
                                           : std::vector<int32_t>{};
     for (int d = 0; d < 2; ++d) ev[d] = after_step(lm.heads[d], c.sense, step, picked_[d], work[d] ? &*work[d] : nullptr, rare);
+    // The selections reach the usage windows on logging steps, which read the loss anyway.
+    if (step % c.log_every == 0)
+      for (SenseHead& h : lm.heads) h.usage.flush();
     // Copied senses take sense 0's Adagrad state too: with a fresh accumulator their first steps
     // would be as large as a new word's.
     if (ev[0].warmup_ended && c.sense.warmup_init_copy())

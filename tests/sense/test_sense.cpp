@@ -10,6 +10,7 @@
 #include <random>
 #include <set>
 
+#include "engine/core/device_counters.h"
 #include "layers/softmax.h"
 #include "sense/projection.h"
 #include "sense/pruning.h"
@@ -259,6 +260,54 @@ TEST(SenseCenters, PerTokenUpdateCompoundsTheRate) {
   EXPECT_NEAR(c[2], seq, 1e-12);
 }
 
+// A training step hands update_centers the selection on the device. The center update coalesces
+// it there (CUDA pads the distinct rows with id -1 and a zero count, which must move nothing) and
+// reads nothing back; every device lands where the CPU does.
+TEST(SenseCenters, TheUpdateOnEachDeviceReadsNothingAndMatchesTheCpu) {
+  using U = SenseOptions::CenterUpdate;
+  std::mt19937_64 rng(4);
+  std::normal_distribution<double> g(0, 1);
+  std::vector<double> cv(40 * 3), xv(30 * 3);
+  for (double& v : cv) v = g(rng);
+  for (double& v : xv) v = 5 * g(rng);
+  std::vector<int32_t> rows;
+  for (int n = 0; n < 30; ++n) rows.push_back(static_cast<int32_t>((n * 7) % 11) * 3 + n % 2);  // repeats
+  for (U mode : {U::Paper, U::Released, U::PerToken}) {
+    std::vector<std::vector<double>> out;
+    for (Device d : testing::cpu_and_gpu("the center update")) {
+      SenseTable t(20, 2, 3, 1, d, DType::F32);
+      t.centers = Tensor::of(cv, {40, 3}, DType::F32, d);
+      const Tensor ctx = Tensor::of(xv, {30, 3}, DType::F32, d), sel = Tensor::from(rows, {30}, d);
+      const DeviceCounters before = device_counters();
+      update_centers(t, ctx, sel, 0.1, mode);
+      EXPECT_EQ((device_counters() - before).host_reads, 0) << d.str();
+      out.push_back(t.centers.values());
+    }
+    // The same update from a host list of rows, and against the rule written out in double.
+    SenseTable h(20, 2, 3, 1, Device::cpu(), DType::F64);
+    h.centers = Tensor::of(cv, {40, 3}, DType::F64);
+    update_centers(h, Tensor::of(xv, {30, 3}, DType::F64), rows, 0.1, mode);
+    std::vector<double> want = cv;
+    for (int r = 0; r < 40; ++r) {
+      std::vector<double> sum(3, 0.0);
+      double k = 0;
+      for (int n = 0; n < 30; ++n)
+        if (rows[n] == r) ++k, sum[0] += xv[n * 3], sum[1] += xv[n * 3 + 1], sum[2] += xv[n * 3 + 2];
+      for (int c = 0; c < 3; ++c) {
+        double& v = want[r * 3 + c];
+        if (mode == U::Released) {
+          v = 0.9 * v + (k > 0 ? 0.1 * sum[c] / (k + 1e-5) : 0.0);
+        } else if (k > 0) {
+          const double w = mode == U::Paper ? 0.1 : 1 - std::pow(0.9, k);
+          v += w * (sum[c] / k - v);
+        }
+      }
+    }
+    testing::expect_outputs_near({h.centers.values()}, {want}, 1e-12);
+    for (const auto& o : out) testing::expect_outputs_near({o}, {want}, 1e-5);  // f32
+  }
+}
+
 TEST(SenseProjection, RecoversKnownPrincipalAxes) {
   // Variance 9 along (1,1,0,0)/sqrt2, 4 along e2, 0.01 noise elsewhere, plus an offset (the fit
   // centers the data).
@@ -301,7 +350,7 @@ SenseStep spread_along(int axis, double scale, std::mt19937_64& rng) {
     v[r * 4 + axis] = scale * n(rng);
     for (int i = 0; i < 4; ++i) v[r * 4 + i] += 0.01 * n(rng);
   }
-  return {Tensor::of(v, {64, 4}), std::vector<int32_t>(64, 0), std::vector<int32_t>(64, 0)};
+  return {Tensor::of(v, {64, 4}), Tensor::from(std::vector<int32_t>(64, 0), {64}), std::vector<int32_t>(64, 0), {}};
 }
 double first_axis_weight(const PcaProjection& p, int axis) { return std::abs(p.matrix().values()[axis * 2]); }
 }  // namespace
@@ -346,6 +395,48 @@ TEST(SenseProjection, CheckpointKeepsQueueStepsAndFittedMean) {
   old.restore(p.queue_tensor(), Tensor(), Tensor(), p.matrix(), true);
   EXPECT_EQ(old.oldest_step(), 0);
   EXPECT_NEAR(old.mean().values()[0], 7.0, 1e-6);
+}
+
+// Pushes stay on their device until the queue is read; then they come in one read, in order, and a
+// push that newer ones have already pushed out of the queue is never read.
+TEST(SenseProjection, PushesReachTheQueueInOneRead) {
+  PcaProjection p(2, 1, 50, 9);
+  std::vector<double> all;
+  for (int step = 1; step <= 4; ++step) {
+    std::vector<double> v(30 * 2);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = step * 1000 + static_cast<double>(i);
+    all.insert(all.end(), v.begin(), v.end());
+    p.push(Tensor::of(v, {30, 2}), step);
+  }
+  const DeviceCounters before = device_counters();
+  EXPECT_EQ(p.queued(), 50u);  // the newest 50 of 120 rows
+  EXPECT_EQ((device_counters() - before).host_reads, 1);
+  EXPECT_EQ(p.queue_tensor().values(), std::vector<double>(all.end() - 100, all.end()));
+  EXPECT_EQ(p.oldest_step(), 3);
+  const std::vector<double> steps = p.queue_steps_tensor().values();
+  EXPECT_EQ(std::count(steps.begin(), steps.end(), 3.0), 20);
+  EXPECT_EQ(std::count(steps.begin(), steps.end(), 4.0), 30);
+}
+
+// Selections recorded on the device reach the windows in one read, in the order they were recorded,
+// mixed with host records: the windows equal those of recording every step on the host.
+TEST(SensePruning, DeviceSelectionsReachTheWindowsInOneRead) {
+  SenseUsage eager(5), lazy(5);
+  std::mt19937_64 rng(6);
+  for (int step = 0; step < 6; ++step) {
+    std::vector<int32_t> rows;
+    for (int n = 0; n < 7; ++n) rows.push_back(static_cast<int32_t>(rng() % 12));
+    eager.record(rows, 3);
+    if (step == 3)
+      lazy.record(rows, 3);  // a host record first takes what is pending
+    else
+      lazy.record(Tensor::from(rows, {7}), 3);
+  }
+  const DeviceCounters before = device_counters();
+  const Tensor windows = lazy.to_tensor(4);
+  EXPECT_EQ((device_counters() - before).host_reads, 1);
+  EXPECT_EQ(windows.values(), eager.to_tensor(4).values());
+  for (int w = 0; w < 4; ++w) EXPECT_EQ(*lazy.window_of(w), *eager.window_of(w));
 }
 
 TEST(SensePruning, HalvesRareSensesThenDisablesAndResets) {
@@ -551,7 +642,7 @@ TEST(SenseSoftmax, SelectionInsideTheFusedOpEqualsSelectingFirst) {
       Tensor loss;
       if (fused) {
         SelectedLoss r = select_and_sampled_loss(x, t, ctx, words, proj, mean, neg);
-        loss = r.per_row, sel = r.selected;
+        loss = r.per_row, sel = host_rows(r.selected);
       } else {
         sel = select_senses(t, ctx, words, proj, mean);
         loss = sense_sampled_loss(x, t, sel, neg);
