@@ -170,13 +170,12 @@ void update_centers(SenseTable& t, const Tensor& ctx, const Tensor& rows, double
   const int64_t N = ctx.dim(0), P = ctx.dim(1);
   const Device dev = t.centers.device();
   const DType dt = t.centers.dtype();
-  Backend& be = backend(dev);
   // The sum and count of the contexts of each selected row, on the device: the contexts with a
   // column of ones, coalesced by row. Each sum adds its contexts in their order (deterministic).
   // The device may pad the distinct rows with id -1 and a zero count: gather reads such a row as
   // zeros and scatter drops it, so its 0/0 never lands anywhere (the CPU never pads).
   const Tensor counted = ops::concat({ctx.to(dt).to(dev), Tensor::full({N, 1}, 1.0, dt, dev)}, 1);
-  auto [ids, summed] = be.coalesce_rows(rows.to(dev), counted, true);
+  auto [ids, summed] = backend(dev).coalesce_rows(rows.to(dev), counted, true);
   const Tensor sums = ops::slice(summed, 1, 0, P), count = ops::slice(summed, 1, P, P + 1);  // [U, P], [U, 1]
   const Tensor mean = ops::div(sums, count);
   // seed_exact: a center still exactly zero (never seeded) becomes the mean of its first contexts,
@@ -191,7 +190,7 @@ void update_centers(SenseTable& t, const Tensor& ctx, const Tensor& rows, double
   }
   // c += w * (mean - c) on the selected rows, w [U, 1]
   auto move_toward_mean = [&](const Tensor& w) {
-    be.scatter_add_rows(ops::mul(ops::sub(mean, ops::gather_rows(t.centers, ids)), w), ids, t.centers);
+    backend(dev).scatter_add_rows(ops::mul(ops::sub(mean, ops::gather_rows(t.centers, ids)), w), ids, t.centers);
   };
   if (mode == SenseOptions::CenterUpdate::Paper) {
     move_toward_mean(Tensor::full({1, 1}, a, dt, dev));
@@ -204,12 +203,12 @@ void update_centers(SenseTable& t, const Tensor& ctx, const Tensor& rows, double
       std::vector<double> f(static_cast<size_t>(t.rows()), 1.0 - a);
       for (int w = 0; w < t.vocab(); ++w) f[static_cast<size_t>(t.row(w, 0))] = 1.0;
       const Tensor factor = Tensor::of(f, {t.rows(), 1}, dt, dev);
-      be.binary(BinaryOp::Mul, t.centers, factor, t.centers, make_broadcast_plan(t.centers.shape(), t.centers.shape(), factor.shape()));
+      backend(dev).binary(BinaryOp::Mul, t.centers, factor, t.centers, make_broadcast_plan(t.centers.shape(), t.centers.shape(), factor.shape()));
     } else {
-      be.unary(UnaryOp::Scale, t.centers, t.centers, 1.0 - a, 0);  // every center decays, as released
+      backend(dev).unary(UnaryOp::Scale, t.centers, t.centers, 1.0 - a, 0);  // every center decays, as released
     }
     // selected rows add a * sum / (count + 1e-5)
-    be.scatter_add_rows(ops::mul(sums, ops::div(Tensor::full({1, 1}, a, dt, dev), ops::add_scalar(count, 1e-5))), ids,
+    backend(dev).scatter_add_rows(ops::mul(sums, ops::div(Tensor::full({1, 1}, a, dt, dev), ops::add_scalar(count, 1e-5))), ids,
                         t.centers);
   }
   if (seed_exact) move_toward_mean(seeded);

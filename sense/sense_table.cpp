@@ -25,9 +25,8 @@ std::vector<double> normal_rows(int64_t rows, int64_t dim, int64_t first, int64_
 
 void assign_rows(Tensor& t, const Tensor& rows, const Tensor& values) {
   NoGrad ng;
-  Backend& be = backend(t.device());
-  be.scatter_add_rows(ops::neg(ops::gather_rows(t, rows)), rows, t);
-  be.scatter_add_rows(values, rows, t);
+  backend(t.device()).scatter_add_rows(ops::neg(ops::gather_rows(t, rows)), rows, t);
+  backend(t.device()).scatter_add_rows(values, rows, t);
 }
 
 SenseTable::SenseTable(int vocab, int n_context, int dim, uint64_t seed, Device dev, DType dt, TableShard shard,

@@ -333,6 +333,28 @@ std::vector<OpCase> build() {
         auto o = ops::lstm_sequences({{x[0], x[1], x[2], x[3], x[4], x[5], 0.5, 0.5}, {x[6], x[7], x[8], x[9], x[10], x[11], 0.0, 0.7}});
         return Out{o[0][0], o[0][1], o[0][2], o[1][0], o[1][1], o[1][2]};
       });
+  // Three sequences of one shape stacked (one batched GEMM and one cell kernel per step for all),
+  // both clips binding: every output and final state of each.
+  add(Op::lstm_sequence, "lstm_sequences_stacked",
+      [](Rng& r) {
+        const int64_t t = dim(r, 1, 4), b = dim(r, 1, 3), k = dim(r, 1, 4), d = dim(r, 1, 4), p = dim(r, 1, 4);
+        std::vector<CaseInput> v;
+        for (int i = 0; i < 3; ++i)
+          for (Tensor x : {uniform(r, {t, b, k}), uniform(r, {k + p, 4 * d}), uniform(r, {4 * d}),
+                           uniform(r, {d, p}, -1.5, 1.5), uniform(r, {b, d}), uniform(r, {b, p})})
+            v.push_back(in(x));
+        return v;
+      },
+      [](const In& x) {
+        std::vector<ops::LstmSequenceArgs> args;
+        for (int i = 0; i < 3; ++i)
+          args.push_back({x[6 * i], x[6 * i + 1], x[6 * i + 2], x[6 * i + 3], x[6 * i + 4], x[6 * i + 5], 0.5, 0.5,
+                          ops::LstmPath::Stacked});
+        auto o = ops::lstm_sequences(args);
+        Out out;
+        for (const auto& seq : o) out.insert(out.end(), seq.begin(), seq.end());
+        return out;
+      });
   add(Op::highway, "highway",
       [](Rng& r) {
         Shape s{dim(r), dim(r)};

@@ -7,6 +7,8 @@
 
 namespace sa::ops::detail {
 
+// The backend of t's device, for one primitive: look it up per call, never keep the reference
+// across calls (the launch counter counts the lookups).
 inline Backend& be(const Tensor& t) { return backend(t.device()); }
 inline Tensor like(const Tensor& t) { return Tensor::empty(t.shape(), t.dtype(), t.device()); }
 inline Tensor zeros_like(const Tensor& t) { return Tensor::zeros(t.shape(), t.dtype(), t.device()); }

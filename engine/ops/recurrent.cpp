@@ -39,7 +39,9 @@ struct Seq {
   Tensor step(const Tensor& x, int64_t t) const { return x.rows(off[t], off[t] + n[t]); }
 };
 
-Seq prepare(const LstmSequenceArgs& a) {
+// Checks a sequence's shapes and takes its sizes; with `buffers` it also allocates what the step
+// loop writes and saves (a stacked sequence has these in its stack instead).
+Seq prepare(const LstmSequenceArgs& a, bool buffers = true) {
   const bool projected = a.W_P.defined();
   check_same("lstm_sequence", {a.x, a.W, a.bias, a.c0, a.m0});
   if (projected) check_same("lstm_sequence", {a.x, a.W_P});
@@ -74,6 +76,7 @@ Seq prepare(const LstmSequenceArgs& a) {
            describe(a.m0));
   SA_CHECK(projected || a.proj_clip <= 0, "lstm_sequence: proj_clip without a projection");
   s.X = x.view({N, in}), s.Wx = gemm_operand(a.W.rows(0, in)), s.Wh = a.W.rows(in, in + P);
+  if (!buffers) return s;
   s.Wh_op = gemm_operand(s.Wh), s.WP_op = projected ? gemm_operand(a.W_P) : Tensor();
   // Saved for the backward: pre-activation gates, cells, pre-projection outputs h, and the
   // projections before (M) and after (Y) the clip. Without a projection the output is h itself.
@@ -86,20 +89,19 @@ Seq prepare(const LstmSequenceArgs& a) {
 }
 
 void forward(const Seq& s) {
-  Backend& b = be(s.a.x);
   const int64_t T = s.T, D = s.D;
   Tensor G = s.G;                    // a handle: the saved buffer is written
   mm(s.X, s.Wx, G, false, false);  // the input GEMM, hoisted over all steps
   const Tensor bias_row = s.a.bias.view({1, 4 * D});
-  b.binary(BinaryOp::Add, G, bias_row, G, make_broadcast_plan(G.shape(), G.shape(), bias_row.shape()));
+  be(s.a.x).binary(BinaryOp::Add, G, bias_row, G, make_broadcast_plan(G.shape(), G.shape(), bias_row.shape()));
   Tensor c_prev = s.a.c0, m_prev = s.a.m0;
   for (int64_t t = 0; t < T; ++t) {
     const int64_t n = s.n[t];
     Tensor g = s.step(s.G, t), c = s.step(s.C, t), h = s.step(s.H, t), m = s.step(s.M, t), y = s.step(s.Y, t);
     mm(m_prev.rows(0, n), s.Wh_op, g, false, false, 1.0);
-    b.lstm_cell(g, c_prev.rows(0, n), 1.0, s.a.cell_clip, c, h);
+    be(s.a.x).lstm_cell(g, c_prev.rows(0, n), 1.0, s.a.cell_clip, c, h);
     if (s.projected) mm(h, s.WP_op, m, false, false);
-    if (s.a.proj_clip > 0) b.unary(UnaryOp::Clip, m, y, -s.a.proj_clip, s.a.proj_clip);
+    if (s.a.proj_clip > 0) be(s.a.x).unary(UnaryOp::Clip, m, y, -s.a.proj_clip, s.a.proj_clip);
     // The rows whose sequence ends at this step keep its state as their final one.
     const int64_t next = t + 1 < T ? s.n[t + 1] : 0;
     if (next < n) {
@@ -121,28 +123,32 @@ struct Grads {
   Tensor WhT, WPT;
 };
 
-Grads alloc_grads(const Seq& s, const Tensor& gc, const Tensor& gm) {
+// With `step_buffers` false (a stacked sequence) only what weight_grads writes: the stack holds
+// the rest.
+Grads alloc_grads(const Seq& s, const Tensor& gc, const Tensor& gm, bool step_buffers = true) {
   Grads g;
+  g.gW = like(s.a.W), g.m_before = Tensor::empty({s.N, s.P}, s.a.x.dtype(), s.a.x.device());
+  if (s.projected) g.gWP = like(s.a.W_P);
+  g.gbias = Tensor::empty({1, 4 * s.D}, s.a.x.dtype(), s.a.x.device());
+  g.gx = Tensor::empty({s.N, s.in}, s.a.x.dtype(), s.a.x.device());
+  if (!step_buffers) return g;
   g.dG = like(s.G), g.dM = like(s.M);
   g.gm0 = gm.defined() ? gm.clone() : zeros_like(s.a.m0);  // becomes d m0 after the loop
   g.gc0 = gc.defined() ? gc.clone() : zeros_like(s.a.c0);  // becomes d c0 after the loop
   g.dm = like(s.a.m0), g.gh = like(s.a.c0), g.dc_prev = like(s.a.c0);
-  g.gW = like(s.a.W), g.m_before = like(s.M);
-  if (s.projected) g.gWP = like(s.a.W_P);
-  g.gbias = Tensor::empty({1, 4 * s.D}, s.a.x.dtype(), s.a.x.device());
-  g.gx = Tensor::empty({s.N, s.in}, s.a.x.dtype(), s.a.x.device());
   NoGrad ng;
   g.WhT = gemm_operand(transpose(s.Wh, 0, 1));
   if (s.projected) g.WPT = gemm_operand(transpose(s.a.W_P, 0, 1));
   return g;
 }
 
+void weight_grads(const Seq& s, Grads& g);
+
 // The recurrent gradients live in g.gm0 and g.gc0 (B rows). Step t reads and writes only its first
 // n[t] rows, so the row of a sequence that ends at step t still holds its final state's gradient
 // when the loop reaches t.
 void backward_one(const Seq& s, const Tensor& gy_in, Grads& g) {
-  Backend& bk = be(s.a.x);
-  const int64_t T = s.T, in = s.in, P = s.P;
+  const int64_t T = s.T, P = s.P;
   const double pc = s.a.proj_clip;
   const Tensor gy = gy_in.defined() ? gy_in.view({s.N, P}) : Tensor();
   for (int64_t t = T - 1; t >= 0; --t) {
@@ -150,10 +156,10 @@ void backward_one(const Seq& s, const Tensor& gy_in, Grads& g) {
     Tensor dm_rec = g.gm0.rows(0, n), dc_rec = g.gc0.rows(0, n), dm = g.dm.rows(0, n);
     Tensor dc_prev = g.dc_prev.rows(0, n), gh = g.gh.rows(0, n);
     dm.copy_from(dm_rec);
-    if (gy.defined()) bk.axpy(1.0, s.step(gy, t), dm);
+    if (gy.defined()) be(s.a.x).axpy(1.0, s.step(gy, t), dm);
     Tensor dmt = s.step(g.dM, t);
     if (pc > 0)
-      bk.unary_backward(UnaryOp::Clip, s.step(s.M, t), s.step(s.Y, t), dm, dmt, -pc, pc, false);
+      be(s.a.x).unary_backward(UnaryOp::Clip, s.step(s.M, t), s.step(s.Y, t), dm, dmt, -pc, pc, false);
     else
       dmt.copy_from(dm);
     if (s.projected)
@@ -162,11 +168,17 @@ void backward_one(const Seq& s, const Tensor& gy_in, Grads& g) {
       gh.copy_from(dmt);
     const Tensor cp = t > 0 ? s.step(s.C, t - 1).rows(0, n) : s.a.c0;
     Tensor dg = s.step(g.dG, t);
-    bk.lstm_cell_backward(s.step(s.G, t), cp, s.step(s.C, t), 1.0, s.a.cell_clip, &dc_rec, &gh, dg, &dc_prev);
+    be(s.a.x).lstm_cell_backward(s.step(s.G, t), cp, s.step(s.C, t), 1.0, s.a.cell_clip, &dc_rec, &gh, dg, &dc_prev);
     dc_rec.copy_from(dc_prev);
     mm(dg, g.WhT, dm_rec, false, false);
   }
-  // Weight gradients: one GEMM each over all steps.
+  weight_grads(s, g);
+}
+
+// The gradients of x and the weights from the gates' and projections' gradients (g.dG, g.dM):
+// one GEMM each over all steps.
+void weight_grads(const Seq& s, Grads& g) {
+  const int64_t T = s.T, in = s.in, P = s.P;
   Tensor gWx = g.gW.rows(0, in), gWh = g.gW.rows(in, in + P);
   mm(s.X, g.dG, gWx, true, false);
   // m_{t-1} of every step's rows: m0, then the previous step's outputs.
@@ -174,7 +186,7 @@ void backward_one(const Seq& s, const Tensor& gy_in, Grads& g) {
     s.step(g.m_before, t).copy_from(t > 0 ? s.step(s.Y, t - 1).rows(0, s.n[t]) : s.a.m0);
   mm(g.m_before, g.dG, gWh, true, false);
   if (s.projected) mm(s.H, g.dM, g.gWP, true, false);
-  bk.sum_to(g.dG, g.gbias, make_broadcast_plan(g.dG.shape(), g.dG.shape(), g.gbias.shape()), false);
+  be(s.a.x).sum_to(g.dG, g.gbias, make_broadcast_plan(g.dG.shape(), g.dG.shape(), g.gbias.shape()), false);
   mm(g.dG, s.Wx, g.gx, false, true);
 }
 
@@ -229,11 +241,174 @@ std::vector<std::vector<Tensor>> lstm_sequences_cudnn(const std::vector<LstmSequ
 }
 #endif
 
+// Sequences of one shape stacked (docs/design.md §6.7): every step runs once for all of them, the
+// recurrent and projection GEMMs as one batched GEMM (an item per sequence, each with its own
+// weights) and the cell and the clips over all their rows, so a bidirectional layer takes half
+// the launches of stepping each direction. The step buffers are time-major and sequence-minor:
+// rows [(t * S + i) * B, (t * S + i + 1) * B) are sequence i's rows of step t, so a step's rows of
+// every sequence are contiguous. What runs once per sequence (the input GEMM, the outputs, the
+// weight gradients) reads its rows through strided batches or copies.
+struct Stack {
+  std::vector<Seq> seq;  // the members' sizes, inputs and GEMM operands (no step buffers)
+  int64_t S = 0, T = 0, B = 0, D = 0, P = 0;
+  double cell_clip = 0, proj_clip = 0;
+  Tensor G, C, H, M, Y;   // [T * S * B, 4D | D | D | P | P]
+  Tensor c0, m0;          // [S * B, D], [S * B, P]: the members' initial states
+  Tensor Wh_op, WP_op;    // [S * P, 4D], [S * D, P]: each member's W_h and W_P (rounded under bf16)
+  std::vector<Tensor> y;  // each member's output [T * B, P], contiguous (the op's output and saved)
+  Tensor step(const Tensor& x, int64_t t) const { return x.rows(t * S * B, (t + 1) * S * B); }
+  // Member i's rows of every step as one contiguous [T * B, width] tensor.
+  Tensor member(const Tensor& x, int64_t i) const {
+    NoGrad ng;
+    return slice(x.view({T, S, B, x.dim(1)}), 1, i, i + 1).view({T * B, x.dim(1)});
+  }
+};
+
+// One batched GEMM over the members: item i is c_i = a_i op(b_i) (+ c_i with beta = 1), where a_i,
+// b_i and c_i are consecutive blocks of rows of a, b and c.
+void mm_members(int64_t S, const Tensor& a, const Tensor& b, Tensor& c, bool tb, double beta = 0) {
+  GemmArgs g;
+  g.trans_b = tb, g.beta = beta, g.batch = S;
+  g.m = c.dim(0) / S, g.n = c.dim(1), g.k = a.dim(1);
+  g.stride_a = g.m * g.k, g.stride_b = b.numel() / S, g.stride_c = g.m * g.n;
+  be(a).gemm(g, gemm_operand(a), gemm_operand(b), c);
+}
+
+// Whether the call runs stacked: two or more projected, unpacked sequences of one shape and clips,
+// on CUDA unless a sequence asks for Steps (the CPU runs them side by side instead, unless asked
+// for Stacked), and not through cuDNN.
+bool runs_stacked(const std::vector<LstmSequenceArgs>& args) {
+  if (args.size() < 2) return false;
+  const LstmSequenceArgs& f = args[0];
+  for (const LstmSequenceArgs& a : args) {
+    const bool wanted = a.path == LstmPath::Stacked || (a.x.device().is_cuda() && a.path != LstmPath::Steps);
+    if (!wanted || !a.W_P.defined() || !a.steps.empty() || a.x.shape() != f.x.shape() || a.W.shape() != f.W.shape() ||
+        a.W_P.shape() != f.W_P.shape() || a.c0.shape() != f.c0.shape() || a.m0.shape() != f.m0.shape() ||
+        a.x.device() != f.x.device() || a.x.dtype() != f.x.dtype() || a.cell_clip != f.cell_clip ||
+        a.proj_clip != f.proj_clip)
+      return false;
+  }
+  return true;
+}
+
+Stack stack_forward(const std::vector<LstmSequenceArgs>& args) {
+  Stack k;
+  for (const LstmSequenceArgs& a : args) k.seq.push_back(prepare(a, false));
+  const Seq& f = k.seq[0];
+  k.S = static_cast<int64_t>(args.size()), k.T = f.T, k.B = f.B, k.D = f.D, k.P = f.P;
+  k.cell_clip = f.a.cell_clip, k.proj_clip = f.a.proj_clip;
+  const int64_t S = k.S, T = k.T, B = k.B, D = k.D, P = k.P, rows = T * S * B;
+  const DType dt = f.a.x.dtype();
+  const Device dev = f.a.x.device();
+  std::vector<Tensor> c0, m0, Wh, WP, bias;
+  for (const Seq& q : k.seq) {
+    c0.push_back(q.a.c0), m0.push_back(q.a.m0), Wh.push_back(q.Wh), WP.push_back(q.a.W_P);
+    bias.push_back(q.a.bias.view({1, 4 * D}));
+  }
+  k.c0 = concat(c0, 0), k.m0 = concat(m0, 0);
+  k.Wh_op = gemm_operand(concat(Wh, 0)), k.WP_op = gemm_operand(concat(WP, 0));
+  k.G = Tensor::empty({rows, 4 * D}, dt, dev), k.C = Tensor::empty({rows, D}, dt, dev), k.H = like(k.C);
+  k.M = Tensor::empty({rows, P}, dt, dev), k.Y = k.proj_clip > 0 ? like(k.M) : k.M;
+  // The input GEMMs, hoisted over all steps: member i's item t writes its block of step t.
+  for (int64_t i = 0; i < S; ++i) {
+    GemmArgs g;
+    g.m = B, g.n = 4 * D, g.k = f.in, g.batch = T;
+    g.stride_a = B * f.in, g.stride_b = 0, g.stride_c = S * B * 4 * D;
+    Tensor Gi = k.G.rows(i * B, rows);
+    be(f.a.x).gemm(g, gemm_operand(k.seq[i].X), k.seq[i].Wx, Gi);
+  }
+  const Tensor biases = concat(bias, 0).view({1, S, 1, 4 * D});
+  Tensor G4 = k.G.view({T, S, B, 4 * D});
+  be(f.a.x).binary(BinaryOp::Add, G4, biases, G4, make_broadcast_plan(G4.shape(), G4.shape(), biases.shape()));
+  for (int64_t t = 0; t < T; ++t) {
+    Tensor g = k.step(k.G, t), c = k.step(k.C, t), h = k.step(k.H, t), m = k.step(k.M, t), y = k.step(k.Y, t);
+    mm_members(S, t > 0 ? k.step(k.Y, t - 1) : k.m0, k.Wh_op, g, false, 1.0);
+    be(f.a.x).lstm_cell(g, t > 0 ? k.step(k.C, t - 1) : k.c0, 1.0, k.cell_clip, c, h);
+    mm_members(S, h, k.WP_op, m, false);
+    if (k.proj_clip > 0) be(f.a.x).unary(UnaryOp::Clip, m, y, -k.proj_clip, k.proj_clip);
+  }
+  for (int64_t i = 0; i < S; ++i) k.y.push_back(k.member(k.Y, i));
+  return k;
+}
+
+// The gradients of every member: gs holds (gy, gc, gm) per member, as the op's outputs come.
+void stack_backward(const Stack& k, const std::vector<Tensor>& gs) {
+  const int64_t S = k.S, T = k.T, B = k.B, D = k.D, P = k.P;
+  const Seq& f = k.seq[0];
+  const DType dt = f.a.x.dtype();
+  const Device dev = f.a.x.device();
+  std::vector<Tensor> gy, gc, gm;
+  bool any_gy = false;
+  for (int64_t i = 0; i < S; ++i) {
+    const Seq& q = k.seq[i];
+    any_gy = any_gy || gs[3 * i].defined();
+    gy.push_back(gs[3 * i].defined() ? gs[3 * i].view({T, 1, B, P}) : Tensor::zeros({T, 1, B, P}, dt, dev));
+    gc.push_back(gs[3 * i + 1].defined() ? gs[3 * i + 1] : zeros_like(q.a.c0));
+    gm.push_back(gs[3 * i + 2].defined() ? gs[3 * i + 2] : zeros_like(q.a.m0));
+  }
+  NoGrad ng;
+  const Tensor GY = any_gy ? concat(gy, 1).view({T * S * B, P}) : Tensor();
+  Tensor dc_rec = concat(gc, 0), dm_rec = concat(gm, 0);  // become d c0 and d m0 after the loop
+  Tensor dG = like(k.G), dM = like(k.M), dm = like(k.m0), gh = like(k.c0), dc_prev = like(k.c0);
+  // The members' W_h and W_P transposed (see Grads::WhT).
+  const Tensor WhT = gemm_operand(permute(k.Wh_op.to(dt).view({S, P, 4 * D}), {0, 2, 1}));
+  const Tensor WPT = gemm_operand(permute(k.WP_op.to(dt).view({S, D, P}), {0, 2, 1}));
+  for (int64_t t = T - 1; t >= 0; --t) {
+    dm.copy_from(dm_rec);
+    if (any_gy) be(f.a.x).axpy(1.0, k.step(GY, t), dm);
+    Tensor dmt = k.step(dM, t);
+    if (k.proj_clip > 0)
+      be(f.a.x).unary_backward(UnaryOp::Clip, k.step(k.M, t), k.step(k.Y, t), dm, dmt, -k.proj_clip, k.proj_clip, false);
+    else
+      dmt.copy_from(dm);
+    mm_members(S, dmt, WPT, gh, false);
+    Tensor dg = k.step(dG, t);
+    be(f.a.x).lstm_cell_backward(k.step(k.G, t), t > 0 ? k.step(k.C, t - 1) : k.c0, k.step(k.C, t), 1.0, k.cell_clip, &dc_rec,
+                          &gh, dg, &dc_prev);
+    dc_rec.copy_from(dc_prev);
+    mm_members(S, dg, WhT, dm_rec, false);
+  }
+  for (int64_t i = 0; i < S; ++i) {
+    Seq q = k.seq[i];
+    q.H = k.member(k.H, i), q.Y = k.y[i];
+    Grads g = alloc_grads(q, Tensor(), Tensor(), false);
+    g.dG = k.member(dG, i), g.dM = k.member(dM, i);
+    weight_grads(q, g);
+    accumulate_grad(q.a.x, g.gx.view(q.a.x.shape()), true);
+    accumulate_grad(q.a.W, g.gW, true);
+    accumulate_grad(q.a.bias, g.gbias.view(q.a.bias.shape()), true);
+    accumulate_grad(q.a.W_P, g.gWP, true);
+    accumulate_grad(q.a.c0, dc_rec.rows(i * B, (i + 1) * B), true);
+    accumulate_grad(q.a.m0, dm_rec.rows(i * B, (i + 1) * B), true);
+  }
+}
+
+std::vector<std::vector<Tensor>> lstm_sequences_stacked(const std::vector<LstmSequenceArgs>& args) {
+  std::shared_ptr<const Stack> k;
+  {
+    NoGrad ng;
+    k = std::make_shared<const Stack>(stack_forward(args));
+  }
+  std::vector<std::vector<Tensor>> outs;
+  std::vector<Tensor> inputs, flat_outs;
+  const int64_t last = (k->T - 1) * k->S * k->B;
+  for (int64_t i = 0; i < k->S; ++i) {
+    const LstmSequenceArgs& a = args[i];
+    // Fresh handles for the outputs (record marks them as requiring grad; the buffers stay saved).
+    const int64_t r = last + i * k->B;
+    outs.push_back({k->y[i].view({k->T, k->B, k->P}), k->C.rows(r, r + k->B).clone(), k->Y.rows(r, r + k->B).clone()});
+    for (const Tensor& t : {a.x, a.W, a.bias, a.W_P, a.c0, a.m0}) inputs.push_back(t);
+    for (const Tensor& t : outs.back()) flat_outs.push_back(t);
+  }
+  record(Op::lstm_sequence, inputs, flat_outs, [k](const std::vector<Tensor>& gs) { stack_backward(*k, gs); });
+  return outs;
+}
+
 }  // namespace
 
 bool lstm_uses_cudnn(Device dev, LstmPath path, double cell_clip, double proj_clip, int64_t cell_dim,
                      int64_t projection_dim) {
-  if (!dev.is_cuda() || path == LstmPath::Steps) return false;
+  if (!dev.is_cuda() || path == LstmPath::Steps || path == LstmPath::Stacked) return false;
 #if SA_CUDNN
   const bool clipped = cell_clip > 0 || proj_clip > 0;
   SA_CHECK(path != LstmPath::Cudnn || !clipped || !cudnn_lstm_fits(cell_dim, projection_dim),
@@ -253,6 +428,7 @@ std::vector<std::vector<Tensor>> lstm_sequences(const std::vector<LstmSequenceAr
 #if SA_CUDNN
   if (cudnn) return lstm_sequences_cudnn(args);
 #endif
+  if (runs_stacked(args)) return lstm_sequences_stacked(args);
   std::vector<Seq> seqs;
   for (const LstmSequenceArgs& a : args) seqs.push_back(prepare(a));
   {

@@ -71,7 +71,9 @@ TEST(DeviceCounters, AnElmoStepNeverReadsBetweenLoggingSteps) {
   EXPECT_EQ(k.host_reads, 0);
   EXPECT_EQ(why, "");  // bench train says why only where reads remain
   EXPECT_LE(k.uploads, 16);     // the batch's char ids and targets, the sampled negatives
-  EXPECT_LE(k.launches, 270);   // 364 before the multi-tensor clip and Adagrad
+  // 390 since every primitive of the LSTM's step loops counts (they had shared one backend lookup
+  // per sequence, which the counter counts: 270 then, 364 before the multi-tensor clip and Adagrad)
+  EXPECT_LE(k.launches, 390);
 }
 
 // On CUDA too: the loss, the clip and the sparse gradients' coalescing stay on the device.
@@ -90,7 +92,7 @@ TEST(DeviceCounters, ASaelmoStepNeverReadsBetweenLoggingSteps) {
     int64_t uploads, launches;
   };
   // log_uniform (saelmo.cfg's) adds the log-Q shifts of the true and sampled rows
-  for (const auto& [negatives, uploads, launches] : {Budget{"uniform", 24, 308}, Budget{"log_uniform", 28, 316}}) {
+  for (const auto& [negatives, uploads, launches] : {Budget{"uniform", 24, 430}, Budget{"log_uniform", 28, 438}}) {
     SCOPED_TRACE(negatives);
     std::string why;
     const DeviceCounters k =
@@ -100,7 +102,7 @@ TEST(DeviceCounters, ASaelmoStepNeverReadsBetweenLoggingSteps) {
                  "cpu", &why);
     EXPECT_EQ(k.host_reads, 0);         // 2 (the selection of each head) before
     EXPECT_LE(k.uploads, uploads);      // the batch, the sampled rows and the selection's candidates
-    EXPECT_LE(k.launches, launches);    // uniform: 402 before the multi-tensor clip and Adagrad, 302 after
+    EXPECT_LE(k.launches, launches);    // every primitive counted, as ELMo's budget
     EXPECT_NE(why.find("refit"), std::string::npos) << why;  // the reads left, named
   }
 }
