@@ -48,6 +48,8 @@ report)
   step 45 bench-train.log ./bin/bench train --config configs/bench-small.cfg --corpus $corpus --device cuda --steps 40 --peer ""
   step 45 bench-train.log ./bin/bench train --config configs/saelmo-small.cfg --corpus $corpus --device cuda --steps 40 --peer "" --set contextual_warmup=2
   step 60 bench-train.log ./bin/bench train --config configs/elmo.cfg --corpus $corpus --device cuda --steps 20 --peer "" --set precision=tf32
+  # the same with each direction stepping on its own (lstm.cudnn = "off"): what stacking them gains
+  step 60 bench-train.log ./bin/bench train --config configs/elmo.cfg --corpus $corpus --device cuda --steps 20 --peer "" --set precision=tf32 --set lstm.cudnn=off
   step 60 bench-train.log ./bin/bench train --config configs/saelmo.cfg --corpus $corpus --device cuda --steps 20 --peer "" --set precision=tf32 --set contextual_warmup=2
   ;;
 bf16)
