@@ -13,5 +13,8 @@ void set_bf16_matmuls(bool on);
 
 // The operand a GEMM takes: x rounded to bf16 while bf16_matmuls() is on and x is f32, else x.
 Tensor gemm_operand(const Tensor& x);
+// The same values kept in f32, for a kernel that does its products itself (the char CNN's
+// convolution): its f32 products of rounded operands equal a bf16 GEMM's up to summation order.
+Tensor bf16_rounded(const Tensor& x);
 
 }  // namespace sa

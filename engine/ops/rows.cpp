@@ -1,4 +1,5 @@
 // Row gathers (embedding lookups), scatter-add, and the char-CNN convolution with max over time.
+#include "engine/core/precision.h"
 #include "engine/ops/op_util.h"
 #include "engine/ops/ops.h"
 
@@ -51,13 +52,18 @@ Tensor conv1d_max(const Tensor& x, const Tensor& w, const Tensor& b) {
   const int64_t n = x.dim(0), cout = w.dim(2);
   Tensor y = Tensor::empty({n, cout}, x.dtype(), x.device());
   Tensor arg = Tensor::empty({n, cout}, DType::I32, x.device());
-  be(x).conv1d_max(x, w, b, y, arg);
+  // Under precision = "bf16" the products take rounded operands (x and w forward; the gradient,
+  // w and x backward), as the GEMMs do; the bias gradient sums the unrounded gradient.
+  const bool rounds = bf16_matmuls() && x.dtype() == DType::F32;
+  const Tensor xo = bf16_rounded(x), wo = bf16_rounded(w);
+  be(x).conv1d_max(xo, wo, b, y, arg);
   record(Op::conv1d_max, {x, w, b}, {y}, [=](const std::vector<Tensor>& gs) {
     Tensor gx = x.requires_grad() ? zeros_like(x) : Tensor();
     Tensor gw = w.requires_grad() ? zeros_like(w) : Tensor();
     Tensor gb = b.requires_grad() ? zeros_like(b) : Tensor();
-    be(x).conv1d_max_backward(x, w, arg, gs[0], gx.defined() ? &gx : nullptr, gw.defined() ? &gw : nullptr,
-                              gb.defined() ? &gb : nullptr);
+    be(x).conv1d_max_backward(xo, wo, arg, rounds ? bf16_rounded(gs[0]) : gs[0], gx.defined() ? &gx : nullptr,
+                              gw.defined() ? &gw : nullptr, !rounds && gb.defined() ? &gb : nullptr);
+    if (rounds && gb.defined()) be(x).conv1d_max_backward(xo, wo, arg, gs[0], nullptr, nullptr, &gb);
     accumulate_grad(x, gx, true);
     accumulate_grad(w, gw, true);
     accumulate_grad(b, gb, true);

@@ -113,6 +113,39 @@ TEST(Bf16Matmuls, LstmSequenceRoundsWhereItsStepCompositionDoes) {
   EXPECT_GT(off, 1e-5) << "the bf16 sequence should differ from the f32 one";
 }
 
+// The char CNN's convolution does its products in its own kernel: under bf16 it takes x and w
+// rounded forward, and the gradient rounded with w (for x) and with x (for w) backward, as a GEMM
+// would; the bias gradient sums the unrounded gradient. Against the f32 op on rounded inputs.
+TEST(Bf16Matmuls, CharCnnConvolutionRoundsItsOperands) {
+  std::mt19937_64 rng(11);
+  const int64_t N = 4, L = 9, Cin = 3, W = 3, Cout = 5;
+  const std::vector<double> x = random_values(rng, N * L * Cin), w = random_values(rng, W * Cin * Cout, 0.5),
+                            b = random_values(rng, Cout, 0.1), gy = random_values(rng, N * Cout);
+  auto rounded = [](std::vector<double> v) {
+    for (double& e : v) e = round_bf16(e);
+    return v;
+  };
+  auto run = [&](bool bf16, const std::vector<double>& xv, const std::vector<double>& wv, const std::vector<double>& gv) {
+    std::optional<Bf16On> scope;
+    if (bf16) scope.emplace();
+    Tensor tx = Tensor::of(xv, {N, L, Cin}, DType::F32).set_requires_grad();
+    Tensor tw = Tensor::of(wv, {W, Cin, Cout}, DType::F32).set_requires_grad();
+    Tensor tb = Tensor::of(b, {Cout}, DType::F32).set_requires_grad();
+    Tensor y = ops::conv1d_max(tx, tw, tb);
+    backward(ops::sum(ops::mul(y, Tensor::of(gv, {N, Cout}, DType::F32))));
+    return std::vector<std::vector<double>>{y.values(), tx.grad().values(), tw.grad().values(), tb.grad().values()};
+  };
+  const auto on = run(true, x, w, gy), f32 = run(false, x, w, gy);
+  const auto want = run(false, rounded(x), rounded(w), rounded(gy));
+  // The forward, gx and gw are the f32 op's on rounded operands; argmax positions are the same
+  // (the rounded forward picks them); gb is the unrounded gradient's sum.
+  testing::expect_outputs_near({on[0], on[1], on[2]}, {want[0], want[1], want[2]}, 1e-6);
+  testing::expect_outputs_near({on[3]}, {f32[3]}, 1e-6);
+  double off = 0;
+  for (size_t i = 0; i < on[0].size(); ++i) off = std::max(off, std::abs(on[0][i] - f32[0][i]));
+  EXPECT_GT(off, 1e-4) << "bf16 should change the convolution";
+}
+
 // The fused candidate softmax (the sampled softmax's and SaBERT's path) under bf16 rounds x and
 // the candidates' rows for its logits, and dL, Wc and x for its gradient products, as the unfused
 // ops (ops::matmul) do; the true rows' logits and the bias gradient stay f32 in both.
