@@ -21,18 +21,18 @@ struct Bf16Scope {
 
 struct Outcome {
   std::vector<std::vector<double>> values;  // per direction: y, c, m, then the gradients of all inputs
-  int64_t launches = 0;
+  int64_t launches = 0, kernels = 0;
 };
 
 // Two directions of one shape with binding clips, through lstm_sequences on `path`.
-Outcome two_directions(ops::LstmPath path, bool bf16, DType dt) {
+Outcome two_directions(ops::LstmPath path, bool bf16, DType dt, Device dev = Device::cpu()) {
   const int64_t T = 7, B = 3, in = 5, D = 6, P = 4;
   std::mt19937_64 rng(12);
   std::normal_distribution<double> g(0, 0.6);
   auto random = [&](Shape s) {
     std::vector<double> v(static_cast<size_t>(numel(s)));
     for (double& e : v) e = g(rng);
-    return Tensor::of(v, s, dt).set_requires_grad();
+    return Tensor::of(v, s, dt, dev).set_requires_grad();
   };
   Bf16Scope scope(bf16);
   std::vector<ops::LstmSequenceArgs> args;
@@ -49,12 +49,13 @@ Outcome two_directions(ops::LstmPath path, bool bf16, DType dt) {
     for (int d = 0; d < 2; ++d) weights.push_back(random(s).detach());
   const DeviceCounters before = device_counters();
   const auto out = ops::lstm_sequences(args);
-  Tensor loss = Tensor::zeros({}, dt);
+  Tensor loss = Tensor::zeros({}, dt, dev);
   for (int d = 0; d < 2; ++d)
     for (int o = 0; o < 3; ++o) loss = ops::add(loss, ops::sum(ops::mul(out[d][o], weights[o * 2 + d])));
   backward(loss);
   Outcome r;
   r.launches = (device_counters() - before).launches;
+  r.kernels = (device_counters() - before).kernels;
   for (int d = 0; d < 2; ++d)
     for (int o = 0; o < 3; ++o) r.values.push_back(out[d][o].values());
   for (const Tensor& t : inputs) r.values.push_back(t.grad().values());
@@ -80,6 +81,17 @@ TEST(LstmStack, UnderBf16TheStackRoundsWhereEachSequenceDoes) {
   double off = 0;
   for (size_t i = 0; i < f32.values[0].size(); ++i) off = std::max(off, std::abs(f32.values[0][i] - stacked.values[0][i]));
   EXPECT_GT(off, 1e-5) << "bf16 should change the outputs";
+}
+
+// On CUDA, where Auto stacks: the same values as the CPU's stacked run, and fewer of our kernels
+// than stepping each direction (per step one cell and one clip kernel for both, not two each).
+TEST(LstmStack, OnCudaStackingMatchesTheCpuWithFewerKernels) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU present";
+  const Outcome gpu = two_directions(ops::LstmPath::Auto, false, DType::F32, Device::cuda(0)),
+                steps = two_directions(ops::LstmPath::Steps, false, DType::F32, Device::cuda(0)),
+                cpu = two_directions(ops::LstmPath::Stacked, false, DType::F32);
+  testing::expect_outputs_near(gpu.values, cpu.values, 1e-4);
+  EXPECT_LT(gpu.kernels + 7 * 2, steps.kernels) << gpu.kernels << " vs " << steps.kernels;
 }
 
 // Sequences of different shapes, or packed ones, are never stacked: each steps on its own.
