@@ -1,10 +1,12 @@
 // Attention on the CPU: the reference. Batched GEMMs for the scores and the products, row loops for
 // the masked softmax and dropout; the backward recomputes the probabilities from the saved row
-// log-sum-exps, as the CUDA kernels do.
+// log-sum-exps, as the CUDA kernels do. Under precision = "bf16" every GEMM takes its operands
+// rounded (gemm_operand), as CUDA's GEMM path does.
 #include <cmath>
 #include <limits>
 
 #include "engine/core/philox.h"
+#include "engine/core/precision.h"
 #include "engine/cpu/cpu_backend.h"
 
 namespace sa {
@@ -63,7 +65,7 @@ void CpuBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, co
   const Dims s = dims_of(q);
   const int64_t TT = s.T * s.T, Td = s.T * s.d;
   Tensor probs = Tensor::empty({s.BH(), s.T, s.T}, q.dtype(), Device::cpu());
-  gemm(batched(s, false, true, s.T, s.T, s.d, scale, Td, Td, TT), q, k, probs);
+  gemm(batched(s, false, true, s.T, s.T, s.d, scale, Td, Td, TT), gemm_operand(q), gemm_operand(k), probs);
   dispatch_float(q.dtype(), "attention", [&](auto tag) {
     using T = decltype(tag);
     T* P = probs.data<T>();
@@ -74,7 +76,7 @@ void CpuBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, co
         for (int64_t j = 0; j < s.T; ++j) P[r * s.T + j] *= keep_factor<T>(seed, offset, p, s, r / s.T, r % s.T, j);
     }
   });
-  gemm(batched(s, false, false, s.T, s.d, s.T, 1.0, TT, Td, Td), probs, v, out);
+  gemm(batched(s, false, false, s.T, s.d, s.T, 1.0, TT, Td, Td), gemm_operand(probs), gemm_operand(v), out);
 }
 
 void CpuBackend::attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_mask,
@@ -84,7 +86,8 @@ void CpuBackend::attention_backward(const Tensor& q, const Tensor& k, const Tens
   const int64_t TT = s.T * s.T, Td = s.T * s.d;
   auto scratch = [&] { return Tensor::empty({s.BH(), s.T, s.T}, q.dtype(), Device::cpu()); };
   Tensor probs = scratch(), dropped = scratch(), gprobs = scratch();
-  gemm(batched(s, false, true, s.T, s.T, s.d, scale, Td, Td, TT), q, k, probs);
+  const Tensor qo = gemm_operand(q), ko = gemm_operand(k), go = gemm_operand(gout);
+  gemm(batched(s, false, true, s.T, s.T, s.d, scale, Td, Td, TT), qo, ko, probs);
   dispatch_float(q.dtype(), "attention", [&](auto tag) {
     using T = decltype(tag);
     T* P = probs.data<T>();
@@ -96,8 +99,8 @@ void CpuBackend::attention_backward(const Tensor& q, const Tensor& k, const Tens
       for (int64_t j = 0; j < s.T; ++j) Pd[r * s.T + j] = P[r * s.T + j] * keep_factor<T>(seed, offset, p, s, r / s.T, r % s.T, j);
   });
   // gv = Pd^T gout; gPd = gout v^T
-  gemm(batched(s, true, false, s.T, s.d, s.T, 1.0, TT, Td, Td), dropped, gout, gv);
-  gemm(batched(s, false, true, s.T, s.T, s.d, 1.0, Td, Td, TT), gout, v, gprobs);
+  gemm(batched(s, true, false, s.T, s.d, s.T, 1.0, TT, Td, Td), gemm_operand(dropped), go, gv);
+  gemm(batched(s, false, true, s.T, s.T, s.d, 1.0, Td, Td, TT), go, gemm_operand(v), gprobs);
   dispatch_float(q.dtype(), "attention", [&](auto tag) {
     using T = decltype(tag);
     const T* P = probs.data<T>();
@@ -114,8 +117,9 @@ void CpuBackend::attention_backward(const Tensor& q, const Tensor& k, const Tens
     }
   });
   // gq = scale dS k; gk = scale dS^T q
-  gemm(batched(s, false, false, s.T, s.d, s.T, scale, TT, Td, Td), gprobs, k, gq);
-  gemm(batched(s, true, false, s.T, s.d, s.T, scale, TT, Td, Td), gprobs, q, gk);
+  const Tensor dso = gemm_operand(gprobs);
+  gemm(batched(s, false, false, s.T, s.d, s.T, scale, TT, Td, Td), dso, ko, gq);
+  gemm(batched(s, true, false, s.T, s.d, s.T, scale, TT, Td, Td), dso, qo, gk);
 }
 
 }  // namespace sa

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "engine/core/philox.h"
+#include "engine/core/precision.h"
 #include "engine/cuda/cuda_backend.cuh"
 #include "engine/cuda/cuda_common.cuh"
 
@@ -249,14 +250,14 @@ void CudaBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, c
   if (attention_uses_gemms(B * H, T, q.dtype())) {
     const int64_t BH = B * H, TT = T * T, Td = T * d;
     Tensor probs = Tensor::empty({BH, T, T}, q.dtype(), q.device());
-    gemm(head_gemm(BH, false, true, T, T, d, scale, Td, Td, TT), q, k, probs);
+    gemm(head_gemm(BH, false, true, T, T, d, scale, Td, Td, TT), gemm_operand(q), gemm_operand(k), probs);
     dispatch(q.dtype(), "attention", [&](auto tag) {
       using Tt = decltype(tag);
       attention_rows_kernel<Tt><<<static_cast<unsigned>(BH * T), row_threads(T), 0, stream_>>>(
           probs.data<Tt>(), key_mask.data<uint8_t>(), s, lse.data<Tt>(), true, nullptr);
     });
     CUDA_LAUNCHED("attention rows");
-    gemm(head_gemm(BH, false, false, T, d, T, 1.0, TT, Td, Td), probs, v, out);
+    gemm(head_gemm(BH, false, false, T, d, T, 1.0, TT, Td, Td), gemm_operand(probs), gemm_operand(v), out);
     return;
   }
   if (B * H > 65535) fail_message("attention: " + std::to_string(B * H) + " heads in a batch exceed CUDA's grid (65535)");
@@ -282,23 +283,25 @@ void CudaBackend::attention_backward(const Tensor& q, const Tensor& k, const Ten
     const int64_t BH = B * H, TT = T * T, Td = T * d;
     auto scratch = [&] { return Tensor::empty({BH, T, T}, q.dtype(), q.device()); };
     Tensor probs = scratch(), dropped = scratch(), gprobs = scratch();
-    gemm(head_gemm(BH, false, true, T, T, d, scale, Td, Td, TT), q, k, probs);
+    const Tensor qo = gemm_operand(q), ko = gemm_operand(k), go = gemm_operand(gout);
+    gemm(head_gemm(BH, false, true, T, T, d, scale, Td, Td, TT), qo, ko, probs);
     dispatch(q.dtype(), "attention_backward", [&](auto tag) {
       using Tt = decltype(tag);
       attention_rows_kernel<Tt><<<static_cast<unsigned>(BH * T), row_threads(T), 0, stream_>>>(
           probs.data<Tt>(), key_mask.data<uint8_t>(), s, const_cast<Tt*>(lse.data<Tt>()), false, dropped.data<Tt>());
     });
     CUDA_LAUNCHED("attention_backward rows");
-    gemm(head_gemm(BH, true, false, T, d, T, 1.0, TT, Td, Td), dropped, gout, gv);     // gv = Pd^T gout
-    gemm(head_gemm(BH, false, true, T, T, d, 1.0, Td, Td, TT), gout, v, gprobs);      // gPd = gout v^T
+    gemm(head_gemm(BH, true, false, T, d, T, 1.0, TT, Td, Td), gemm_operand(dropped), go, gv);  // gv = Pd^T gout
+    gemm(head_gemm(BH, false, true, T, T, d, 1.0, Td, Td, TT), go, gemm_operand(v), gprobs);    // gPd = gout v^T
     dispatch(q.dtype(), "attention_backward", [&](auto tag) {
       using Tt = decltype(tag);
       attention_dscores_kernel<Tt><<<static_cast<unsigned>(BH * T), row_threads(T), 0, stream_>>>(
           probs.data<Tt>(), dropped.data<Tt>(), gprobs.data<Tt>(), s);
     });
     CUDA_LAUNCHED("attention_backward scores");
-    gemm(head_gemm(BH, false, false, T, d, T, scale, TT, Td, Td), gprobs, k, gq);     // gq = scale dS k
-    gemm(head_gemm(BH, true, false, T, d, T, scale, TT, Td, Td), gprobs, q, gk);      // gk = scale dS^T q
+    const Tensor dso = gemm_operand(gprobs);
+    gemm(head_gemm(BH, false, false, T, d, T, scale, TT, Td, Td), dso, ko, gq);  // gq = scale dS k
+    gemm(head_gemm(BH, true, false, T, d, T, scale, TT, Td, Td), dso, qo, gk);   // gk = scale dS^T q
     return;
   }
   const dim3 grid(static_cast<unsigned>((T + kRows - 1) / kRows), static_cast<unsigned>(B * H));

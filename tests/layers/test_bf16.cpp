@@ -146,6 +146,46 @@ TEST(Bf16Matmuls, CharCnnConvolutionRoundsItsOperands) {
   EXPECT_GT(off, 1e-4) << "bf16 should change the convolution";
 }
 
+// BERT's attention op under bf16 rounds the operands of its products (q k^T, P v, and the
+// backward's four) where the unfused ops (bmm, softmax, dropout, bmm) round them: both agree to
+// f32 sums, forward and gradients, on each device (CUDA: the batched-GEMM path).
+TEST(Bf16Matmuls, AttentionRoundsWhereTheUnfusedOpsDo) {
+  const int64_t B = 2, H = 2, T = 7, d = 8;
+  std::mt19937_64 rng(13);
+  const std::vector<double> qv = random_values(rng, B * H * T * d), kv = random_values(rng, B * H * T * d),
+                            vv = random_values(rng, B * H * T * d), gv = random_values(rng, B * H * T * d);
+  const std::vector<uint8_t> keys = {1, 1, 1, 1, 0, 1, 0, 1, 1, 1, 1, 1, 1, 1};
+  std::vector<uint8_t> pad;
+  for (uint8_t x : keys) pad.push_back(1 - x);
+  for (Device dev : testing::cpu_and_gpu("bf16 attention")) {
+    std::vector<std::vector<double>> runs[3];  // fused bf16, unfused bf16, fused f32
+    for (int mode = 0; mode < 3; ++mode) {
+      std::optional<Bf16On> scope;
+      if (mode < 2) scope.emplace();
+      Tensor q = Tensor::of(qv, {B, H, T, d}, DType::F32, dev).set_requires_grad();
+      Tensor k = Tensor::of(kv, {B, H, T, d}, DType::F32, dev).set_requires_grad();
+      Tensor v = Tensor::of(vv, {B, H, T, d}, DType::F32, dev).set_requires_grad();
+      Generator g(7);
+      Tensor out;
+      if (mode != 1) {
+        out = ops::attention(q, k, v, Tensor::from(keys, {B, T}, dev), 0.5, 0.2, &g);
+      } else {
+        auto flat = [&](const Tensor& t) { return ops::reshape(t, {B * H, T, d}); };
+        Tensor sc = ops::reshape(ops::scale(ops::bmm(flat(q), flat(k), false, true), 0.5), {B, H, T, T});
+        Tensor probs = ops::softmax(ops::masked_fill(sc, Tensor::from(pad, {B, 1, 1, T}, dev), -1e30));
+        out = ops::reshape(ops::bmm(ops::reshape(ops::dropout(probs, 0.2, g), {B * H, T, T}), flat(v)), {B, H, T, d});
+      }
+      backward(ops::sum(ops::mul(out, Tensor::of(gv, {B, H, T, d}, DType::F32, dev))));
+      runs[mode] = {out.values(), q.grad().values(), k.grad().values(), v.grad().values()};
+    }
+    SCOPED_TRACE(dev.str());
+    testing::expect_outputs_near(runs[0], runs[1], 2e-5);
+    double off = 0;
+    for (size_t i = 0; i < runs[0][0].size(); ++i) off = std::max(off, std::abs(runs[0][0][i] - runs[2][0][i]));
+    EXPECT_GT(off, 1e-4) << "bf16 should change the attention";
+  }
+}
+
 // The fused candidate softmax (the sampled softmax's and SaBERT's path) under bf16 rounds x and
 // the candidates' rows for its logits, and dL, Wc and x for its gradient products, as the unfused
 // ops (ops::matmul) do; the true rows' logits and the bias gradient stay f32 in both.
