@@ -103,6 +103,21 @@ void bench_lstm_sequence(Device d, bool quick, int iters, const std::string& dev
   const std::string shape = std::to_string(T) + "x" + std::to_string(B) + "x" + std::to_string(D) + "/" + std::to_string(P);
   std::printf("%-7s %-34s %-18s %9.3f ms %9.3f ms %7.2f\n", dev.c_str(), "lstm_sequence fwd+bwd vs steps",
               shape.c_str(), tf * 1e3, tc * 1e3, tc / tf);
+  // A biLM layer's two directions stacked (one batched GEMM and one cell per step; what CUDA runs)
+  // against each direction stepping on its own (the CPU runs those side by side).
+  auto directions = [&](ops::LstmPath path) {
+    std::vector<ops::LstmSequenceArgs> args;
+    Tensor xt = ops::permute(x, {1, 0, 2});
+    for (int dir = 0; dir < 2; ++dir)
+      args.push_back({xt, W, b, WP, Tensor::zeros({B, D}, DType::F32, d), Tensor::zeros({B, P}, DType::F32, d), 3.0, 3.0,
+                      path});
+    const auto out = ops::lstm_sequences(args);
+    backward(ops::add(ops::sum(out[0][0]), ops::sum(out[1][0])));
+  };
+  const double tk = time_it(d, iters, [&] { directions(ops::LstmPath::Stacked); });
+  const double ts2 = time_it(d, iters, [&] { directions(d.is_cuda() ? ops::LstmPath::Steps : ops::LstmPath::Auto); });
+  std::printf("%-7s %-34s %-18s %9.3f ms %9.3f ms %7.2f\n", dev.c_str(), "2 directions stacked vs separate",
+              shape.c_str(), tk * 1e3, ts2 * 1e3, ts2 / tk);
   if (!ops::lstm_uses_cudnn(d, ops::LstmPath::Cudnn, 0.0, 0.0, D, P)) return;
   // cuDNN's RNN against our step kernels on the same layer (no clips, which cuDNN cannot run).
   Tensor xt = ops::permute(x, {1, 0, 2}).detach().set_requires_grad();
