@@ -168,16 +168,18 @@ void update_centers(SenseTable& t, const Tensor& ctx, const Tensor& rows, double
                     bool seed_exact, bool spare_sense0) {
   NoGrad ng;
   const int64_t N = ctx.dim(0), P = ctx.dim(1);
+  SA_CHECK(rows.rank() == 1 && rows.dim(0) == N && rows.dtype() == DType::I32,
+           "update_centers: rows {} for {} context vectors (expected i32 [{}])", describe(rows), N, N);
   const Device dev = t.centers.device();
   const DType dt = t.centers.dtype();
   // The sum and count of the contexts of each selected row, on the device: the contexts with a
   // column of ones, coalesced by row. Each sum adds its contexts in their order (deterministic).
   // The device may pad the distinct rows with id -1 and a zero count: gather reads such a row as
-  // zeros and scatter drops it, so its 0/0 never lands anywhere (the CPU never pads).
+  // zeros and scatter drops it, and its mean divides by 1, not 0 (the CPU never pads).
   const Tensor counted = ops::concat({ctx.to(dt).to(dev), Tensor::full({N, 1}, 1.0, dt, dev)}, 1);
   auto [ids, summed] = backend(dev).coalesce_rows(rows.to(dev), counted, true);
   const Tensor sums = ops::slice(summed, 1, 0, P), count = ops::slice(summed, 1, P, P + 1);  // [U, P], [U, 1]
-  const Tensor mean = ops::div(sums, count);
+  const Tensor mean = ops::div(sums, ops::clip(count, 1.0, static_cast<double>(N)));
   // seed_exact: a center still exactly zero (never seeded) becomes the mean of its first contexts,
   // as online k-means seeds with its first points. The updates below would make it a * mean,
   // which only works when the selection space ignores scale (no mean subtracted). Seeding selects

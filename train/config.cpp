@@ -321,7 +321,9 @@ void validate(const TrainConfig& c, const std::string& origin, const KeyLines& l
     non_negative("sense_negative_rows_max", static_cast<double>(c.sense.negative_rows_max));
     non_negative("split_min_count", static_cast<double>(c.sense.split_min_count));
     positive("contextual_warmup", static_cast<double>(c.sense.contextual_warmup));
-    positive("sense_learning_rate", c.sense.sense_learning_rate);
+    check(c.sense.sense_learning_rate > 0 && c.sense.sense_learning_rate <= 1, "sense_learning_rate",
+          fmt::format("must be in (0, 1] (the share of the way a center moves toward its contexts), got {}",
+                      c.sense.sense_learning_rate));
     check(c.sense.remove_less_freqent_contexts >= 0 && c.sense.remove_less_freqent_contexts <= 1,
           "remove_less_freqent_contexts",
           fmt::format("must be in [0, 1] (a share of the selection window), got {}", c.sense.remove_less_freqent_contexts));

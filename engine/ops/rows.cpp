@@ -63,7 +63,8 @@ Tensor conv1d_max(const Tensor& x, const Tensor& w, const Tensor& b) {
     Tensor gb = b.requires_grad() ? zeros_like(b) : Tensor();
     be(x).conv1d_max_backward(xo, wo, arg, rounds ? bf16_rounded(gs[0]) : gs[0], gx.defined() ? &gx : nullptr,
                               gw.defined() ? &gw : nullptr, !rounds && gb.defined() ? &gb : nullptr);
-    if (rounds && gb.defined()) be(x).conv1d_max_backward(xo, wo, arg, gs[0], nullptr, nullptr, &gb);
+    if (rounds && gb.defined())
+      be(x).sum_to(gs[0], gb, make_broadcast_plan(gs[0].shape(), gs[0].shape(), gb.shape()), false);
     accumulate_grad(x, gx, true);
     accumulate_grad(w, gw, true);
     accumulate_grad(b, gb, true);
