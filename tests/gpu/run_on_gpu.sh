@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine from the repository root: unpacks the bundle next to this script,
 # puts its libraries and the machine's CUDA libraries (pip's nvidia-* packages) on the path,
-# then runs one job. Usage: tests/gpu/run_on_gpu.sh BUNDLE_DIR tests|sanitize|report|bf16|elmo-vs-saelmo [OUTDIR]
+# then runs one job. Usage: tests/gpu/run_on_gpu.sh BUNDLE_DIR tests|sanitize|report|bf16|elmo-vs-saelmo|hf-check [OUTDIR]
 set -uo pipefail
 bundle=$(cd "${1:?bundle dir}" && pwd); job=${2:?job}; out=${3:-${OUT:-gpu-out}}
 mkdir -p "$out" "$bundle/x"
@@ -75,6 +75,18 @@ elmo-vs-saelmo)
       --test $e/semeval2007/semeval2007.data.xml --all-settings --wordnet $d/wordnet/index.sense --device cuda
   done
   grep -h heldout_perplexity "$out"/*-metrics.jsonl | tail -2
+  ;;
+hf-check)
+  # BERT-tiny trained briefly on the GPU, exported to the Hugging Face layout, loaded by
+  # transformers (the machine's pip packages): every hidden state and the MLM logits against ours.
+  n=${STEPS:-300}
+  step ${T_TRAIN:-300} hf.log ./bin/train configs/bert-tiny.cfg --set run_dir=runs/gpu-bert-tiny --set n_steps=$n \
+    --set device=cuda --set precision=${PRECISION:-tf32} --set checkpoint_every=$n --set heldout_every=$n
+  step 60 hf.log ./bin/export --model runs/gpu-bert-tiny --output runs/gpu-bert-tiny-hf
+  step 180 hf.log python3 tests/gpu/hf_reference.py runs/gpu-bert-tiny-hf
+  export SA_HF_CHECK_DIR=runs/gpu-bert-tiny-hf
+  step 120 hf.log ./bin/tests --gtest_filter='Bert.ExportedRunMatchesTransformers'
+  cp runs/gpu-bert-tiny/metrics.jsonl "$out/bert-tiny-metrics.jsonl"
   ;;
 *) echo "unknown job $job"; exit 2 ;;
 esac

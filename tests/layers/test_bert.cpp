@@ -6,6 +6,7 @@
 #include "tests/test_util.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <random>
 
 #include "data/safetensors.h"
@@ -132,6 +133,36 @@ TEST(Bert, AttentionOpEqualsTheUnfusedPath) {
     for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 1e-12) << "p " << p << " element " << i;
     EXPECT_EQ(g1.offset, g2.offset);
   }
+}
+
+// An exported run against Hugging Face transformers' BertForMaskedLM reading the same files: the
+// GPU job hf-check trains BERT-tiny, exports it, has tests/gpu/hf_reference.py write what
+// transformers computes (every hidden state and the MLM logits) and points SA_HF_CHECK_DIR at it.
+// Without it, the plain-torch fixture's hidden states (it has no logits).
+TEST(Bert, ExportedRunMatchesTransformers) {
+  const char* env = std::getenv("SA_HF_CHECK_DIR");
+  const std::string dir = env ? env : kFixture;
+  Reference ref(dir);
+  const BertModel m = BertModel::load_hf(dir, Device::cpu(), DType::F32);
+  std::vector<uint8_t> mask;
+  for (double v : ref["attention_mask"].values()) mask.push_back(static_cast<uint8_t>(v));
+  const BertBatch b{ref["input_ids"], ref["token_type_ids"], Tensor::from(mask, ref["attention_mask"].shape())};
+  NoGrad ng;
+  const std::vector<Tensor> hidden = m.forward(b);
+  ASSERT_EQ(static_cast<int>(hidden.size()), m.config.layers + 1);
+  // f32 against f32 (or f64 for the fixture): a relative tolerance, since a trained model's
+  // activations grow well beyond 1.
+  auto expect_close = [](const std::vector<double>& got, const std::vector<double>& want, const std::string& what) {
+    ASSERT_EQ(got.size(), want.size()) << what;
+    for (size_t k = 0; k < got.size(); ++k)
+      ASSERT_NEAR(got[k], want[k], 2e-4 * (1 + std::abs(want[k]))) << what << " element " << k;
+  };
+  for (size_t i = 0; i < hidden.size(); ++i)
+    expect_close(hidden[i].values(), ref["hidden." + std::to_string(i)].values(), "hidden state " + std::to_string(i));
+  if (!ref.f.tensors.count("logits")) return;
+  const int64_t N = hidden.back().dim(0) * hidden.back().dim(1);
+  expect_close(m.mlm_logits(ops::reshape(hidden.back(), {N, m.config.hidden})).values(), ref["logits"].values(),
+               "MLM logits");
 }
 
 // The encoder every tool reads BERT through: one vector per word, the mean (or first) of its
