@@ -81,7 +81,7 @@ hf-check)
   # transformers (the machine's pip packages): every hidden state and the MLM logits against ours.
   n=${STEPS:-300}
   step ${T_TRAIN:-300} hf.log ./bin/train configs/bert-tiny.cfg --set run_dir=runs/gpu-bert-tiny --set n_steps=$n \
-    --set device=cuda --set precision=${PRECISION:-tf32} --set checkpoint_every=$n --set heldout_every=$n
+    --set device=cuda --set precision=${PRECISION:-tf32} --set checkpoint_every=$n --set heldout_every=$n --set warmup_steps=$((n / 10))
   step 60 hf.log ./bin/export --model runs/gpu-bert-tiny --output runs/gpu-bert-tiny-hf
   step 180 hf.log python3 tests/gpu/hf_reference.py runs/gpu-bert-tiny-hf
   export SA_HF_CHECK_DIR=runs/gpu-bert-tiny-hf
