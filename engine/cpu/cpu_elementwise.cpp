@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "engine/core/bf16.h"
 #include "engine/core/scalar_math.h"
@@ -89,14 +90,43 @@ void CpuBackend::cast(const Tensor& src, Tensor& dst) {
   }
 }
 
+// Call f with the op as a compile-time constant: the per-element loops then hold no switch and
+// vectorize (with the switch inside, relu ran at 10 GB/s and the tanh GELU at 1 GB/s).
+template <typename F>
+static void with_op(UnaryOp op, F&& f) {
+  using U = UnaryOp;
+  switch (op) {
+#define SA_OP_CASE(o) \
+  case U::o: return f(std::integral_constant<U, U::o>{});
+    SA_OP_CASE(Relu) SA_OP_CASE(Sigmoid) SA_OP_CASE(Tanh) SA_OP_CASE(Gelu) SA_OP_CASE(GeluErf) SA_OP_CASE(Exp)
+    SA_OP_CASE(Log) SA_OP_CASE(Neg) SA_OP_CASE(Sqrt) SA_OP_CASE(Square) SA_OP_CASE(Clip) SA_OP_CASE(Scale)
+    SA_OP_CASE(AddScalar)
+#undef SA_OP_CASE
+  }
+}
+
+template <typename F>
+static void with_op(BinaryOp op, F&& f) {
+  using B = BinaryOp;
+  switch (op) {
+    case B::Add: return f(std::integral_constant<B, B::Add>{});
+    case B::Sub: return f(std::integral_constant<B, B::Sub>{});
+    case B::Mul: return f(std::integral_constant<B, B::Mul>{});
+    case B::Div: return f(std::integral_constant<B, B::Div>{});
+  }
+}
+
 void CpuBackend::unary(UnaryOp op, const Tensor& x, Tensor& y, double p0, double p1) {
   dispatch_float(x.dtype(), "unary", [&](auto tag) {
     using T = decltype(tag);
     const T* xs = x.data<T>();
     T* ys = y.data<T>();
-    int64_t n = x.numel();
+    const int64_t n = x.numel();
+    const T a = T(p0), b = T(p1);
+    with_op(op, [&](auto o) {
 #pragma omp parallel for if (n > kParallelMin)
-    for (int64_t i = 0; i < n; ++i) ys[i] = math::unary<T>(op, xs[i], T(p0), T(p1));
+      for (int64_t i = 0; i < n; ++i) ys[i] = math::unary<T>(o.value, xs[i], a, b);
+    });
   });
 }
 
@@ -106,12 +136,15 @@ void CpuBackend::unary_backward(UnaryOp op, const Tensor& x, const Tensor& y, co
     using T = decltype(tag);
     const T *xs = x.data<T>(), *ys = y.data<T>(), *gys = gy.data<T>();
     T* gxs = gx.data<T>();
-    int64_t n = x.numel();
+    const int64_t n = x.numel();
+    const T a = T(p0), b = T(p1);
+    with_op(op, [&](auto o) {
 #pragma omp parallel for if (n > kParallelMin)
-    for (int64_t i = 0; i < n; ++i) {
-      T g = gys[i] * math::unary_grad<T>(op, xs[i], ys[i], T(p0), T(p1));
-      gxs[i] = accumulate ? gxs[i] + g : g;
-    }
+      for (int64_t i = 0; i < n; ++i) {
+        T g = gys[i] * math::unary_grad<T>(o.value, xs[i], ys[i], a, b);
+        gxs[i] = accumulate ? gxs[i] + g : g;
+      }
+    });
   });
 }
 
@@ -130,26 +163,41 @@ void CpuBackend::binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& o
     using T = decltype(tag);
     const T *as = a.data<T>(), *bs = b.data<T>();
     T* os = out.data<T>();
-    int64_t n = out.numel();
-    if (a.numel() == n && b.numel() == n) {
+    const int64_t n = out.numel();
+    with_op(op, [&](auto o) {
+      constexpr BinaryOp kOp = decltype(o)::value;
+      auto f = [](T x, T y) { return math::binary<T>(kOp, x, y); };
+      if (a.numel() == n && b.numel() == n) {
 #pragma omp parallel for if (n > kParallelMin)
-      for (int64_t i = 0; i < n; ++i) os[i] = math::binary(op, as[i], bs[i]);
-    } else if (a.numel() == n && b.numel() == 1) {
-      T s = bs[0];
+        for (int64_t i = 0; i < n; ++i) os[i] = f(as[i], bs[i]);
+      } else if (a.numel() == n && b.numel() == 1) {
+        const T s = bs[0];
 #pragma omp parallel for if (n > kParallelMin)
-      for (int64_t i = 0; i < n; ++i) os[i] = math::binary(op, as[i], s);
-    } else {
-      // Row by row over the last axis: offsets are computed once per row, not per element.
-      const int64_t inner = p.shape[p.rank - 1], rows = n / inner;
-      const int64_t sa = p.stride_a[p.rank - 1], sb = p.stride_b[p.rank - 1];
+        for (int64_t i = 0; i < n; ++i) os[i] = f(as[i], s);
+      } else {
+        // Row by row over the last axis: offsets are computed once per row, not per element, and
+        // the common unit and zero strides get loops of their own (they vectorize).
+        const int64_t inner = p.shape[p.rank - 1], rows = n / inner;
+        const int64_t sa = p.stride_a[p.rank - 1], sb = p.stride_b[p.rank - 1];
 #pragma omp parallel for if (n > kParallelMin)
-      for (int64_t r = 0; r < rows; ++r) {
-        const T* ar = as + bcast_offset(p, p.stride_a, r * inner);
-        const T* br = bs + bcast_offset(p, p.stride_b, r * inner);
-        T* orow = os + r * inner;
-        for (int64_t i = 0; i < inner; ++i) orow[i] = math::binary(op, ar[i * sa], br[i * sb]);
+        for (int64_t r = 0; r < rows; ++r) {
+          const T* ar = as + bcast_offset(p, p.stride_a, r * inner);
+          const T* br = bs + bcast_offset(p, p.stride_b, r * inner);
+          T* orow = os + r * inner;
+          if (sa == 1 && sb == 1) {
+            for (int64_t i = 0; i < inner; ++i) orow[i] = f(ar[i], br[i]);
+          } else if (sa == 1 && sb == 0) {
+            const T y = br[0];
+            for (int64_t i = 0; i < inner; ++i) orow[i] = f(ar[i], y);
+          } else if (sa == 0 && sb == 1) {
+            const T x = ar[0];
+            for (int64_t i = 0; i < inner; ++i) orow[i] = f(x, br[i]);
+          } else {
+            for (int64_t i = 0; i < inner; ++i) orow[i] = f(ar[i * sa], br[i * sb]);
+          }
+        }
       }
-    }
+    });
   });
 }
 
