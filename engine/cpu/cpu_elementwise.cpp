@@ -103,6 +103,7 @@ static void with_op(UnaryOp op, F&& f) {
     SA_OP_CASE(AddScalar)
 #undef SA_OP_CASE
   }
+  fail("unary op {} has no CPU kernel (add it to with_op)", static_cast<int>(op));
 }
 
 template <typename F>
@@ -114,6 +115,7 @@ static void with_op(BinaryOp op, F&& f) {
     case B::Mul: return f(std::integral_constant<B, B::Mul>{});
     case B::Div: return f(std::integral_constant<B, B::Div>{});
   }
+  fail("binary op {} has no CPU kernel (add it to with_op)", static_cast<int>(op));
 }
 
 void CpuBackend::unary(UnaryOp op, const Tensor& x, Tensor& y, double p0, double p1) {
