@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,22 @@ inline void expect_outputs_near(const std::vector<std::vector<double>>& a, const
     ASSERT_EQ(a[k].size(), b[k].size()) << "output " << k;
     for (size_t i = 0; i < a[k].size(); ++i) ASSERT_NEAR(a[k][i], b[k][i], tol) << "output " << k << " element " << i;
   }
+}
+
+// Scaled dot-product attention through the unfused ops (bmm, masked softmax, dropout, bmm), the
+// reference ops::attention is checked against: q, k, v [B, H, T, d], keys u8 [B, T] (1 = a real
+// key), the same Philox elements of `gen` for the dropout.
+inline Tensor unfused_attention(const Tensor& q, const Tensor& k, const Tensor& v, const std::vector<uint8_t>& keys,
+                                double scale, double p, Generator& gen) {
+  const int64_t B = q.dim(0), H = q.dim(1), T = q.dim(2), d = q.dim(3);
+  std::vector<uint8_t> pad;
+  for (uint8_t x : keys) pad.push_back(1 - x);
+  auto flat = [&](const Tensor& t) { return ops::reshape(t, {B * H, T, d}); };
+  const Tensor s = ops::reshape(ops::scale(ops::bmm(flat(q), flat(k), false, true), scale), {B, H, T, T});
+  const Tensor probs = ops::softmax(
+      ops::masked_fill(s, Tensor::from(pad, {B, 1, 1, T}, q.device()), -std::numeric_limits<double>::infinity()));
+  const Tensor dropped = ops::reshape(ops::dropout(probs, p, gen), {B * H, T, T});
+  return ops::reshape(ops::bmm(dropped, flat(v)), {B, H, T, d});
 }
 
 // The message of the sa::Error that f throws, or "(no error)".

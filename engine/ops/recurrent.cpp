@@ -142,7 +142,30 @@ Grads alloc_grads(const Seq& s, const Tensor& gc, const Tensor& gm, bool step_bu
   return g;
 }
 
-void weight_grads(const Seq& s, Grads& g);
+// The gradients of x and the weights from the gates' and projections' gradients (g.dG, g.dM):
+// one GEMM each over all steps.
+void weight_grads(const Seq& s, Grads& g) {
+  const int64_t T = s.T, in = s.in, P = s.P;
+  Tensor gWx = g.gW.rows(0, in), gWh = g.gW.rows(in, in + P);
+  mm(s.X, g.dG, gWx, true, false);
+  // m_{t-1} of every step's rows: m0, then the previous step's outputs.
+  for (int64_t t = 0; t < T; ++t)
+    s.step(g.m_before, t).copy_from(t > 0 ? s.step(s.Y, t - 1).rows(0, s.n[t]) : s.a.m0);
+  mm(g.m_before, g.dG, gWh, true, false);
+  if (s.projected) mm(s.H, g.dM, g.gWP, true, false);
+  be(s.a.x).sum_to(g.dG, g.gbias, make_broadcast_plan(g.dG.shape(), g.dG.shape(), g.gbias.shape()), false);
+  mm(g.dG, s.Wx, g.gx, false, true);
+}
+
+// Hands a sequence's gradients (g.gc0 and g.gm0 hold d c0 and d m0) to its inputs.
+void accumulate_grads(const Seq& s, const Grads& g) {
+  accumulate_grad(s.a.x, g.gx.view(s.a.x.shape()), true);
+  accumulate_grad(s.a.W, g.gW, true);
+  accumulate_grad(s.a.bias, g.gbias.view(s.a.bias.shape()), true);
+  accumulate_grad(s.a.W_P, g.gWP, true);
+  accumulate_grad(s.a.c0, g.gc0, true);
+  accumulate_grad(s.a.m0, g.gm0, true);
+}
 
 // The recurrent gradients live in g.gm0 and g.gc0 (B rows). Step t reads and writes only its first
 // n[t] rows, so the row of a sequence that ends at step t still holds its final state's gradient
@@ -175,20 +198,6 @@ void backward_one(const Seq& s, const Tensor& gy_in, Grads& g) {
   weight_grads(s, g);
 }
 
-// The gradients of x and the weights from the gates' and projections' gradients (g.dG, g.dM):
-// one GEMM each over all steps.
-void weight_grads(const Seq& s, Grads& g) {
-  const int64_t T = s.T, in = s.in, P = s.P;
-  Tensor gWx = g.gW.rows(0, in), gWh = g.gW.rows(in, in + P);
-  mm(s.X, g.dG, gWx, true, false);
-  // m_{t-1} of every step's rows: m0, then the previous step's outputs.
-  for (int64_t t = 0; t < T; ++t)
-    s.step(g.m_before, t).copy_from(t > 0 ? s.step(s.Y, t - 1).rows(0, s.n[t]) : s.a.m0);
-  mm(g.m_before, g.dG, gWh, true, false);
-  if (s.projected) mm(s.H, g.dM, g.gWP, true, false);
-  be(s.a.x).sum_to(g.dG, g.gbias, make_broadcast_plan(g.dG.shape(), g.dG.shape(), g.gbias.shape()), false);
-  mm(g.dG, s.Wx, g.gx, false, true);
-}
 
 // Runs f(i) for every sequence: on the CPU each in its own thread (its GEMMs single-threaded:
 // small recurrent GEMMs gain more from running side by side than from splitting), otherwise in turn.
@@ -373,13 +382,9 @@ void stack_backward(const Stack& k, const std::vector<Tensor>& gs) {
     q.H = k.member(k.H, i), q.Y = k.y[i];
     Grads g = alloc_grads(q, Tensor(), Tensor(), false);
     g.dG = k.member(dG, i), g.dM = k.member(dM, i);
+    g.gc0 = dc_rec.rows(i * B, (i + 1) * B), g.gm0 = dm_rec.rows(i * B, (i + 1) * B);
     weight_grads(q, g);
-    accumulate_grad(q.a.x, g.gx.view(q.a.x.shape()), true);
-    accumulate_grad(q.a.W, g.gW, true);
-    accumulate_grad(q.a.bias, g.gbias.view(q.a.bias.shape()), true);
-    accumulate_grad(q.a.W_P, g.gWP, true);
-    accumulate_grad(q.a.c0, dc_rec.rows(i * B, (i + 1) * B), true);
-    accumulate_grad(q.a.m0, dm_rec.rows(i * B, (i + 1) * B), true);
+    accumulate_grads(q, g);
   }
 }
 
@@ -448,16 +453,7 @@ std::vector<std::vector<Tensor>> lstm_sequences(const std::vector<LstmSequenceAr
     std::vector<Grads> grads;
     for (size_t i = 0; i < seqs.size(); ++i) grads.push_back(alloc_grads(seqs[i], gs[3 * i + 1], gs[3 * i + 2]));
     for_each_sequence(seqs, [&](int i) { backward_one(seqs[i], gs[3 * i], grads[i]); });
-    for (size_t i = 0; i < seqs.size(); ++i) {
-      const Seq& s = seqs[i];
-      Grads& g = grads[i];
-      accumulate_grad(s.a.x, g.gx.view(s.a.x.shape()), true);
-      accumulate_grad(s.a.W, g.gW, true);
-      accumulate_grad(s.a.bias, g.gbias.view(s.a.bias.shape()), true);
-      accumulate_grad(s.a.W_P, g.gWP, true);
-      accumulate_grad(s.a.c0, g.gc0, true);
-      accumulate_grad(s.a.m0, g.gm0, true);
-    }
+    for (size_t i = 0; i < seqs.size(); ++i) accumulate_grads(seqs[i], grads[i]);
   });
   return outs;
 }

@@ -119,16 +119,10 @@ TEST(Bert, AttentionOpEqualsTheUnfusedPath) {
   };
   const Tensor q = draw(), k = draw(), v = draw();
   const std::vector<uint8_t> keys = {1, 1, 1, 0, 1, 0, 1, 1, 1, 1, 1, 1};
-  std::vector<uint8_t> pad;
-  for (uint8_t x : keys) pad.push_back(1 - x);
   for (double p : {0.0, 0.3}) {
     Generator g1(99), g2(99);
     const Tensor fused = ops::attention(q, k, v, Tensor::from(keys, {B, T}), 0.5, p, &g1);
-    auto flat = [&](const Tensor& t) { return ops::reshape(t, {B * H, T, d}); };
-    Tensor s = ops::reshape(ops::scale(ops::bmm(flat(q), flat(k), false, true), 0.5), {B, H, T, T});
-    Tensor probs = ops::softmax(ops::masked_fill(s, Tensor::from(pad, {B, 1, 1, T}), -1e300));
-    const Tensor dropped = ops::reshape(ops::dropout(probs, p, g2), {B * H, T, T});
-    const Tensor unfused = ops::reshape(ops::bmm(dropped, flat(v)), {B, H, T, d});
+    const Tensor unfused = testing::unfused_attention(q, k, v, keys, 0.5, p, g2);
     const std::vector<double> a = fused.values(), b = unfused.values();
     for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 1e-12) << "p " << p << " element " << i;
     EXPECT_EQ(g1.offset, g2.offset);

@@ -155,8 +155,6 @@ TEST(Bf16Matmuls, AttentionRoundsWhereTheUnfusedOpsDo) {
   const std::vector<double> qv = random_values(rng, B * H * T * d), kv = random_values(rng, B * H * T * d),
                             vv = random_values(rng, B * H * T * d), gv = random_values(rng, B * H * T * d);
   const std::vector<uint8_t> keys = {1, 1, 1, 1, 0, 1, 0, 1, 1, 1, 1, 1, 1, 1};
-  std::vector<uint8_t> pad;
-  for (uint8_t x : keys) pad.push_back(1 - x);
   for (Device dev : testing::cpu_and_gpu("bf16 attention")) {
     std::vector<std::vector<double>> runs[3];  // fused bf16, unfused bf16, fused f32
     for (int mode = 0; mode < 3; ++mode) {
@@ -170,10 +168,7 @@ TEST(Bf16Matmuls, AttentionRoundsWhereTheUnfusedOpsDo) {
       if (mode != 1) {
         out = ops::attention(q, k, v, Tensor::from(keys, {B, T}, dev), 0.5, 0.2, &g);
       } else {
-        auto flat = [&](const Tensor& t) { return ops::reshape(t, {B * H, T, d}); };
-        Tensor sc = ops::reshape(ops::scale(ops::bmm(flat(q), flat(k), false, true), 0.5), {B, H, T, T});
-        Tensor probs = ops::softmax(ops::masked_fill(sc, Tensor::from(pad, {B, 1, 1, T}, dev), -1e30));
-        out = ops::reshape(ops::bmm(ops::reshape(ops::dropout(probs, 0.2, g), {B * H, T, T}), flat(v)), {B, H, T, d});
+        out = testing::unfused_attention(q, k, v, keys, 0.5, 0.2, g);
       }
       backward(ops::sum(ops::mul(out, Tensor::of(gv, {B, H, T, d}, DType::F32, dev))));
       runs[mode] = {out.values(), q.grad().values(), k.grad().values(), v.grad().values()};
