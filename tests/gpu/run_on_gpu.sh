@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine from the repository root: unpacks the bundle next to this script,
 # puts its libraries and the machine's CUDA libraries (pip's nvidia-* packages) on the path,
-# then runs one job. Usage: tests/gpu/run_on_gpu.sh BUNDLE_DIR tests|sanitize|report|bf16|elmo-vs-saelmo|hf-check [OUTDIR]
+# then runs one job. Usage: tests/gpu/run_on_gpu.sh BUNDLE_DIR tests|sanitize|report|bf16|elmo-vs-saelmo|hf-check|quick [OUTDIR]
 set -uo pipefail
 bundle=$(cd "${1:?bundle dir}" && pwd); job=${2:?job}; out=${3:-${OUT:-gpu-out}}
 mkdir -p "$out" "$bundle/x"
@@ -38,6 +38,28 @@ sanitize_cuda() {
       return
     fi
   done
+}
+hf_check() {
+  # BERT-tiny trained briefly on the GPU, exported to the Hugging Face layout, loaded by
+  # transformers (the machine's pip packages): every hidden state and the MLM logits against ours.
+  n=${STEPS:-300}
+  step ${T_TRAIN:-300} hf.log ./bin/train configs/bert-tiny.cfg --set run_dir=runs/gpu-bert-tiny --set n_steps=$n \
+    --set device=cuda --set precision=${PRECISION:-tf32} --set checkpoint_every=$n --set heldout_every=$n --set warmup_steps=$((n / 10))
+  step 60 hf.log ./bin/export --model runs/gpu-bert-tiny --output runs/gpu-bert-tiny-hf
+  step 180 hf.log python3 tests/gpu/hf_reference.py runs/gpu-bert-tiny-hf
+  export SA_HF_CHECK_DIR=runs/gpu-bert-tiny-hf
+  step 120 hf.log ./bin/tests --gtest_filter='Bert.ExportedRunMatchesTransformers'
+  cp runs/gpu-bert-tiny/metrics.jsonl "$out/bert-tiny-metrics.jsonl"
+}
+# The training rates the goals name, bf16 first, then tf32 and the unstacked LSTM beside them.
+rates() {
+  for a in "elmo.cfg 20 bf16" "saelmo.cfg 20 bf16 --set contextual_warmup=2" "bert-tiny.cfg 40 bf16" \
+           "elmo.cfg 20 tf32" "bert-tiny.cfg 40 tf32" "elmo.cfg 20 tf32 --set lstm.cudnn=off" "saelmo.cfg 20 tf32 --set contextual_warmup=2"; do
+    set -- $a
+    local cfg=$1 n=$2 p=$3; shift 3
+    step ${T_RATE:-45} bench-train.log ./bin/bench train --config configs/$cfg --corpus $corpus --device cuda --steps $n --peer "" --set precision=$p "$@"
+  done
+  grep -E "^== |tokens/s|launches|host reads" "$out/bench-train.log" | tail -60
 }
 case "$job" in
 tests) run_tests ;;
@@ -76,17 +98,6 @@ elmo-vs-saelmo)
   done
   grep -h heldout_perplexity "$out"/*-metrics.jsonl | tail -2
   ;;
-hf-check)
-  # BERT-tiny trained briefly on the GPU, exported to the Hugging Face layout, loaded by
-  # transformers (the machine's pip packages): every hidden state and the MLM logits against ours.
-  n=${STEPS:-300}
-  step ${T_TRAIN:-300} hf.log ./bin/train configs/bert-tiny.cfg --set run_dir=runs/gpu-bert-tiny --set n_steps=$n \
-    --set device=cuda --set precision=${PRECISION:-tf32} --set checkpoint_every=$n --set heldout_every=$n --set warmup_steps=$((n / 10))
-  step 60 hf.log ./bin/export --model runs/gpu-bert-tiny --output runs/gpu-bert-tiny-hf
-  step 180 hf.log python3 tests/gpu/hf_reference.py runs/gpu-bert-tiny-hf
-  export SA_HF_CHECK_DIR=runs/gpu-bert-tiny-hf
-  step 120 hf.log ./bin/tests --gtest_filter='Bert.ExportedRunMatchesTransformers'
-  cp runs/gpu-bert-tiny/metrics.jsonl "$out/bert-tiny-metrics.jsonl"
-  ;;
+hf-check) hf_check ;;
 *) echo "unknown job $job"; exit 2 ;;
 esac
