@@ -6,6 +6,7 @@
 namespace sa {
 
 ops::LstmPath ElmoOptions::lstm_path() const {
+  if (cudnn == "stacked") return ops::LstmPath::Stacked;
   return cudnn == "on" ? ops::LstmPath::Cudnn : cudnn == "off" ? ops::LstmPath::Steps : ops::LstmPath::Auto;
 }
 

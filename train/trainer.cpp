@@ -414,8 +414,8 @@ void validate_elmo_config(const TrainConfig& c, const ConfigCheck& k) {
   k.check(m.max_characters_per_token == 50, "char_cnn.max_characters_per_token", "must be 50");
   k.check(m.n_characters == 261 || m.n_characters == 262, "char_cnn.n_characters",
           fmt::format("must be 261 (training) or 262 (bilm-tf's inference value), got {}", m.n_characters));
-  k.check(m.cudnn == "auto" || m.cudnn == "on" || m.cudnn == "off", "lstm.cudnn",
-          fmt::format("must be \"auto\", \"on\" or \"off\", got \"{}\"", m.cudnn));
+  k.check(m.cudnn == "auto" || m.cudnn == "on" || m.cudnn == "off" || m.cudnn == "stacked", "lstm.cudnn",
+          fmt::format("must be \"auto\", \"on\", \"off\" or \"stacked\", got \"{}\"", m.cudnn));
 }
 
 void export_elmo_run(const std::string& run, const std::string& out) {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine from the repository root: unpacks the bundle next to this script,
 # puts its libraries and the machine's CUDA libraries (pip's nvidia-* packages) on the path,
-# then runs one job. Usage: tests/gpu/run_on_gpu.sh BUNDLE_DIR tests|sanitize|report|bf16|elmo-vs-saelmo|hf-check|quick [OUTDIR]
+# then runs one job. Usage: tests/gpu/run_on_gpu.sh BUNDLE_DIR tests|sanitize|profile|report|bf16|elmo-vs-saelmo|hf-check|quick [OUTDIR]
 set -uo pipefail
 bundle=$(cd "${1:?bundle dir}" && pwd); job=${2:?job}; out=${3:-${OUT:-gpu-out}}
 mkdir -p "$out" "$bundle/x"
@@ -31,7 +31,7 @@ sanitize_cuda() {
   cs=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer \
     $(python3 -c 'import nvidia, os; [print(os.path.join(p, "cuda_sanitizer_api", "compute-sanitizer", "compute-sanitizer")) for p in nvidia.__path__]' 2>/dev/null) 2>/dev/null | head -1)
   if [ -z "$cs" ] || [ ! -x "$cs" ]; then echo "compute-sanitizer: skipped (not found on this machine)" | tee -a "$out/sanitizer.log"; return; fi
-  for tool in memcheck racecheck; do
+  for tool in ${TOOLS:-memcheck racecheck}; do
     step ${T_SAN:-240} sanitizer.log "$cs" --tool $tool --error-exitcode 3 ./bin/tests --gtest_filter='CudaOps*:*Cuda*:*Gpu*'
     if grep -q "Device not supported" "$out/sanitizer.log"; then
       echo "compute-sanitizer: skipped (the driver answers \"Device not supported\", as on gVisor machines)" | tee -a "$out/sanitizer.log"
@@ -51,27 +51,40 @@ hf_check() {
   step 120 hf.log ./bin/tests --gtest_filter='Bert.ExportedRunMatchesTransformers'
   cp runs/gpu-bert-tiny/metrics.jsonl "$out/bert-tiny-metrics.jsonl"
 }
-# The training rates the goals name, bf16 first, then tf32 and the unstacked LSTM beside them.
+# The training rates the goals name, bf16 first, then tf32 and the stacked LSTM directions beside them.
 rates() {
   for a in "elmo.cfg 20 bf16" "saelmo.cfg 20 bf16 --set contextual_warmup=2" "bert-tiny.cfg 40 bf16" \
-           "elmo.cfg 20 tf32" "bert-tiny.cfg 40 tf32" "elmo.cfg 20 tf32 --set lstm.cudnn=off" "saelmo.cfg 20 tf32 --set contextual_warmup=2"; do
+           "elmo.cfg 20 tf32" "bert-tiny.cfg 40 tf32" "elmo.cfg 20 tf32 --set lstm.cudnn=stacked" "saelmo.cfg 20 tf32 --set contextual_warmup=2"; do
     set -- $a
     local cfg=$1 n=$2 p=$3; shift 3
-    step ${T_RATE:-45} bench-train.log ./bin/bench train --config configs/$cfg --corpus $corpus --device cuda --steps $n --peer "" --set precision=$p "$@"
+    step ${T_RATE:-45} bench-train.log ./bin/bench train --config configs/$cfg --corpus $corpus --device cuda --steps $n --peer "" --set precision=$p "$@" ${PHASES:-}
   done
   grep -E "^== |tokens/s|launches|host reads" "$out/bench-train.log" | tail -60
 }
 case "$job" in
 tests) run_tests ;;
 sanitize) sanitize_cuda ;;
+profile)
+  # The second call of a short lease: the CUDA tests, the rates, where a step's time goes (each
+  # phase waits for the device), the ops, then memcheck where the machine allows it.
+  step ${T_TESTS:-120} tests.log ./bin/tests --gtest_filter='*Cuda*:*Gpu*:*GPU*:*cuda*:*gpu*'
+  grep -E "^\[  (FAILED|PASSED) |tests? (ran|passed)" "$out/tests.log" | tail -20
+  rates
+  for a in "elmo.cfg tf32" "elmo.cfg bf16" "saelmo.cfg tf32 --set contextual_warmup=2"; do
+    set -- $a; local_cfg=$1 p=$2; shift 2
+    step ${T_RATE:-45} bench-phases.log ./bin/bench train --config configs/$local_cfg --corpus $corpus --device cuda --steps 20 --peer "" --set precision=$p "$@" --phases
+  done
+  step 75 bench-ops.log ./bin/bench ops --device cuda
+  T_SAN=${T_SAN:-150} TOOLS=memcheck sanitize_cuda
+  ;;
 report)
   run_tests
   step 75 bench-ops.log ./bin/bench ops --device cuda
   step 45 bench-train.log ./bin/bench train --config configs/bench-small.cfg --corpus $corpus --device cuda --steps 40 --peer ""
   step 45 bench-train.log ./bin/bench train --config configs/saelmo-small.cfg --corpus $corpus --device cuda --steps 40 --peer "" --set contextual_warmup=2
   step 60 bench-train.log ./bin/bench train --config configs/elmo.cfg --corpus $corpus --device cuda --steps 20 --peer "" --set precision=tf32
-  # the same with each direction stepping on its own (lstm.cudnn = "off"): what stacking them gains
-  step 60 bench-train.log ./bin/bench train --config configs/elmo.cfg --corpus $corpus --device cuda --steps 20 --peer "" --set precision=tf32 --set lstm.cudnn=off
+  # the same with both directions stacked into one batched GEMM per step (lstm.cudnn = "stacked")
+  step 60 bench-train.log ./bin/bench train --config configs/elmo.cfg --corpus $corpus --device cuda --steps 20 --peer "" --set precision=tf32 --set lstm.cudnn=stacked
   step 60 bench-train.log ./bin/bench train --config configs/saelmo.cfg --corpus $corpus --device cuda --steps 20 --peer "" --set precision=tf32 --set contextual_warmup=2
   ;;
 bf16)
@@ -99,5 +112,12 @@ elmo-vs-saelmo)
   grep -h heldout_perplexity "$out"/*-metrics.jsonl | tail -2
   ;;
 hf-check) hf_check ;;
+quick)
+  # One call for a short lease: the CUDA tests alone, the rates, a shorter Hugging Face check.
+  step ${T_TESTS:-120} tests.log ./bin/tests --gtest_filter='*Cuda*:*Gpu*:*GPU*:*cuda*:*gpu*'
+  grep -E "^\[  (FAILED|PASSED) |tests? (ran|passed)" "$out/tests.log" | tail -40
+  rates
+  STEPS=${STEPS:-100} T_TRAIN=${T_TRAIN:-60} hf_check
+  ;;
 *) echo "unknown job $job"; exit 2 ;;
 esac
