@@ -11,6 +11,12 @@ double raw_gemm_seconds(Device d, int64_t m, int64_t n, int64_t k, int iters);
 
 namespace cuda {
 double raw_gemm_seconds(int device, int64_t m, int64_t n, int64_t k, int iters);
+// The same product [m,k]x[k,n] (B transposed where trans_b: stored [n,k]) with TF32 tensor-core
+// math, through cuBLAS's plain call (first) and its strided-batched call with one item (second).
+struct GemmPairSeconds {
+  double plain, batched;
+};
+GemmPairSeconds raw_tf32_gemm_plain_vs_batched(int device, int64_t m, int64_t n, int64_t k, bool trans_b, int iters);
 }
 
 }  // namespace sa

@@ -16,4 +16,7 @@ std::string describe_device(int) { return "no CUDA (built with CUDA=0)"; }
 
 namespace sa::cuda {
 double raw_gemm_seconds(int, int64_t, int64_t, int64_t, int) { fail("CUDA benchmark requested, but built without CUDA"); }
+GemmPairSeconds raw_tf32_gemm_plain_vs_batched(int, int64_t, int64_t, int64_t, bool, int) {
+  fail("CUDA benchmark requested, but built without CUDA");
+}
 }  // namespace sa::cuda

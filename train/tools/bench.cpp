@@ -300,6 +300,20 @@ void bench_ops(Device d, bool quick) {
       backend_uncounted(d).set_tf32(false);
       std::printf("%-7s %-34s %-18s %7.1f GF/s %7.1f GF/s %7.3f\n", dev.c_str(), "matmul tf32 vs f32", shape,
                   flops / tt / 1e9, flops / tf / 1e9, tf / tt);
+      // The LSTM's per-step products (gates, the gates' gradient through W_h, projection and its
+      // gradient): cuBLAS's plain call, which the engine takes for one item, against the batched one.
+      struct LstmGemm {
+        int64_t m, n, k;
+        bool trans_b;
+      };
+      for (const LstmGemm& s : {LstmGemm{256, 16384, 512, false}, LstmGemm{256, 512, 16384, true},
+                                LstmGemm{256, 512, 4096, false}, LstmGemm{256, 4096, 512, true}}) {
+        const auto t = cuda::raw_tf32_gemm_plain_vs_batched(d.index, s.m, s.n, s.k, s.trans_b, 50);
+        const double f = 2.0 * s.m * s.n * s.k;
+        std::snprintf(shape, sizeof shape, "%ldx%ldx%ld%s", (long)s.m, (long)s.n, (long)s.k, s.trans_b ? " B^T" : "");
+        std::printf("%-7s %-34s %-18s %7.1f GF/s %7.1f GF/s %7.3f\n", dev.c_str(), "tf32 GEMM plain vs batched(1)",
+                    shape, f / t.plain / 1e9, f / t.batched / 1e9, t.batched / t.plain);
+      }
     }
   }
   const int64_t n = quick ? (1 << 20) : (1 << 24);
