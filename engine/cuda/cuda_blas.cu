@@ -1,38 +1,20 @@
 // CUDA GEMM through cuBLAS. Our tensors are row-major, cuBLAS is column-major: a row-major X is
 // a column-major X^T, so C = op(A) op(B) is computed as C^T = op(B)^T op(A)^T.
-#include <cstdlib>
-
 #include "engine/cuda/cuda_backend.cuh"
 
 namespace sa {
 
-namespace {
-// A product of one item takes cuBLAS's plain call, which chooses among more kernels than the
-// strided-batched one. SA_GEMM_BATCHED=1 sends it through the batched call, to time the two.
-bool plain_for_one_item() {
-  static const bool plain = [] {
-    const char* v = std::getenv("SA_GEMM_BATCHED");
-    return !(v && *v && *v != '0');
-  }();
-  return plain;
-}
-}  // namespace
 
 void CudaBackend::gemm(const GemmArgs& g, const Tensor& a, const Tensor& b, Tensor& c) {
   const cublasOperation_t oa = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, ob = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   const int m = static_cast<int>(g.m), n = static_cast<int>(g.n), k = static_cast<int>(g.k);
   const int lda = g.trans_a ? m : k, ldb = g.trans_b ? k : n, ldc = n;
   const int batch = static_cast<int>(g.batch);
-  const bool plain = batch == 1 && plain_for_one_item();
   if (a.dtype() == DType::BF16) {
     if (b.dtype() != DType::BF16 || c.dtype() != DType::F32)
       fail_message("gemm: bf16 GEMMs take bf16 operands and write f32");
     const float alpha = static_cast<float>(g.alpha), beta = static_cast<float>(g.beta);
-    if (plain)
-      CUBLAS_CHECK(cublasGemmEx(blas_, ob, oa, n, m, k, &alpha, b.raw(), CUDA_R_16BF, ldb, a.raw(), CUDA_R_16BF, lda,
-                                &beta, c.raw(), CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-    else
-      CUBLAS_CHECK(cublasGemmStridedBatchedEx(blas_, ob, oa, n, m, k, &alpha, b.raw(), CUDA_R_16BF, ldb, g.stride_b,
+    CUBLAS_CHECK(cublasGemmStridedBatchedEx(blas_, ob, oa, n, m, k, &alpha, b.raw(), CUDA_R_16BF, ldb, g.stride_b,
                                             a.raw(), CUDA_R_16BF, lda, g.stride_a, &beta, c.raw(), CUDA_R_32F, ldc,
                                             g.stride_c, batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     return;
@@ -40,19 +22,11 @@ void CudaBackend::gemm(const GemmArgs& g, const Tensor& a, const Tensor& b, Tens
   if (a.dtype() != b.dtype() || a.dtype() != c.dtype()) fail_message("gemm: operands of different dtypes");
   if (a.dtype() == DType::F32) {
     const float alpha = static_cast<float>(g.alpha), beta = static_cast<float>(g.beta);
-    if (plain)
-      CUBLAS_CHECK(cublasSgemm(blas_, ob, oa, n, m, k, &alpha, b.data<float>(), ldb, a.data<float>(), lda, &beta,
-                               c.data<float>(), ldc));
-    else
-      CUBLAS_CHECK(cublasSgemmStridedBatched(blas_, ob, oa, n, m, k, &alpha, b.data<float>(), ldb, g.stride_b,
+    CUBLAS_CHECK(cublasSgemmStridedBatched(blas_, ob, oa, n, m, k, &alpha, b.data<float>(), ldb, g.stride_b,
                                            a.data<float>(), lda, g.stride_a, &beta, c.data<float>(), ldc, g.stride_c,
                                            batch));
   } else if (a.dtype() == DType::F64) {
-    if (plain)
-      CUBLAS_CHECK(cublasDgemm(blas_, ob, oa, n, m, k, &g.alpha, b.data<double>(), ldb, a.data<double>(), lda, &g.beta,
-                               c.data<double>(), ldc));
-    else
-      CUBLAS_CHECK(cublasDgemmStridedBatched(blas_, ob, oa, n, m, k, &g.alpha, b.data<double>(), ldb, g.stride_b,
+    CUBLAS_CHECK(cublasDgemmStridedBatched(blas_, ob, oa, n, m, k, &g.alpha, b.data<double>(), ldb, g.stride_b,
                                            a.data<double>(), lda, g.stride_a, &g.beta, c.data<double>(), ldc,
                                            g.stride_c, batch));
   } else {

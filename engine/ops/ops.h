@@ -110,9 +110,8 @@ std::vector<Tensor> lstm_sequence(const Tensor& x, const Tensor& W, const Tensor
 // always steps (exact clips). The CPU always steps. cuDNN has no proj_clip, and its cell clip is not
 // TF's (on an H100, cuDNN 9.19, it matched neither c clipped and carried nor any simple variant),
 // so it runs only layers without either clip. Stacked: the step kernels, with the call's sequences
-// of one shape stacked into one batched GEMM and one cell kernel per step (what Auto and Cudnn do
-// on CUDA where cuDNN does not run; the CPU stacks only when asked, it runs sequences side by side).
-// Steps never stacks.
+// of one shape stacked into one batched GEMM and one cell kernel per step (only when asked: Auto,
+// Cudnn and Steps step each sequence on its own, side by side on the CPU).
 enum class LstmPath { Auto, Cudnn, Steps, Stacked };
 // Several independent sequences (the forward and backward LMs' layers) as one node; the CPU runs
 // them side by side, one thread each. W_P may be undefined: no projection (P = D, the output is h,

@@ -58,7 +58,7 @@ TEST(BadInput, ConfigUnknownAndIllTypedKeys) {
   contains(error_of([] { TrainConfig::load(tmp("c.cfg")); }), {"c.cfg:"});
   std::ofstream(tmp("d.cfg")) << "train_prefix = \"x\"\nrun_dir = \"r\"\n";
   contains(error_of([] { TrainConfig::load(tmp("d.cfg"), {"dropout=lots"}); }), {"--set dropout=lots", "number"});
-  contains(error_of([] { TrainConfig::load(tmp("d.cfg"), {"lstm.cudnn=yes"}); }), {"lstm.cudnn", "\"auto\", \"on\" or \"off\"", "yes"});
+  contains(error_of([] { TrainConfig::load(tmp("d.cfg"), {"lstm.cudnn=yes"}); }), {"lstm.cudnn", "\"auto\", \"on\", \"off\" or \"stacked\"", "yes"});
   // Sharded sense tables: SaELMo only, and not with settings that touch every row each step.
   contains(error_of([] { TrainConfig::load(tmp("d.cfg"), {"sense_tables=split"}); }), {"sense_tables", "\"sharded\"", "split"});
   contains(error_of([] { TrainConfig::load(tmp("d.cfg"), {"sense_tables=sharded"}); }), {"sense_tables", "SaELMo"});
@@ -69,6 +69,9 @@ TEST(BadInput, ConfigUnknownAndIllTypedKeys) {
   EXPECT_EQ(TrainConfig::load(tmp("d.cfg"), {"sense_tables=sharded", "n_context=3"}).sense_tables, "sharded");
   TrainConfig ok = TrainConfig::load(tmp("d.cfg"), {"lstm.dim=32", "train_prefix=other.txt", "lstm.cudnn=on"});
   EXPECT_EQ(ok.model.lstm_path(), ops::LstmPath::Cudnn);
+  // Only "stacked" stacks a layer's directions; "auto" (the default) steps each on its own.
+  EXPECT_EQ(TrainConfig::load(tmp("d.cfg"), {"lstm.cudnn=stacked"}).model.lstm_path(), ops::LstmPath::Stacked);
+  EXPECT_EQ(TrainConfig::load(tmp("d.cfg"), {}).model.lstm_path(), ops::LstmPath::Auto);
   EXPECT_EQ(ok.model.lstm_dim, 32);
   EXPECT_EQ(ok.train_prefix, "other.txt");
 }

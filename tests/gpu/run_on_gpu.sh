@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine from the repository root: unpacks the bundle next to this script,
 # puts its libraries and the machine's CUDA libraries (pip's nvidia-* packages) on the path,
-# then runs one job. Usage: tests/gpu/run_on_gpu.sh BUNDLE_DIR tests|sanitize|gemm|profile|report|bf16|elmo-vs-saelmo|hf-check|quick [OUTDIR]
+# then runs one job. Usage: tests/gpu/run_on_gpu.sh BUNDLE_DIR tests|sanitize|profile|report|bf16|elmo-vs-saelmo|hf-check|quick [OUTDIR]
 set -uo pipefail
 bundle=$(cd "${1:?bundle dir}" && pwd); job=${2:?job}; out=${3:-${OUT:-gpu-out}}
 mkdir -p "$out" "$bundle/x"
@@ -64,22 +64,6 @@ rates() {
 case "$job" in
 tests) run_tests ;;
 sanitize) sanitize_cuda ;;
-gemm)
-  # cuBLAS's plain call for one-item products against the strided-batched call the engine took
-  # before (SA_GEMM_BATCHED=1), on the GEMMs alone and in training, same call.
-  step ${T_TESTS:-120} tests.log ./bin/tests --gtest_filter='*Cuda*:*Gpu*:*GPU*:*cuda*:*gpu*'
-  grep -E "^\[  (FAILED|PASSED) |tests? (ran|passed)" "$out/tests.log" | tail -20
-  step 60 bench-ops.log ./bin/bench ops --device cuda --quick
-  grep -E "tf32|bf16" "$out/bench-ops.log"
-  for a in "elmo.cfg 20 tf32" "bert-tiny.cfg 40 tf32" "saelmo.cfg 20 tf32 --set contextual_warmup=2" "elmo.cfg 20 bf16"; do
-    set -- $a; local_cfg=$1 n=$2 p=$3; shift 3
-    for batched in 0 1; do
-      echo "SA_GEMM_BATCHED=$batched" >> "$out/bench-train.log"
-      SA_GEMM_BATCHED=$batched step ${T_RATE:-45} bench-train.log ./bin/bench train --config configs/$local_cfg --corpus $corpus --device cuda --steps $n --peer "" --set precision=$p "$@"
-    done
-  done
-  grep -E "^SA_GEMM|^== \./|tokens/s" "$out/bench-train.log"
-  ;;
 profile)
   # The second call of a short lease: the CUDA tests, the rates, where a step's time goes (each
   # phase waits for the device), the ops, then memcheck where the machine allows it.

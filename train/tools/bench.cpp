@@ -301,7 +301,8 @@ void bench_ops(Device d, bool quick) {
       std::printf("%-7s %-34s %-18s %7.1f GF/s %7.1f GF/s %7.3f\n", dev.c_str(), "matmul tf32 vs f32", shape,
                   flops / tt / 1e9, flops / tf / 1e9, tf / tt);
       // The LSTM's per-step products (gates, the gates' gradient through W_h, projection and its
-      // gradient): cuBLAS's plain call, which the engine takes for one item, against the batched one.
+      // gradient) in TF32: their rate, and cuBLAS's plain call against the strided-batched one the
+      // engine takes for every product (an H200 timed them alike, so the engine keeps one call).
       struct LstmGemm {
         int64_t m, n, k;
         bool trans_b;
