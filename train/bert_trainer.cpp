@@ -254,8 +254,10 @@ class BertFamily final : public ModelFamily {
     ++s.step;
     std::mt19937_64 sample_rng(c.seed * 1000003 + static_cast<uint64_t>(s.step));
     phases.mark("batch");
+    phases.profile_forward_ops(true);
     SenseStep picked;
     Tensor loss = mlm_loss(s, c, b, &s.dropout, &picked, &sample_rng);
+    phases.profile_forward_ops(false);
     phases.mark("forward and loss");
     phases.profile_backward_ops(true);
     backward(loss);

@@ -40,6 +40,7 @@ class StepPhases {
   void reset() {
     totals_.clear();
     backward_ops_.clear();
+    forward_ops_.clear();
   }
   const std::vector<std::pair<std::string, double>>& totals() const { return totals_; }
   // The backward phase split by op (autograd's profile_backward): start before backward(), stop after.
@@ -47,13 +48,19 @@ class StepPhases {
     if (on_) profile_backward(start ? &backward_ops_ : nullptr);
   }
   const OpSeconds& backward_ops() const { return backward_ops_; }
+  // The forward and loss split by op (autograd's profile_forward): start after the batch phase's
+  // mark, stop before the loss phase's.
+  void profile_forward_ops(bool start) {
+    if (on_) profile_forward(start ? &forward_ops_ : nullptr);
+  }
+  const OpSeconds& forward_ops() const { return forward_ops_; }
 
  private:
   bool on_;
   Device dev_;
   std::chrono::steady_clock::time_point last_;
   std::vector<std::pair<std::string, double>> totals_;
-  OpSeconds backward_ops_;
+  OpSeconds backward_ops_, forward_ops_;
 };
 
 }  // namespace sa

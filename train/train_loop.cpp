@@ -96,6 +96,7 @@ TrainResult run_training(ModelFamily& f, const TrainConfig& c, const RunOutput& 
   if (res.steady_steps > 0) res.steady_counters = device_counters() - counted_from;
   res.phase_seconds = phases.totals();
   res.backward_op_seconds = phases.backward_ops();
+  res.forward_op_seconds = phases.forward_ops();
   return res;
 }
 

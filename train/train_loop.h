@@ -37,6 +37,7 @@ struct TrainResult {
   // Seconds per step phase over the steps after the first 5, when asked for (time_phases).
   std::vector<std::pair<std::string, double>> phase_seconds;
   std::vector<std::pair<std::string, double>> backward_op_seconds;  // the backward phase by op
+  std::vector<std::pair<std::string, double>> forward_op_seconds;   // the forward and loss phases by op
   // Host reads, uploads and launches over the steps after the first 5 (with their logging,
   // held-out and checkpoint work), and how many steps that was.
   DeviceCounters steady_counters;

@@ -226,6 +226,7 @@ class ElmoFamily final : public ModelFamily {
     s.carried.reset_rows(c.state_reset, c.seed * 998244353 + static_cast<uint64_t>(step), first_row_, global_rows_);
     std::mt19937_64 sample_rng(c.seed * 1000003 + static_cast<uint64_t>(step));
     phases.mark("batch");
+    phases.profile_forward_ops(true);
     // forward
     StepStats st;
     st.tokens = tokens_per_step_;
@@ -257,6 +258,7 @@ class ElmoFamily final : public ModelFamily {
     // The global batch's loss (equal rows per rank); one process keeps it on the device.
     st.loss = dist::size() > 1 ? Tensor::full(loss.shape(), dist::mean_over_ranks(loss.item()), loss.dtype(), dev_)
                                : loss.detach();
+    phases.profile_forward_ops(false);
     phases.mark("loss");
     // backward (bilm-tf differentiates total_loss * unroll_steps), clip, update
     phases.profile_backward_ops(true);

@@ -14,6 +14,8 @@ thread_local std::vector<Node> g_tape;
 thread_local const char* g_current_op = nullptr;  // op whose backward is running
 bool g_check_numerics = false;
 OpSeconds* g_backward_profile = nullptr;
+OpSeconds* g_forward_profile = nullptr;
+std::chrono::steady_clock::time_point g_forward_last;  // the previous recorded op's end
 
 // Adds seconds to the sink's entry for op.
 void add_seconds(OpSeconds& sink, const char* op, double s) {
@@ -27,6 +29,11 @@ void add_seconds(OpSeconds& sink, const char* op, double s) {
 }  // namespace
 
 void profile_backward(OpSeconds* sink) { g_backward_profile = sink; }
+
+void profile_forward(OpSeconds* sink) {
+  g_forward_profile = sink;
+  g_forward_last = std::chrono::steady_clock::now();
+}
 
 namespace {
 
@@ -72,6 +79,12 @@ void check_finite(const char* op, const char* what, const Tensor& t) {
 }
 
 void record(const char* op, std::vector<Tensor> inputs, std::vector<Tensor> outputs, BackwardFn backward) {
+  if (g_forward_profile && !outputs.empty()) {
+    backend(outputs[0].device()).synchronize();
+    const auto now = std::chrono::steady_clock::now();
+    add_seconds(*g_forward_profile, op, std::chrono::duration<double>(now - g_forward_last).count());
+    g_forward_last = now;
+  }
   for (const Tensor& o : outputs) check_finite(op, "forward output", o);
   if (!any_requires_grad(inputs)) return;
   for (Tensor& o : outputs)

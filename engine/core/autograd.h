@@ -54,6 +54,10 @@ void backward(const Tensor& root, const Tensor& seed = Tensor());
 // seconds to the sink under the node's op name (bench train --phases). nullptr turns it off.
 using OpSeconds = std::vector<std::pair<std::string, double>>;
 void profile_backward(OpSeconds* sink);
+// The forward likewise: while a sink is set, every op waits for the device when it records and
+// adds the seconds since the previous op (or since the sink was set) under its name, so host
+// work between ops (batching, a host-side draw) is charged to the op after it.
+void profile_forward(OpSeconds* sink);
 void clear_tape();
 size_t tape_size();
 

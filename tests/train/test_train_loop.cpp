@@ -147,6 +147,44 @@ TEST(TrainLoop, PhasesAreTimedAfterTheWarmUpSteps) {
   EXPECT_EQ(res.phase_seconds[0].first, "work");
 }
 
+// A tiny ELMo with its phases timed (bench train --phases): the forward and the loss split by op
+// as the backward is, each op's share inside the phases that ran it.
+TEST(TrainLoop, PhasesSplitTheForwardAndTheBackwardByOp) {
+  const std::string dir = ::testing::TempDir() + "/phases-by-op";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  {
+    std::ofstream corpus(dir + "/corpus.txt");
+    for (int i = 0; i < 40; ++i) corpus << (i % 2 ? "the cat sat on the mat .\n" : "a dog ran to the park and back .\n");
+  }
+  std::ofstream(dir + "/tiny.cfg") << "train_prefix = \"" << dir << "/corpus.txt\"\nrun_dir = \"" << dir << "/run\"\n"
+                                   << "batch_size = 2\nunroll_steps = 4\nn_negative_samples_batch = 4\nn_steps = 9\n"
+                                   << "log_every = 1000\ncheckpoint_every = 1000\ndevice = \"cpu\"\n"
+                                   << "[char_cnn]\nembedding.dim = 4\nfilters = [[1, 4], [2, 4]]\nn_highway = 1\n"
+                                   << "[lstm]\ndim = 8\nprojection_dim = 4\nn_layers = 1\n";
+  TrainOptions o;
+  o.quiet = true;
+  o.time_phases = true;
+  const TrainResult r = train_model(TrainConfig::load(dir + "/tiny.cfg"), o);
+  auto has = [](const std::vector<std::pair<std::string, double>>& ops, const std::string& op) {
+    for (const auto& [name, s] : ops)
+      if (name == op) return true;
+    return false;
+  };
+  EXPECT_TRUE(has(r.forward_op_seconds, "lstm_sequence"));
+  EXPECT_TRUE(has(r.forward_op_seconds, "candidate_softmax"));  // the loss's ops too
+  EXPECT_TRUE(has(r.backward_op_seconds, "lstm_sequence"));
+  double ops = 0, phases = 0;
+  for (const auto& [name, s] : r.forward_op_seconds) {
+    EXPECT_GE(s, 0) << name;
+    ops += s;
+  }
+  for (const auto& [name, s] : r.phase_seconds)
+    if (name == "forward" || name == "loss") phases += s;
+  EXPECT_GT(ops, 0);
+  EXPECT_LE(ops, phases);
+}
+
 TEST(ModelFamilies, TheRegistryNamesEachFamilyOnce) {
   std::vector<std::string> names;
   for (const ModelFamilyInfo& f : model_families()) {

@@ -493,11 +493,15 @@ int bench_train(const std::string& config, const std::string& corpus, int steps,
                 all / steps * 1e3);
     for (const auto& [name, sec] : r.phase_seconds)
       std::printf("  %-28s %8.2f ms  %5.1f%%\n", name.c_str(), sec / steps * 1e3, 100 * sec / all);
-    std::vector<std::pair<std::string, double>> ops = r.backward_op_seconds;
-    std::sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
-    std::printf("backward by op (each node waits for the device):\n");
-    for (size_t i = 0; i < ops.size() && i < 15; ++i)
-      std::printf("  %-28s %8.2f ms\n", ops[i].first.c_str(), ops[i].second / steps * 1e3);
+    auto by_op = [&](std::vector<std::pair<std::string, double>> ops, const char* title) {
+      std::sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+      std::printf("%s\n", title);
+      for (size_t i = 0; i < ops.size() && i < 15; ++i)
+        std::printf("  %-28s %8.2f ms\n", ops[i].first.c_str(), ops[i].second / steps * 1e3);
+    };
+    by_op(r.forward_op_seconds,
+          "forward and loss by op (each op waits for the device; host work between ops counts to the op after it):");
+    by_op(r.backward_op_seconds, "backward by op (each node waits for the device):");
   }
   if (peer.empty() || !family.pytorch_peer) return 0;
   // The PyTorch peer, same corpus, same machine, same run.
