@@ -220,19 +220,34 @@ void candidate_rows(const T* x, const T* wt, const T* bt, const T* bc, const int
       m = v > m ? v : m;
     }
     T* l = L + i * S;
-    for (int64_t s = 0; s < S; ++s) {
-      bool hit = false;
-      for (int64_t h = 0; h < H; ++h) hit |= cid[s] == own[h];
-      l[s] = hit ? T(-INFINITY) : l[s] + bc[s];
-      m = l[s] > m ? l[s] : m;
+    // The loops over the S candidates are SIMD (one own row, the sampled softmax's case, takes
+    // the branch-free first loop): the scalar loops took as long as the logits' GEMM.
+    if (H == 1) {
+      const int32_t o = own[0];
+#pragma omp simd reduction(max : m)
+      for (int64_t s = 0; s < S; ++s) {
+        l[s] = cid[s] == o ? T(-INFINITY) : l[s] + bc[s];
+        m = l[s] > m ? l[s] : m;
+      }
+    } else {
+      for (int64_t s = 0; s < S; ++s) {
+        bool hit = false;
+        for (int64_t h = 0; h < H; ++h) hit |= cid[s] == own[h];
+        l[s] = hit ? T(-INFINITY) : l[s] + bc[s];
+        m = l[s] > m ? l[s] : m;
+      }
     }
     if (!known) {
       T sum = 0;
       for (int64_t h = 0; h < H; ++h) sum += math::exp(t[h] - m);  // exp(-inf) = 0
-      for (int64_t s = 0; s < S; ++s) sum += math::exp(l[s] - m);
-      lse[n] = m + math::log(sum);
+      T cand = 0;
+#pragma omp simd reduction(+ : cand)
+      for (int64_t s = 0; s < S; ++s) cand += math::exp(l[s] - m);
+      lse[n] = m + math::log(sum + cand);
     }
-    for (int64_t s = 0; s < S; ++s) l[s] -= lse[n];
+    const T shift = lse[n];
+#pragma omp simd
+    for (int64_t s = 0; s < S; ++s) l[s] -= shift;
   }
 }
 
@@ -307,7 +322,10 @@ void CpuBackend::candidate_softmax_backward(const Tensor& x, const Tensor& wt, c
 #pragma omp parallel for if (c * S > 4096)
       for (int64_t i = 0; i < c; ++i) {
         const int64_t n = r0 + i;
-        for (int64_t s = 0; s < S; ++s) l[i * S + s] = gl[n] * math::exp(l[i * S + s]);
+        T* li = l + i * S;
+        const T gn = gl[n];
+#pragma omp simd
+        for (int64_t s = 0; s < S; ++s) li[s] = gn * math::exp(li[s]);
         for (int64_t h = 0; h < H; ++h) {
           const int64_t j = n * H + h;
           const T dt = oid[j] < 0 ? T(0) : gl[n] * (math::exp(t[i * H + h] - le[n]) - w[j]);
@@ -323,8 +341,11 @@ void CpuBackend::candidate_softmax_backward(const Tensor& x, const Tensor& wt, c
         GemmArgs gw_args;  // gWc += dL^T @ x
         gw_args.trans_a = true, gw_args.m = S, gw_args.n = P, gw_args.k = c, gw_args.beta = 1;
         gemm(gw_args, Lo, xo.rows(r0, r0 + c), gWc);
-        for (int64_t i = 0; i < c; ++i)
-          for (int64_t s = 0; s < S; ++s) gbcs[s] += l[i * S + s];
+        for (int64_t i = 0; i < c; ++i) {
+          const T* li = l + i * S;
+#pragma omp simd
+          for (int64_t s = 0; s < S; ++s) gbcs[s] += li[s];
+        }
       } else {
         fill(gxc, 0);
       }
