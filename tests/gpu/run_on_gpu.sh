@@ -74,6 +74,10 @@ profile)
     set -- $a; local_cfg=$1 p=$2; shift 2
     step ${T_RATE:-45} bench-phases.log ./bin/bench train --config configs/$local_cfg --corpus $corpus --device cuda --steps 20 --peer "" --set precision=$p "$@" --phases
   done
+  # A quarter of the batch: near the same step time means the host (or launches) bounds the step,
+  # a quarter of it that the device does.
+  step ${T_RATE:-45} bench-phases.log ./bin/bench train --config configs/elmo.cfg --corpus $corpus --device cuda --steps 20 --peer "" --set precision=tf32 --set batch_size=64
+  step ${T_RATE:-45} bench-phases.log ./bin/bench train --config configs/bert-tiny.cfg --corpus $corpus --device cuda --steps 40 --peer "" --set precision=tf32 --set batch_size=32
   step 75 bench-ops.log ./bin/bench ops --device cuda
   T_SAN=${T_SAN:-150} TOOLS=memcheck sanitize_cuda
   ;;
