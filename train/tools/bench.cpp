@@ -103,8 +103,8 @@ void bench_lstm_sequence(Device d, bool quick, int iters, const std::string& dev
   const std::string shape = std::to_string(T) + "x" + std::to_string(B) + "x" + std::to_string(D) + "/" + std::to_string(P);
   std::printf("%-7s %-34s %-18s %9.3f ms %9.3f ms %7.2f\n", dev.c_str(), "lstm_sequence fwd+bwd vs steps",
               shape.c_str(), tf * 1e3, tc * 1e3, tc / tf);
-  // A biLM layer's two directions stacked (one batched GEMM and one cell per step; what CUDA runs)
-  // against each direction stepping on its own (the CPU runs those side by side).
+  // A biLM layer's two directions stacked (one batched GEMM and one cell per step; lstm.cudnn =
+  // "stacked") against each direction stepping on its own (side by side on the CPU).
   auto directions = [&](ops::LstmPath path) {
     std::vector<ops::LstmSequenceArgs> args;
     Tensor xt = ops::permute(x, {1, 0, 2});
@@ -129,6 +129,35 @@ void bench_lstm_sequence(Device d, bool quick, int iters, const std::string& dev
   double ts = time_it(d, iters, [&] { layer(ops::LstmPath::Steps); });
   std::printf("%-7s %-34s %-18s %9.3f ms %9.3f ms %7.2f\n", dev.c_str(), "lstm cuDNN fwd+bwd vs step kernels",
               shape.c_str(), tn * 1e3, ts * 1e3, ts / tn);
+}
+
+// One LSTM layer at a training batch (elmo.cfg's 256 rows on a GPU, bench-small's 32 on the CPU):
+// the sequence op's forward and backward against its matrix products alone, the same shapes run
+// back to back, so the ratio is what the per-step kernels, launches and copies add.
+void bench_lstm_products(Device d, bool quick, int iters, const std::string& dev) {
+  const int64_t T = 20, B = d.is_cuda() && !quick ? 256 : 32, in = quick ? 128 : 512, D = quick ? 512 : 4096,
+                P = quick ? 128 : 512;
+  auto leaf = [&](const Shape& s, double scale) { return ops::scale(randn(s, d), scale).detach().set_requires_grad(); };
+  Tensor x = leaf({T, B, in}, 1.0), W = leaf({in + P, 4 * D}, 0.05), b = leaf({4 * D}, 0.1), WP = leaf({D, P}, 0.05);
+  const double op = time_it(d, iters, [&] {
+    Tensor c0 = Tensor::zeros({B, D}, DType::F32, d), m0 = Tensor::zeros({B, P}, DType::F32, d);
+    backward(ops::sum(ops::lstm_sequences({{x, W, b, WP, c0, m0, 3.0, 3.0, ops::LstmPath::Steps}})[0][0]));
+  });
+  NoGrad ng;
+  // Operands of each product's shape (values do not matter); transposes made once, outside the timing.
+  Tensor X = randn({T * B, in}, d), Wx = randn({in, 4 * D}, d), Wh = randn({P, 4 * D}, d), WhT = randn({4 * D, P}, d),
+         WPT = randn({P, D}, d), m = randn({B, P}, d), h = randn({B, D}, d), g = randn({B, 4 * D}, d),
+         XT = randn({in, T * B}, d), MT = randn({P, T * B}, d), HT = randn({D, T * B}, d), G = randn({T * B, 4 * D}, d),
+         DM = randn({T * B, P}, d), WxT = randn({4 * D, in}, d);
+  const double products = time_it(d, iters, [&] {
+    ops::matmul(X, Wx);  // the input gates, hoisted over the steps
+    for (int64_t t = 0; t < T; ++t) ops::matmul(m, Wh), ops::matmul(h, WP);   // recurrent gates, projection
+    for (int64_t t = 0; t < T; ++t) ops::matmul(m, WPT), ops::matmul(g, WhT);  // their gradients, step by step
+    ops::matmul(MT, G), ops::matmul(HT, DM), ops::matmul(XT, G), ops::matmul(G, WxT);  // weights' and input's
+  });
+  const std::string shape = std::to_string(T) + "x" + std::to_string(B) + "x" + std::to_string(D) + "/" + std::to_string(P);
+  std::printf("%-7s %-34s %-18s %9.3f ms %9.3f ms %7.2f\n", dev.c_str(), "lstm_sequence f+b vs its products", shape.c_str(),
+              op * 1e3, products * 1e3, products / op);
 }
 
 // The NER tagger's BiLSTM (a CoNLL batch of 32 sentences of 1..40 tokens over 768-dim concat
@@ -402,6 +431,7 @@ void bench_ops(Device d, bool quick) {
               (std::to_string(batch * 4) + "x" + std::to_string(hid)).c_str(), hf * 1e3, hc * 1e3, hc / hf);
   ng.reset();
   bench_lstm_sequence(d, quick, iters, dev);
+  bench_lstm_products(d, quick, iters, dev);
   bench_bilstm(d, quick, iters, dev);
   bench_ner_step(d, quick, iters, dev);
   bench_candidate_softmax(d, quick, iters, dev);
