@@ -42,10 +42,12 @@ SA_HD Philox4 philox(uint64_t seed, uint64_t ctr) {
   return philox4x32(c, static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32));
 }
 
-// Uniform in [0, 1) from 24 random bits: exactly representable in f32, so both backends agree.
+// Uniform in [0, 1) from a word's top 24 bits: exactly representable in f32, so both backends agree.
+SA_HD float philox_word_uniform(uint32_t word) { return static_cast<float>(word >> 8) * (1.0f / 16777216.0f); }
+
+// Value `index` of the stream: word index % 4 of block index / 4, as a uniform in [0, 1).
 SA_HD float philox_uniform(uint64_t seed, uint64_t index) {
-  Philox4 r = philox(seed, index >> 2);
-  return static_cast<float>(r.v[index & 3] >> 8) * (1.0f / 16777216.0f);
+  return philox_word_uniform(philox(seed, index >> 2).v[index & 3]);
 }
 
 }  // namespace sa

@@ -75,6 +75,22 @@ TEST(Philox, DropoutMaskIsDeterministicAndHasTheRightRate) {
   EXPECT_NEAR(zeros / 20000.0, 0.25, 0.015);
 }
 
+// The CPU draws a block of four values per Philox call: element i is still value offset + i of
+// the stream (philox_uniform), for offsets and lengths that are not multiples of four.
+TEST(Philox, TheMaskIsTheStreamsValueAtEachOffset) {
+  for (uint64_t offset : {0, 1, 2, 3, 5, 4096}) {
+    for (int64_t n : {1, 3, 4, 13, 1000}) {
+      Tensor mask = Tensor::empty({n}, DType::F32);
+      backend(Device::cpu()).dropout_mask(11, offset, 0.3, mask);
+      const std::vector<double> got = mask.values();
+      for (int64_t i = 0; i < n; ++i) {
+        const double want = philox_uniform(11, offset + static_cast<uint64_t>(i)) < 0.3f ? 0.0 : 1.0 / 0.7f;
+        ASSERT_FLOAT_EQ(got[static_cast<size_t>(i)], want) << "offset " << offset << ", element " << i << " of " << n;
+      }
+    }
+  }
+}
+
 TEST(Philox, CudaAndCpuDrawTheSameMask) {
   if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU present: CPU/CUDA Philox comparison skipped";
   Tensor x = Tensor::full({37, 53}, 1.0);

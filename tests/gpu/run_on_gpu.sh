@@ -70,9 +70,9 @@ profile)
   step ${T_TESTS:-120} tests.log ./bin/tests --gtest_filter='*Cuda*:*Gpu*:*GPU*:*cuda*:*gpu*'
   grep -E "^\[  (FAILED|PASSED) |tests? (ran|passed)" "$out/tests.log" | tail -20
   rates
-  for a in "elmo.cfg tf32" "elmo.cfg bf16" "saelmo.cfg tf32 --set contextual_warmup=2"; do
-    set -- $a; local_cfg=$1 p=$2; shift 2
-    step ${T_RATE:-45} bench-phases.log ./bin/bench train --config configs/$local_cfg --corpus $corpus --device cuda --steps 20 --peer "" --set precision=$p "$@" --phases
+  for a in "elmo.cfg 20 tf32" "elmo.cfg 20 bf16" "saelmo.cfg 20 tf32 --set contextual_warmup=2" "bert-tiny.cfg 40 tf32"; do
+    set -- $a; local_cfg=$1 n=$2 p=$3; shift 3
+    step ${T_RATE:-45} bench-phases.log ./bin/bench train --config configs/$local_cfg --corpus $corpus --device cuda --steps $n --peer "" --set precision=$p "$@" --phases
   done
   # A quarter of the batch: near the same step time means the host (or launches) bounds the step,
   # a quarter of it that the device does.
