@@ -3,9 +3,12 @@
 // log-sum-exps, as the CUDA kernels do. Under precision = "bf16" every GEMM takes its operands
 // rounded (gemm_operand), as CUDA's GEMM path does.
 #include <cmath>
+#include <algorithm>
 #include <limits>
+#include <vector>
 
 #include "engine/core/philox.h"
+#include "engine/core/scalar_math.h"
 #include "engine/core/precision.h"
 #include "engine/cpu/cpu_backend.h"
 
@@ -29,15 +32,24 @@ GemmArgs batched(const Dims& s, bool ta, bool tb, int64_t m, int64_t n, int64_t 
   return g;
 }
 
-// The dropout factor of element (bh, i, j): 0 or 1 / (1 - p).
+// The dropout factors of row r = bh * T + i (elements (bh, i, j) for every j): 0 or 1 / (1 - p),
+// element e = r * T + j taking value offset + e of the Philox stream, one Philox call per block
+// of four (a call per element drew every block four times and was most of the CPU's attention).
 template <typename T>
-T keep_factor(uint64_t seed, uint64_t offset, double p, const Dims& s, int64_t bh, int64_t i, int64_t j) {
-  if (p == 0) return T(1);
-  const uint64_t e = static_cast<uint64_t>((bh * s.T + i) * s.T + j);
-  return philox_uniform(seed, offset + e) < static_cast<float>(p) ? T(0) : T(1) / (T(1) - T(p));
+void keep_row(uint64_t seed, uint64_t offset, double p, const Dims& s, int64_t r, T* keep) {
+  const uint64_t first = offset + static_cast<uint64_t>(r * s.T), end = first + static_cast<uint64_t>(s.T);
+  const T kept = T(1) / (T(1) - T(p));
+  for (uint64_t blk = first >> 2; blk < (end + 3) >> 2; ++blk) {
+    const Philox4 w = philox(seed, blk);
+    for (uint64_t k = 0; k < 4; ++k) {
+      const uint64_t e = blk * 4 + k;
+      if (e >= first && e < end) keep[e - first] = philox_word_uniform(w.v[k]) < static_cast<float>(p) ? T(0) : kept;
+    }
+  }
 }
 
-// probs[bh, i, :] = exp(scores - lse) with padding keys 0; with lse_out, lse is computed and stored.
+// probs[bh, i, :] = exp(scores - lse) with padding keys 0; with compute_lse, lse is computed and
+// stored. The loops are SIMD: the per-element double exp had cost as much as the products.
 template <typename T>
 void softmax_rows(T* scores, const uint8_t* mask, const Dims& s, T* lse, bool compute_lse) {
 #pragma omp parallel for
@@ -46,15 +58,17 @@ void softmax_rows(T* scores, const uint8_t* mask, const Dims& s, T* lse, bool co
     const uint8_t* keys = mask + b * s.T;
     T* row = scores + r * s.T;
     if (compute_lse) {
-      double m = -std::numeric_limits<double>::infinity();
-      for (int64_t j = 0; j < s.T; ++j)
-        if (keys[j]) m = std::max(m, static_cast<double>(row[j]));
-      double z = 0;
-      for (int64_t j = 0; j < s.T; ++j)
-        if (keys[j]) z += std::exp(static_cast<double>(row[j]) - m);
-      lse[r] = static_cast<T>(m + std::log(z));
+      T m = -std::numeric_limits<T>::infinity();
+#pragma omp simd reduction(max : m)
+      for (int64_t j = 0; j < s.T; ++j) m = keys[j] && row[j] > m ? row[j] : m;
+      T z = 0;
+#pragma omp simd reduction(+ : z)
+      for (int64_t j = 0; j < s.T; ++j) z += keys[j] ? math::exp(row[j] - m) : T(0);
+      lse[r] = m + math::log(z);
     }
-    for (int64_t j = 0; j < s.T; ++j) row[j] = keys[j] ? static_cast<T>(std::exp(static_cast<double>(row[j]) - lse[r])) : T(0);
+    const T l = lse[r];
+#pragma omp simd
+    for (int64_t j = 0; j < s.T; ++j) row[j] = keys[j] ? math::exp(row[j] - l) : T(0);
   }
 }
 
@@ -71,9 +85,15 @@ void CpuBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, co
     T* P = probs.data<T>();
     softmax_rows(P, key_mask.data<uint8_t>(), s, lse.data<T>(), true);
     if (p > 0) {
-#pragma omp parallel for
-      for (int64_t r = 0; r < s.BH() * s.T; ++r)
-        for (int64_t j = 0; j < s.T; ++j) P[r * s.T + j] *= keep_factor<T>(seed, offset, p, s, r / s.T, r % s.T, j);
+#pragma omp parallel
+      {
+        std::vector<T> keep(static_cast<size_t>(s.T));
+#pragma omp for
+        for (int64_t r = 0; r < s.BH() * s.T; ++r) {
+          keep_row(seed, offset, p, s, r, keep.data());
+          for (int64_t j = 0; j < s.T; ++j) P[r * s.T + j] *= keep[j];
+        }
+      }
     }
   });
   gemm(batched(s, false, false, s.T, s.d, s.T, 1.0, TT, Td, Td), gemm_operand(probs), gemm_operand(v), out);
@@ -94,9 +114,19 @@ void CpuBackend::attention_backward(const Tensor& q, const Tensor& k, const Tens
     T* L = const_cast<T*>(lse.data<T>());
     softmax_rows(P, key_mask.data<uint8_t>(), s, L, false);
     T* Pd = dropped.data<T>();
-#pragma omp parallel for
-    for (int64_t r = 0; r < s.BH() * s.T; ++r)
-      for (int64_t j = 0; j < s.T; ++j) Pd[r * s.T + j] = P[r * s.T + j] * keep_factor<T>(seed, offset, p, s, r / s.T, r % s.T, j);
+    if (p > 0) {
+#pragma omp parallel
+      {
+        std::vector<T> keep(static_cast<size_t>(s.T));
+#pragma omp for
+        for (int64_t r = 0; r < s.BH() * s.T; ++r) {
+          keep_row(seed, offset, p, s, r, keep.data());
+          for (int64_t j = 0; j < s.T; ++j) Pd[r * s.T + j] = P[r * s.T + j] * keep[j];
+        }
+      }
+    } else {
+      std::copy(P, P + s.BH() * s.T * s.T, Pd);
+    }
   });
   // gv = Pd^T gout; gPd = gout v^T
   gemm(batched(s, true, false, s.T, s.d, s.T, 1.0, TT, Td, Td), gemm_operand(dropped), go, gv);
@@ -106,13 +136,16 @@ void CpuBackend::attention_backward(const Tensor& q, const Tensor& k, const Tens
     const T* P = probs.data<T>();
     const T* Pd = dropped.data<T>();
     T* G = gprobs.data<T>();  // becomes dS = P * (keep * gPd - D)
-#pragma omp parallel for
-    for (int64_t r = 0; r < s.BH() * s.T; ++r) {
-      double D = 0;
-      for (int64_t j = 0; j < s.T; ++j) D += static_cast<double>(Pd[r * s.T + j]) * G[r * s.T + j];
-      for (int64_t j = 0; j < s.T; ++j) {
-        const T keep = keep_factor<T>(seed, offset, p, s, r / s.T, r % s.T, j);
-        G[r * s.T + j] = static_cast<T>(P[r * s.T + j] * (keep * static_cast<double>(G[r * s.T + j]) - D));
+#pragma omp parallel
+    {
+      std::vector<T> keep(static_cast<size_t>(s.T), T(1));
+#pragma omp for
+      for (int64_t r = 0; r < s.BH() * s.T; ++r) {
+        double D = 0;
+        for (int64_t j = 0; j < s.T; ++j) D += static_cast<double>(Pd[r * s.T + j]) * G[r * s.T + j];
+        if (p > 0) keep_row(seed, offset, p, s, r, keep.data());
+        for (int64_t j = 0; j < s.T; ++j)
+          G[r * s.T + j] = static_cast<T>(P[r * s.T + j] * (keep[j] * static_cast<double>(G[r * s.T + j]) - D));
       }
     }
   });
