@@ -48,6 +48,25 @@ void keep_row(uint64_t seed, uint64_t offset, double p, const Dims& s, int64_t r
   }
 }
 
+// out = probs times their dropout factors, row by row (out may be probs itself).
+template <typename T>
+void drop_rows(uint64_t seed, uint64_t offset, double p, const Dims& s, const T* probs, T* out) {
+  const int64_t rows = s.BH() * s.T;
+  if (p == 0) {
+    if (out != probs) std::copy(probs, probs + rows * s.T, out);
+    return;
+  }
+#pragma omp parallel
+  {
+    std::vector<T> keep(static_cast<size_t>(s.T));
+#pragma omp for
+    for (int64_t r = 0; r < rows; ++r) {
+      keep_row(seed, offset, p, s, r, keep.data());
+      for (int64_t j = 0; j < s.T; ++j) out[r * s.T + j] = probs[r * s.T + j] * keep[j];
+    }
+  }
+}
+
 // probs[bh, i, :] = exp(scores - lse) with padding keys 0; with compute_lse, lse is computed and
 // stored. The loops are SIMD: the per-element double exp had cost as much as the products.
 template <typename T>
@@ -84,17 +103,7 @@ void CpuBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, co
     using T = decltype(tag);
     T* P = probs.data<T>();
     softmax_rows(P, key_mask.data<uint8_t>(), s, lse.data<T>(), true);
-    if (p > 0) {
-#pragma omp parallel
-      {
-        std::vector<T> keep(static_cast<size_t>(s.T));
-#pragma omp for
-        for (int64_t r = 0; r < s.BH() * s.T; ++r) {
-          keep_row(seed, offset, p, s, r, keep.data());
-          for (int64_t j = 0; j < s.T; ++j) P[r * s.T + j] *= keep[j];
-        }
-      }
-    }
+    drop_rows(seed, offset, p, s, P, P);
   });
   gemm(batched(s, false, false, s.T, s.d, s.T, 1.0, TT, Td, Td), gemm_operand(probs), gemm_operand(v), out);
 }
@@ -113,20 +122,7 @@ void CpuBackend::attention_backward(const Tensor& q, const Tensor& k, const Tens
     T* P = probs.data<T>();
     T* L = const_cast<T*>(lse.data<T>());
     softmax_rows(P, key_mask.data<uint8_t>(), s, L, false);
-    T* Pd = dropped.data<T>();
-    if (p > 0) {
-#pragma omp parallel
-      {
-        std::vector<T> keep(static_cast<size_t>(s.T));
-#pragma omp for
-        for (int64_t r = 0; r < s.BH() * s.T; ++r) {
-          keep_row(seed, offset, p, s, r, keep.data());
-          for (int64_t j = 0; j < s.T; ++j) Pd[r * s.T + j] = P[r * s.T + j] * keep[j];
-        }
-      }
-    } else {
-      std::copy(P, P + s.BH() * s.T * s.T, Pd);
-    }
+    drop_rows(seed, offset, p, s, static_cast<const T*>(P), dropped.data<T>());
   });
   // gv = Pd^T gout; gPd = gout v^T
   gemm(batched(s, true, false, s.T, s.d, s.T, 1.0, TT, Td, Td), gemm_operand(dropped), go, gv);
