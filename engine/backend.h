@@ -120,14 +120,19 @@ class Backend {
   // at least one must be present), and the shared candidates x_n.Wc_s + bc_s, except those whose
   // cand_ids[s] equals one of the row's own ids (accidental hits). lse[n] is over both;
   // loss[n] = lse[n] - sum_h own_w[n,h] t_nh (the soft targets own_w sum to 1 per row).
+  // `logp`, when given ([N, S], where the caller can afford it), receives the candidates' log
+  // probabilities (-inf for accidental hits), so the backward need not recompute them; a backend
+  // may leave it unwritten (CUDA does) and then gets nullptr in the backward.
   virtual void candidate_softmax(const Tensor& x, const Tensor& wt, const Tensor& bt, const Tensor& Wc,
                                  const Tensor& bc, const Tensor& own_ids, const Tensor& cand_ids, const Tensor& own_w,
-                                 Tensor& loss, Tensor& lse) = 0;
-  // All five gradients are overwritten (gWc and gbc sum over the rows).
+                                 Tensor& loss, Tensor& lse, Tensor* logp = nullptr) = 0;
+  // All five gradients are overwritten (gWc and gbc sum over the rows). `logp`: the forward's,
+  // consumed (the backward overwrites it), or nullptr to recompute.
   virtual void candidate_softmax_backward(const Tensor& x, const Tensor& wt, const Tensor& bt, const Tensor& Wc,
                                           const Tensor& bc, const Tensor& own_ids, const Tensor& cand_ids,
                                           const Tensor& own_w, const Tensor& lse, const Tensor& gloss, Tensor& gx,
-                                          Tensor& gwt, Tensor& gbt, Tensor& gWc, Tensor& gbc) = 0;
+                                          Tensor& gwt, Tensor& gbt, Tensor& gWc, Tensor& gbc,
+                                          Tensor* logp = nullptr) = 0;
 
   // Sense selection (no gradient): u [N, d] projected contexts, v [N*K, d] the projected centers of
   // each token's K candidate rows (i32 rows [N*K], u8 enabled [N*K]); out i32 [N] = the chosen row
@@ -260,11 +265,11 @@ class Backend {
                                    Tensor& gx, bool accumulate) override; \
   void candidate_softmax(const Tensor& x, const Tensor& wt, const Tensor& bt, const Tensor& Wc, const Tensor& bc, \
                          const Tensor& own_ids, const Tensor& cand_ids, const Tensor& own_w, Tensor& loss, \
-                         Tensor& lse) override; \
+                         Tensor& lse, Tensor* logp = nullptr) override; \
   void candidate_softmax_backward(const Tensor& x, const Tensor& wt, const Tensor& bt, const Tensor& Wc, \
                                   const Tensor& bc, const Tensor& own_ids, const Tensor& cand_ids, \
                                   const Tensor& own_w, const Tensor& lse, const Tensor& gloss, Tensor& gx, \
-                                  Tensor& gwt, Tensor& gbt, Tensor& gWc, Tensor& gbc) override; \
+                                  Tensor& gwt, Tensor& gbt, Tensor& gWc, Tensor& gbc, Tensor* logp = nullptr) override; \
   void select_rows(const Tensor& u, const Tensor& v, const Tensor& rows, const Tensor& enabled, Tensor& out) override; \
   void select_candidate_softmax(const Tensor& x, const Tensor& W, const Tensor& b, const Tensor& u, const Tensor& v, \
                                 const Tensor& rows, const Tensor& enabled, const Tensor& Wc, const Tensor& bc, \

@@ -202,6 +202,21 @@ int64_t candidate_chunk(int64_t S) { return std::clamp<int64_t>((int64_t{1} << 1
 // t_out [c, H] (-inf when absent), and after the call L holds logit - lse for the candidates (-inf
 // for accidental hits). The forward computes lse into `lse` (rows r0..); the backward passes the
 // forward's (`known`) and skips it.
+// Row n's H own logits into t (-inf when absent); returns their maximum.
+template <typename T>
+T own_logits(const T* x, const T* wt, const T* bt, const int32_t* own, int64_t n, int64_t P, int64_t H, T* t) {
+  T m = T(-INFINITY);
+  for (int64_t h = 0; h < H; ++h) {
+    t[h] = T(-INFINITY);
+    if (own[h] < 0) continue;
+    T v = bt[n * H + h];
+    for (int64_t k = 0; k < P; ++k) v += x[n * P + k] * wt[(n * H + h) * P + k];
+    t[h] = v;
+    m = v > m ? v : m;
+  }
+  return m;
+}
+
 template <typename T>
 void candidate_rows(const T* x, const T* wt, const T* bt, const T* bc, const int32_t* oid, const int32_t* cid,
                     int64_t r0, int64_t c, int64_t P, int64_t S, int64_t H, T* L, T* t_out, T* lse, bool known) {
@@ -210,15 +225,7 @@ void candidate_rows(const T* x, const T* wt, const T* bt, const T* bc, const int
     const int64_t n = r0 + i;
     const int32_t* own = oid + n * H;
     T* t = t_out + i * H;
-    T m = T(-INFINITY);
-    for (int64_t h = 0; h < H; ++h) {
-      t[h] = T(-INFINITY);
-      if (own[h] < 0) continue;
-      T v = bt[n * H + h];
-      for (int64_t k = 0; k < P; ++k) v += x[n * P + k] * wt[(n * H + h) * P + k];
-      t[h] = v;
-      m = v > m ? v : m;
-    }
+    T m = own_logits(x, wt, bt, own, n, P, H, t);
     T* l = L + i * S;
     // The loops over the S candidates are SIMD (one own row, the sampled softmax's case, takes
     // the branch-free first loop): the scalar loops took as long as the logits' GEMM.
@@ -255,7 +262,7 @@ void candidate_rows(const T* x, const T* wt, const T* bt, const T* bc, const int
 
 void CpuBackend::candidate_softmax(const Tensor& x, const Tensor& wt, const Tensor& bt, const Tensor& Wc,
                                    const Tensor& bc, const Tensor& own_ids, const Tensor& cand_ids, const Tensor& own_w,
-                                   Tensor& loss, Tensor& lse) {
+                                   Tensor& loss, Tensor& lse, Tensor* logp) {
   const int64_t N = x.dim(0), P = x.dim(1), S = Wc.dim(0);
   if (N == 0) return;
   const int64_t H = own_ids.numel() / N;
@@ -269,7 +276,7 @@ void CpuBackend::candidate_softmax(const Tensor& x, const Tensor& wt, const Tens
     const T* w = own_w.data<T>();
     for (int64_t r0 = 0; r0 < N; r0 += chunk) {
       const int64_t c = std::min(chunk, N - r0);
-      Tensor L = logits.rows(0, c);
+      Tensor L = logp && S > 0 ? logp->rows(r0, r0 + c) : logits.rows(0, c);  // the kept rows, or scratch
       if (S > 0) {
         GemmArgs g;
         g.trans_b = true, g.m = c, g.n = S, g.k = P;
@@ -291,7 +298,7 @@ void CpuBackend::candidate_softmax(const Tensor& x, const Tensor& wt, const Tens
 void CpuBackend::candidate_softmax_backward(const Tensor& x, const Tensor& wt, const Tensor& bt, const Tensor& Wc,
                                             const Tensor& bc, const Tensor& own_ids, const Tensor& cand_ids,
                                             const Tensor& own_w, const Tensor& lse, const Tensor& gloss, Tensor& gx,
-                                            Tensor& gwt, Tensor& gbt, Tensor& gWc, Tensor& gbc) {
+                                            Tensor& gwt, Tensor& gbt, Tensor& gWc, Tensor& gbc, Tensor* logp) {
   const int64_t N = x.dim(0), P = x.dim(1), S = Wc.dim(0);
   fill(gWc, 0);
   fill(gbc, 0);
@@ -309,14 +316,21 @@ void CpuBackend::candidate_softmax_backward(const Tensor& x, const Tensor& wt, c
     T *gxs = gx.data<T>(), *gwts = gwt.data<T>(), *gbts = gbt.data<T>(), *gbcs = gbc.data<T>();
     for (int64_t r0 = 0; r0 < N; r0 += chunk) {
       const int64_t c = std::min(chunk, N - r0);
-      Tensor L = logits.rows(0, c), gxc = gx.rows(r0, r0 + c);
-      GemmArgs g;
-      if (S > 0) {
-        g.trans_b = true, g.m = c, g.n = S, g.k = P;
-        gemm(g, xo.rows(r0, r0 + c), Wco, L);
+      Tensor gxc = gx.rows(r0, r0 + c);
+      Tensor L;
+      if (logp && S > 0) {  // the forward kept the log probabilities: only the own logits again
+        L = logp->rows(r0, r0 + c);
+        for (int64_t i = 0; i < c; ++i) own_logits(xs, wts, bt.data<T>(), oid + (r0 + i) * H, r0 + i, P, H, &t[i * H]);
+      } else {
+        L = logits.rows(0, c);
+        if (S > 0) {
+          GemmArgs g;
+          g.trans_b = true, g.m = c, g.n = S, g.k = P;
+          gemm(g, xo.rows(r0, r0 + c), Wco, L);
+        }
+        candidate_rows<T>(xs, wts, bt.data<T>(), bc.data<T>(), oid, cand_ids.data<int32_t>(), r0, c, P, S, H,
+                          L.data<T>(), t.data(), le, true);
       }
-      candidate_rows<T>(xs, wts, bt.data<T>(), bc.data<T>(), oid, cand_ids.data<int32_t>(), r0, c, P, S, H, L.data<T>(),
-                        t.data(), le, true);
       // dlogit = g * softmax (candidates, in place of L); own logit h: g * (p_h - w_h), 0 when absent.
       T* l = L.data<T>();
 #pragma omp parallel for if (c * S > 4096)

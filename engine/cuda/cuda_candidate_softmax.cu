@@ -145,7 +145,7 @@ unsigned warp_blocks(int64_t rows) { return static_cast<unsigned>((rows + kWarps
 
 void CudaBackend::candidate_softmax(const Tensor& x, const Tensor& wt, const Tensor& bt, const Tensor& Wc,
                                     const Tensor& bc, const Tensor& own_ids, const Tensor& cand_ids,
-                                    const Tensor& own_w, Tensor& loss, Tensor& lse) {
+                                    const Tensor& own_w, Tensor& loss, Tensor& lse, Tensor* /*logp: not kept on CUDA*/) {
   const int64_t N = x.dim(0), P = x.dim(1), S = Wc.dim(0);
   if (N == 0) return;
   const int64_t H = own_ids.numel() / N, C = chunk_columns(N, S, dtype_size(x.dtype()));
@@ -183,7 +183,7 @@ void CudaBackend::candidate_softmax(const Tensor& x, const Tensor& wt, const Ten
 void CudaBackend::candidate_softmax_backward(const Tensor& x, const Tensor& wt, const Tensor& bt, const Tensor& Wc,
                                              const Tensor& bc, const Tensor& own_ids, const Tensor& cand_ids,
                                              const Tensor& own_w, const Tensor& lse, const Tensor& gloss, Tensor& gx,
-                                             Tensor& gwt, Tensor& gbt, Tensor& gWc, Tensor& gbc) {
+                                             Tensor& gwt, Tensor& gbt, Tensor& gWc, Tensor& gbc, Tensor*) {
   const int64_t N = x.dim(0), P = x.dim(1), S = Wc.dim(0);
   if (S == 0 || N == 0) {  // otherwise the chunks' GEMMs write them
     fill(gWc, 0);

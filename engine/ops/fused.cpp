@@ -74,9 +74,10 @@ struct CandidateGrads {
 };
 CandidateGrads candidate_grads(const Tensor& x, const Tensor& wt, const Tensor& bt, const Tensor& Wc, const Tensor& bc,
                                const Tensor& own_ids, const Tensor& cand_ids, const Tensor& own_w, const Tensor& lse,
-                               const Tensor& gloss) {
+                               const Tensor& gloss, Tensor logp = Tensor()) {
   Tensor gx = like(x), gwt = like(wt), gbt = like(bt), gWc = like(Wc), gbc = like(bc);
-  be(x).candidate_softmax_backward(x, wt, bt, Wc, bc, own_ids, cand_ids, own_w, lse, gloss, gx, gwt, gbt, gWc, gbc);
+  be(x).candidate_softmax_backward(x, wt, bt, Wc, bc, own_ids, cand_ids, own_w, lse, gloss, gx, gwt, gbt, gWc, gbc,
+                                   logp.defined() ? &logp : nullptr);
   accumulate_grad(x, gx, true);
   accumulate_grad(Wc, gWc, true);
   accumulate_grad(bc, gbc, true);
@@ -99,9 +100,17 @@ Tensor candidate_softmax(const Tensor& x, const Tensor& wt, const Tensor& bt, co
            describe(x), describe(wt), describe(bt), describe(Wc), describe(bc), describe(own_ids), describe(cand_ids),
            describe(own_w));
   Tensor loss = Tensor::empty({N}, x.dtype(), x.device()), lse = like(loss);
-  be(x).candidate_softmax(x, wt, bt, Wc, bc, own_ids, cand_ids, own_w, loss, lse);
+  // The CPU keeps the candidates' log probabilities for the backward when they are small (bench-small's
+  // 640 x 1024, SaELMo-small's ~640 x 6k): recomputing them was a third of the backward's GEMMs.
+  // Large ones (the paper's sizes) and CUDA's are recomputed, as the op's memory bound promises.
+  constexpr int64_t kKeptBytes = int64_t{64} << 20;
+  Tensor logp = !x.device().is_cuda() && any_requires_grad({x, wt, bt, Wc, bc}) && S > 0 &&
+                        N * S * static_cast<int64_t>(dtype_size(x.dtype())) <= kKeptBytes
+                    ? Tensor::empty({N, S}, x.dtype(), x.device())
+                    : Tensor();
+  be(x).candidate_softmax(x, wt, bt, Wc, bc, own_ids, cand_ids, own_w, loss, lse, logp.defined() ? &logp : nullptr);
   record(Op::candidate_softmax, {x, wt, bt, Wc, bc}, {loss}, [=](const std::vector<Tensor>& gs) {
-    CandidateGrads g = candidate_grads(x, wt, bt, Wc, bc, own_ids, cand_ids, own_w, lse, gs[0]);
+    CandidateGrads g = candidate_grads(x, wt, bt, Wc, bc, own_ids, cand_ids, own_w, lse, gs[0], logp);
     accumulate_grad(wt, g.wt, true);
     accumulate_grad(bt, g.bt, true);
   });

@@ -147,10 +147,11 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor
                  double dropout_p = 0, Generator* gen = nullptr);
 
 // sampled softmax and sense selection
-// Per-row loss [N] of a softmax over one true row and S candidate rows, never holding all [N, S]
-// logits: x [N, P], wt [N, P] and bt [N] or [N, 1] (the true rows), Wc [S, P] and bc [S] or [S, 1]
-// (the candidates); a candidate whose id (cand_ids i32 [S]) equals the row's true id (true_ids i32
-// [N]) is left out (accidental hit). Equal to cross_entropy over [t | x Wc^T + bc] with those masked.
+// Per-row loss [N] of a softmax over one true row and S candidate rows, holding all [N, S] logits
+// only where they are small (the CPU keeps up to 64 MiB of them for the backward): x [N, P], wt
+// [N, P] and bt [N] or [N, 1] (the true rows), Wc [S, P] and bc [S] or [S, 1] (the candidates); a
+// candidate whose id (cand_ids i32 [S]) equals the row's true id (true_ids i32 [N]) is left out
+// (accidental hit). Equal to cross_entropy over [t | x Wc^T + bc] with those masked.
 Tensor candidate_softmax(const Tensor& x, const Tensor& wt, const Tensor& bt, const Tensor& Wc, const Tensor& bc,
                          const Tensor& true_ids, const Tensor& cand_ids);
 // The same with H own rows per row and soft targets (Bi-SaELMo's translation loss): wt [N, H, P],

@@ -1,6 +1,9 @@
 // The tape: reuse and accumulation, no-grad scopes, row-sparse gradients, NaN detection.
 #include <gtest/gtest.h>
 
+#include <limits>
+#include <random>
+
 #include "engine/engine.h"
 #include "tests/test_util.h"
 
@@ -142,6 +145,42 @@ TEST(Autograd, NumericsCheckNamesTheOp) {
 TEST(Autograd, BackwardOfConstantFails) {
   Tensor c = Tensor::of({1.0}, {1}, DType::F64);
   EXPECT_THROW(backward(c), Error);
+}
+
+// The CPU's candidate softmax keeps the forward's log probabilities for the backward when they are
+// small; the backward from them equals the one that recomputes them, bit for bit.
+TEST(CandidateSoftmax, KeptLogProbabilitiesGiveTheRecomputedGradients) {
+  for (DType dt : {DType::F64, DType::F32}) {
+    const int64_t N = 7, P = 5, S = 9;
+    std::mt19937_64 rng(5);
+    std::normal_distribution<double> nd(0, 0.5);
+    auto rnd = [&](Shape sh) {
+      std::vector<double> v(static_cast<size_t>(numel(sh)));
+      for (double& e : v) e = nd(rng);
+      return Tensor::from(v, sh).to(dt);
+    };
+    const Tensor x = rnd({N, P}), wt = rnd({N, P}), bt = rnd({N}), Wc = rnd({S, P}), bc = rnd({S}), gloss = rnd({N});
+    const Tensor own = Tensor::from(std::vector<int32_t>{3, 1, 4, 1, 5, 9, 2}, {N});
+    const Tensor cand = Tensor::from(std::vector<int32_t>{0, 1, 2, 3, 4, 5, 6, 7, 8}, {S});  // rows 1, 3, 5 hit
+    const Tensor w = Tensor::full({N}, 1.0, dt);
+    Backend& be = backend(Device::cpu());
+    auto like = [](const Tensor& t) { return Tensor::empty(t.shape(), t.dtype()); };
+    Tensor loss_a = Tensor::empty({N}, dt), lse_a = like(loss_a), loss_b = like(loss_a), lse_b = like(loss_a);
+    Tensor logp = Tensor::empty({N, S}, dt);
+    be.candidate_softmax(x, wt, bt, Wc, bc, own, cand, w, loss_a, lse_a, &logp);
+    be.candidate_softmax(x, wt, bt, Wc, bc, own, cand, w, loss_b, lse_b, nullptr);
+    EXPECT_EQ(loss_a.values(), loss_b.values());
+    EXPECT_EQ(lse_a.values(), lse_b.values());
+    EXPECT_EQ(logp.values()[1 * S + 1], -std::numeric_limits<double>::infinity());  // an accidental hit
+    std::vector<std::vector<double>> grads[2];
+    for (int kept = 0; kept < 2; ++kept) {
+      Tensor gx = like(x), gwt = like(wt), gbt = like(bt), gWc = like(Wc), gbc = like(bc);
+      be.candidate_softmax_backward(x, wt, bt, Wc, bc, own, cand, w, lse_a, gloss, gx, gwt, gbt, gWc, gbc,
+                                    kept ? &logp : nullptr);
+      for (const Tensor& g : {gx, gwt, gbt, gWc, gbc}) grads[kept].push_back(g.values());
+    }
+    EXPECT_EQ(grads[0], grads[1]) << dtype_name(dt);
+  }
 }
 
 }  // namespace
