@@ -17,7 +17,7 @@ void CpuBackend::reduce(ReduceOp op, const Tensor& x, int64_t outer, int64_t n, 
     if (op == ReduceOp::Sum && outer * inner == 1 && n > kParallelMin) {
       // One long sum: split it across threads (static schedule, so the order is fixed).
       T s = 0;
-#pragma omp parallel for reduction(+ : s) schedule(static)
+#pragma omp parallel for simd reduction(+ : s) schedule(static)
       for (int64_t k = 0; k < n; ++k) s += xs[k];
       os[0] = s;
       return;
@@ -28,6 +28,7 @@ void CpuBackend::reduce(ReduceOp op, const Tensor& x, int64_t outer, int64_t n, 
         const T* base = xs + o * n * inner + i;
         if (op == ReduceOp::Sum) {
           T s = 0;
+#pragma omp simd reduction(+ : s)
           for (int64_t k = 0; k < n; ++k) s += base[k * inner];
           os[o * inner + i] = s;
         } else {
@@ -52,7 +53,7 @@ void CpuBackend::sum_squares(const Tensor& x, Tensor& out) {
     const T* xs = x.data<T>();
     const int64_t n = x.numel();
     double s = 0;
-#pragma omp parallel for reduction(+ : s) schedule(static) if (n > kParallelMin)
+#pragma omp parallel for simd reduction(+ : s) schedule(static) if (n > kParallelMin)
     for (int64_t k = 0; k < n; ++k) s += static_cast<double>(xs[k]) * static_cast<double>(xs[k]);
     out.data<double>()[0] = s;
   });
@@ -70,9 +71,12 @@ void CpuBackend::reduce_max_backward(const Tensor& gy, const Tensor& argmax, int
   });
 }
 
+// The row loops are SIMD (reductions included): in scalar form a softmax over rows of 1024 ran at
+// 9 GB/s. Their sums' order is fixed by the build, so results stay deterministic.
 template <typename T>
 static T row_max(const T* x, int64_t c) {
   T m = -std::numeric_limits<T>::infinity();
+#pragma omp simd reduction(max : m)
   for (int64_t k = 0; k < c; ++k) m = x[k] > m ? x[k] : m;
   return m;
 }
@@ -83,8 +87,21 @@ static T row_lse(const T* x, int64_t c) {
   T m = row_max(x, c);
   if (m == -std::numeric_limits<T>::infinity()) return m;
   T s = 0;
+#pragma omp simd reduction(+ : s)
   for (int64_t k = 0; k < c; ++k) s += math::exp(x[k] - m);
   return m + math::log(s);
+}
+
+// out[k] = v(k), or out[k] += v(k): two loops, since a conditional load inside one keeps it scalar.
+template <typename T, typename F>
+static void write_row(T* __restrict out, int64_t c, bool accumulate, F v) {
+  if (accumulate) {
+#pragma omp simd
+    for (int64_t k = 0; k < c; ++k) out[k] += v(k);
+  } else {
+#pragma omp simd
+    for (int64_t k = 0; k < c; ++k) out[k] = v(k);
+  }
 }
 
 void CpuBackend::softmax(const Tensor& x, Tensor& y, bool log) {
@@ -95,11 +112,12 @@ void CpuBackend::softmax(const Tensor& x, Tensor& y, bool log) {
     T* ys = y.data<T>();
 #pragma omp parallel for if (x.numel() > kParallelMin)
     for (int64_t r = 0; r < rows; ++r) {
-      T lse = row_lse(xs + r * c, c);
-      for (int64_t k = 0; k < c; ++k) {
-        T v = xs[r * c + k] - lse;
-        ys[r * c + k] = log ? v : math::exp(v);
-      }
+      const T lse = row_lse(xs + r * c, c);
+      const T* xr = xs + r * c;
+      if (log)
+        write_row(ys + r * c, c, false, [&](int64_t k) { return xr[k] - lse; });
+      else
+        write_row(ys + r * c, c, false, [&](int64_t k) { return math::exp(xr[k] - lse); });
     }
   });
 }
@@ -116,17 +134,13 @@ void CpuBackend::softmax_backward(const Tensor& y, const Tensor& gy, Tensor& gx,
       T* out = gxs + r * c;
       T dot = 0;
       if (log) {  // y = log p: gx = g - p * sum(g)
+#pragma omp simd reduction(+ : dot)
         for (int64_t k = 0; k < c; ++k) dot += gr[k];
-        for (int64_t k = 0; k < c; ++k) {
-          T v = gr[k] - math::exp(yr[k]) * dot;
-          out[k] = accumulate ? out[k] + v : v;
-        }
+        write_row(out, c, accumulate, [&](int64_t k) { return gr[k] - math::exp(yr[k]) * dot; });
       } else {  // y = p: gx = p * (g - sum(g * p))
+#pragma omp simd reduction(+ : dot)
         for (int64_t k = 0; k < c; ++k) dot += gr[k] * yr[k];
-        for (int64_t k = 0; k < c; ++k) {
-          T v = yr[k] * (gr[k] - dot);
-          out[k] = accumulate ? out[k] + v : v;
-        }
+        write_row(out, c, accumulate, [&](int64_t k) { return yr[k] * (gr[k] - dot); });
       }
     }
   });
@@ -171,11 +185,11 @@ void CpuBackend::cross_entropy_backward(const Tensor& x, const Tensor& labels, c
     T* gxs = gx.data<T>();
 #pragma omp parallel for if (x.numel() > kParallelMin)
     for (int64_t r = 0; r < rows; ++r) {
-      T g = ls[r] < 0 ? T(0) : gl[r];
-      for (int64_t k = 0; k < c; ++k) {
-        T v = g * (math::exp(xs[r * c + k] - le[r]) - (k == ls[r] ? T(1) : T(0)));
-        gxs[r * c + k] = accumulate ? gxs[r * c + k] + v : v;
-      }
+      const T g = ls[r] < 0 ? T(0) : gl[r], l = le[r];
+      const T* xr = xs + r * c;
+      const int64_t label = ls[r];
+      write_row(gxs + r * c, c, accumulate,
+                [&](int64_t k) { return g * (math::exp(xr[k] - l) - (k == label ? T(1) : T(0))); });
     }
   });
 }
