@@ -198,10 +198,6 @@ namespace {
 // S = 1024, 32 at 8192), which measured as fast as the unfused ops at bench-small sizes.
 int64_t candidate_chunk(int64_t S) { return std::clamp<int64_t>((int64_t{1} << 18) / std::max<int64_t>(S, 1), 16, 1024); }
 
-// Per row of a chunk whose candidate logits (without bias) are in L [c, S]: the H own logits go to
-// t_out [c, H] (-inf when absent), and after the call L holds logit - lse for the candidates (-inf
-// for accidental hits). The forward computes lse into `lse` (rows r0..); the backward passes the
-// forward's (`known`) and skips it.
 // Row n's H own logits into t (-inf when absent); returns their maximum.
 template <typename T>
 T own_logits(const T* x, const T* wt, const T* bt, const int32_t* own, int64_t n, int64_t P, int64_t H, T* t) {
@@ -217,6 +213,10 @@ T own_logits(const T* x, const T* wt, const T* bt, const int32_t* own, int64_t n
   return m;
 }
 
+// Per row of a chunk whose candidate logits (without bias) are in L [c, S]: the H own logits go to
+// t_out [c, H] (-inf when absent), and after the call L holds logit - lse for the candidates (-inf
+// for accidental hits). The forward computes lse into `lse` (rows r0..); the backward passes the
+// forward's (`known`) and skips it.
 template <typename T>
 void candidate_rows(const T* x, const T* wt, const T* bt, const T* bc, const int32_t* oid, const int32_t* cid,
                     int64_t r0, int64_t c, int64_t P, int64_t S, int64_t H, T* L, T* t_out, T* lse, bool known) {
@@ -271,7 +271,9 @@ void CpuBackend::candidate_softmax(const Tensor& x, const Tensor& wt, const Tens
   dispatch_float(x.dtype(), "candidate_softmax", [&](auto tag) {
     using T = decltype(tag);
     const int64_t chunk = candidate_chunk(S);
-    Tensor logits = Tensor::empty({std::min(N, chunk), std::max<int64_t>(S, 1)}, x.dtype());
+    // Scratch for a chunk's logits, unless they go to (or come from) the kept log probabilities.
+    const Tensor logits =
+        logp && S > 0 ? Tensor() : Tensor::empty({std::min(N, chunk), std::max<int64_t>(S, 1)}, x.dtype());
     std::vector<T> t(static_cast<size_t>(chunk * H));
     const T* w = own_w.data<T>();
     for (int64_t r0 = 0; r0 < N; r0 += chunk) {
@@ -308,7 +310,9 @@ void CpuBackend::candidate_softmax_backward(const Tensor& x, const Tensor& wt, c
   dispatch_float(x.dtype(), "candidate_softmax_backward", [&](auto tag) {
     using T = decltype(tag);
     const int64_t chunk = candidate_chunk(S);
-    Tensor logits = Tensor::empty({std::min(N, chunk), std::max<int64_t>(S, 1)}, x.dtype());
+    // Scratch for a chunk's logits, unless they go to (or come from) the kept log probabilities.
+    const Tensor logits =
+        logp && S > 0 ? Tensor() : Tensor::empty({std::min(N, chunk), std::max<int64_t>(S, 1)}, x.dtype());
     std::vector<T> t(static_cast<size_t>(chunk * H));
     const T *xs = x.data<T>(), *wts = wt.data<T>(), *gl = gloss.data<T>(), *w = own_w.data<T>();
     const int32_t* oid = own_ids.data<int32_t>();
