@@ -70,8 +70,10 @@ void CpuBackend::multi_adam(const std::vector<Tensor>& w, const std::vector<Tens
       const T* gs = g[t].data<T>();
       const int64_t n = w[t].numel();
 #pragma omp parallel for if (n > kParallelMin)
-      for (int64_t c = 0; c < n; c += kChunk)
-        for (int64_t i = c; i < std::min(n, c + kChunk); ++i) ws[i] = math::adam_step(ws[i], ms[i], vs[i], gs[i], k, wd);
+      for (int64_t c = 0; c < n; c += kChunk) {
+        const int64_t end = std::min(n, c + kChunk);  // a bound the vectorizer can count
+        for (int64_t i = c; i < end; ++i) ws[i] = math::adam_step(ws[i], ms[i], vs[i], gs[i], k, wd);
+      }
     });
 }
 
