@@ -50,4 +50,20 @@ SA_HD float philox_uniform(uint64_t seed, uint64_t index) {
   return philox_word_uniform(philox(seed, index >> 2).v[index & 3]);
 }
 
+// Values first .. first + n - 1 of the stream: f(i, value first + i) for each i, one Philox call per
+// block of four (philox_uniform per value draws every block four times). Host loops.
+template <typename F>
+inline void philox_uniforms(uint64_t seed, uint64_t first, uint64_t n, F&& f) {
+  uint64_t i = 0;
+  for (; i < n && ((first + i) & 3) != 0; ++i) f(i, philox_uniform(seed, first + i));  // a partial first block
+  for (; i + 4 <= n; i += 4) {  // whole blocks, no bounds to test
+    const Philox4 r = philox(seed, (first + i) >> 2);
+    f(i, philox_word_uniform(r.v[0]));
+    f(i + 1, philox_word_uniform(r.v[1]));
+    f(i + 2, philox_word_uniform(r.v[2]));
+    f(i + 3, philox_word_uniform(r.v[3]));
+  }
+  for (; i < n; ++i) f(i, philox_uniform(seed, first + i));  // a partial last block
+}
+
 }  // namespace sa

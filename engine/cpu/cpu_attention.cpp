@@ -5,7 +5,6 @@
 #include <cmath>
 #include <algorithm>
 #include <limits>
-#include <vector>
 
 #include "engine/core/philox.h"
 #include "engine/core/scalar_math.h"
@@ -32,23 +31,9 @@ GemmArgs batched(const Dims& s, bool ta, bool tb, int64_t m, int64_t n, int64_t 
   return g;
 }
 
-// The dropout factors of row r = bh * T + i (elements (bh, i, j) for every j): 0 or 1 / (1 - p),
-// element e = r * T + j taking value offset + e of the Philox stream, one Philox call per block
-// of four (a call per element drew every block four times and was most of the CPU's attention).
-template <typename T>
-void keep_row(uint64_t seed, uint64_t offset, double p, const Dims& s, int64_t r, T* keep) {
-  const uint64_t first = offset + static_cast<uint64_t>(r * s.T), end = first + static_cast<uint64_t>(s.T);
-  const T kept = T(1) / (T(1) - T(p));
-  for (uint64_t blk = first >> 2; blk < (end + 3) >> 2; ++blk) {
-    const Philox4 w = philox(seed, blk);
-    for (uint64_t k = 0; k < 4; ++k) {
-      const uint64_t e = blk * 4 + k;
-      if (e >= first && e < end) keep[e - first] = philox_word_uniform(w.v[k]) < static_cast<float>(p) ? T(0) : kept;
-    }
-  }
-}
-
-// out = probs times their dropout factors, row by row (out may be probs itself).
+// out = probs times their dropout factors, 0 or 1 / (1 - p) (out may be probs itself): element
+// e = (bh * T + i) * T + j takes value offset + e of the Philox stream, as on CUDA. One Philox
+// call per block of four (a call per element was most of the CPU's attention).
 template <typename T>
 void drop_rows(uint64_t seed, uint64_t offset, double p, const Dims& s, const T* probs, T* out) {
   const int64_t rows = s.BH() * s.T;
@@ -56,15 +41,14 @@ void drop_rows(uint64_t seed, uint64_t offset, double p, const Dims& s, const T*
     if (out != probs) std::copy(probs, probs + rows * s.T, out);
     return;
   }
-#pragma omp parallel
-  {
-    std::vector<T> keep(static_cast<size_t>(s.T));
-#pragma omp for
-    for (int64_t r = 0; r < rows; ++r) {
-      keep_row(seed, offset, p, s, r, keep.data());
-      for (int64_t j = 0; j < s.T; ++j) out[r * s.T + j] = probs[r * s.T + j] * keep[j];
-    }
-  }
+  const T kept = T(1) / (T(1) - T(p));
+  const float pf = static_cast<float>(p);
+#pragma omp parallel for
+  for (int64_t r = 0; r < rows; ++r)
+    philox_uniforms(seed, offset + static_cast<uint64_t>(r * s.T), static_cast<uint64_t>(s.T),
+                    [in = probs + r * s.T, o = out + r * s.T, pf, kept](uint64_t j, float u) {
+                      o[j] = in[j] * (u < pf ? T(0) : kept);
+                    });
 }
 
 // probs[bh, i, :] = exp(scores - lse) with padding keys 0; with compute_lse, lse is computed and
@@ -131,18 +115,14 @@ void CpuBackend::attention_backward(const Tensor& q, const Tensor& k, const Tens
     using T = decltype(tag);
     const T* P = probs.data<T>();
     const T* Pd = dropped.data<T>();
-    T* G = gprobs.data<T>();  // becomes dS = P * (keep * gPd - D)
-#pragma omp parallel
-    {
-      std::vector<T> keep(static_cast<size_t>(s.T), T(1));
-#pragma omp for
-      for (int64_t r = 0; r < s.BH() * s.T; ++r) {
-        double D = 0;
-        for (int64_t j = 0; j < s.T; ++j) D += static_cast<double>(Pd[r * s.T + j]) * G[r * s.T + j];
-        if (p > 0) keep_row(seed, offset, p, s, r, keep.data());
-        for (int64_t j = 0; j < s.T; ++j)
-          G[r * s.T + j] = static_cast<T>(P[r * s.T + j] * (keep[j] * static_cast<double>(G[r * s.T + j]) - D));
-      }
+    T* G = gprobs.data<T>();  // becomes dS = P * (keep * gPd - D) = Pd * gPd - P * D: the dropped
+                              // probabilities carry the dropout factors, so none is drawn again
+#pragma omp parallel for
+    for (int64_t r = 0; r < s.BH() * s.T; ++r) {
+      double D = 0;
+      for (int64_t j = 0; j < s.T; ++j) D += static_cast<double>(Pd[r * s.T + j]) * G[r * s.T + j];
+      for (int64_t j = 0; j < s.T; ++j)
+        G[r * s.T + j] = static_cast<T>(static_cast<double>(Pd[r * s.T + j]) * G[r * s.T + j] - P[r * s.T + j] * D);
     }
   });
   // gq = scale dS k; gk = scale dS^T q

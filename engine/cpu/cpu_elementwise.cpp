@@ -275,18 +275,12 @@ void CpuBackend::dropout_mask(uint64_t seed, uint64_t offset, double p, Tensor& 
     int64_t n = mask.numel();
     const float pf = static_cast<float>(p);
     const T keep = T(1) / (T(1) - T(p));
-    // One Philox call per block of four values (philox_uniform per element drew each block four
-    // times); element i takes word (offset + i) % 4 of block (offset + i) / 4, as on CUDA.
-    const uint64_t first = offset >> 2, last = (offset + static_cast<uint64_t>(n) + 3) >> 2;
+    // Element i takes value offset + i of the stream, as on CUDA; chunks in parallel.
+    constexpr int64_t kChunk = 4096;
 #pragma omp parallel for if (n > kParallelMin)
-    for (uint64_t blk = first; blk < last; ++blk) {
-      const Philox4 r = philox(seed, blk);
-      for (uint64_t w = 0; w < 4; ++w) {
-        const uint64_t idx = blk * 4 + w;
-        if (idx < offset || idx >= offset + static_cast<uint64_t>(n)) continue;
-        ms[idx - offset] = philox_word_uniform(r.v[w]) < pf ? T(0) : keep;
-      }
-    }
+    for (int64_t c = 0; c < n; c += kChunk)
+      philox_uniforms(seed, offset + static_cast<uint64_t>(c), static_cast<uint64_t>(std::min(kChunk, n - c)),
+                      [ms = ms + c, pf, keep](uint64_t i, float u) { ms[i] = u < pf ? T(0) : keep; });
   });
 }
 

@@ -51,15 +51,30 @@ hf_check() {
   step 120 hf.log ./bin/tests --gtest_filter='Bert.ExportedRunMatchesTransformers'
   cp runs/gpu-bert-tiny/metrics.jsonl "$out/bert-tiny-metrics.jsonl"
 }
+# bench_runs LOG EXTRA SPEC...: `bench train` for each SPEC "config steps precision [--set k=v ...]",
+# EXTRA (e.g. --phases, or "") appended, into LOG.
+bench_runs() {
+  local log=$1 extra=$2 spec cfg n p
+  shift 2
+  for spec in "$@"; do
+    set -- $spec
+    cfg=$1 n=$2 p=$3
+    shift 3
+    step ${T_RATE:-45} $log ./bin/bench train --config configs/$cfg --corpus $corpus --device cuda --steps $n --peer "" \
+      --set precision=$p "$@" $extra
+  done
+}
 # The training rates the goals name, bf16 first, then tf32 and the stacked LSTM directions beside them.
 rates() {
-  for a in "elmo.cfg 20 bf16" "saelmo.cfg 20 bf16 --set contextual_warmup=2" "bert-tiny.cfg 40 bf16" \
-           "elmo.cfg 20 tf32" "bert-tiny.cfg 40 tf32" "elmo.cfg 20 tf32 --set lstm.cudnn=stacked" "saelmo.cfg 20 tf32 --set contextual_warmup=2"; do
-    set -- $a
-    local cfg=$1 n=$2 p=$3; shift 3
-    step ${T_RATE:-45} bench-train.log ./bin/bench train --config configs/$cfg --corpus $corpus --device cuda --steps $n --peer "" --set precision=$p "$@" ${PHASES:-}
-  done
+  bench_runs bench-train.log "" "elmo.cfg 20 bf16" "saelmo.cfg 20 bf16 --set contextual_warmup=2" "bert-tiny.cfg 40 bf16" \
+    "elmo.cfg 20 tf32" "bert-tiny.cfg 40 tf32" "elmo.cfg 20 tf32 --set lstm.cudnn=stacked" \
+    "saelmo.cfg 20 tf32 --set contextual_warmup=2"
   grep -E "^== |tokens/s|launches|host reads" "$out/bench-train.log" | tail -60
+}
+# The 104 tests that need a GPU (the rest ran on the development machine).
+gpu_tests() {
+  step ${T_TESTS:-120} tests.log ./bin/tests --gtest_filter='*Cuda*:*Gpu*:*GPU*:*cuda*:*gpu*'
+  grep -E "^\[  (FAILED|PASSED) |tests? (ran|passed)" "$out/tests.log" | tail -20
 }
 case "$job" in
 tests) run_tests ;;
@@ -67,17 +82,13 @@ sanitize) sanitize_cuda ;;
 profile)
   # The second call of a short lease: the CUDA tests, the rates, where a step's time goes (each
   # phase waits for the device), the ops, then memcheck where the machine allows it.
-  step ${T_TESTS:-120} tests.log ./bin/tests --gtest_filter='*Cuda*:*Gpu*:*GPU*:*cuda*:*gpu*'
-  grep -E "^\[  (FAILED|PASSED) |tests? (ran|passed)" "$out/tests.log" | tail -20
+  gpu_tests
   rates
-  for a in "elmo.cfg 20 tf32" "elmo.cfg 20 bf16" "saelmo.cfg 20 tf32 --set contextual_warmup=2" "bert-tiny.cfg 40 tf32"; do
-    set -- $a; local_cfg=$1 n=$2 p=$3; shift 3
-    step ${T_RATE:-45} bench-phases.log ./bin/bench train --config configs/$local_cfg --corpus $corpus --device cuda --steps $n --peer "" --set precision=$p "$@" --phases
-  done
+  bench_runs bench-phases.log --phases "elmo.cfg 20 tf32" "elmo.cfg 20 bf16" "saelmo.cfg 20 tf32 --set contextual_warmup=2" \
+    "bert-tiny.cfg 40 tf32"
   # A quarter of the batch: near the same step time means the host (or launches) bounds the step,
   # a quarter of it that the device does.
-  step ${T_RATE:-45} bench-phases.log ./bin/bench train --config configs/elmo.cfg --corpus $corpus --device cuda --steps 20 --peer "" --set precision=tf32 --set batch_size=64
-  step ${T_RATE:-45} bench-phases.log ./bin/bench train --config configs/bert-tiny.cfg --corpus $corpus --device cuda --steps 40 --peer "" --set precision=tf32 --set batch_size=32
+  bench_runs bench-phases.log "" "elmo.cfg 20 tf32 --set batch_size=64" "bert-tiny.cfg 40 tf32 --set batch_size=32"
   step 75 bench-ops.log ./bin/bench ops --device cuda
   T_SAN=${T_SAN:-150} TOOLS=memcheck sanitize_cuda
   ;;
@@ -93,11 +104,8 @@ report)
   ;;
 bf16)
   # The paper's sizes and BERT-tiny with bf16 matrix products, BERT-tiny with tf32 beside it.
-  step 60 bench-bf16.log ./bin/bench train --config configs/elmo.cfg --corpus $corpus --device cuda --steps 20 --peer "" --set precision=bf16
-  step 60 bench-bf16.log ./bin/bench train --config configs/saelmo.cfg --corpus $corpus --device cuda --steps 20 --peer "" --set precision=bf16 --set contextual_warmup=2
-  for p in tf32 bf16; do
-    step 60 bench-bf16.log ./bin/bench train --config configs/bert-tiny.cfg --corpus $corpus --device cuda --steps 40 --peer "" --set precision=$p
-  done
+  T_RATE=${T_RATE:-60} bench_runs bench-bf16.log "" "elmo.cfg 20 bf16" "saelmo.cfg 20 bf16 --set contextual_warmup=2" \
+    "bert-tiny.cfg 40 tf32" "bert-tiny.cfg 40 bf16"
   ;;
 elmo-vs-saelmo)
   # Paper sizes, an equal token budget (both unroll 20), the sense schedule scaled to it. One call
@@ -118,8 +126,7 @@ elmo-vs-saelmo)
 hf-check) hf_check ;;
 quick)
   # One call for a short lease: the CUDA tests alone, the rates, a shorter Hugging Face check.
-  step ${T_TESTS:-120} tests.log ./bin/tests --gtest_filter='*Cuda*:*Gpu*:*GPU*:*cuda*:*gpu*'
-  grep -E "^\[  (FAILED|PASSED) |tests? (ran|passed)" "$out/tests.log" | tail -40
+  gpu_tests
   rates
   STEPS=${STEPS:-100} T_TRAIN=${T_TRAIN:-60} hf_check
   ;;

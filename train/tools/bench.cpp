@@ -523,7 +523,7 @@ int bench_train(const std::string& config, const std::string& corpus, int steps,
                 all / steps * 1e3);
     for (const auto& [name, sec] : r.phase_seconds)
       std::printf("  %-28s %8.2f ms  %5.1f%%\n", name.c_str(), sec / steps * 1e3, 100 * sec / all);
-    auto by_op = [&](std::vector<std::pair<std::string, double>> ops, const char* title) {
+    auto by_op = [&](OpSeconds ops, const char* title) {
       std::sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
       std::printf("%s\n", title);
       for (size_t i = 0; i < ops.size() && i < 15; ++i)
