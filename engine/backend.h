@@ -176,11 +176,22 @@ class Backend {
 
   // fused LSTM cell pointwise math (TF gate order i,j,f,o):
   // c = clip(sig(f+forget_bias)*c_prev + sig(i)*tanh(j), cell_clip); h = sig(o)*tanh(c). cell_clip<=0: none
+  // With h_bf16 (f32 only) it also writes h rounded to bf16: the operand the next GEMM takes under
+  // precision = "bf16", written by the kernel that makes h instead of by a cast of its own.
   virtual void lstm_cell(const Tensor& gates, const Tensor& c_prev, double forget_bias, double cell_clip, Tensor& c,
-                         Tensor& h) = 0;
+                         Tensor& h, Tensor* h_bf16 = nullptr) = 0;
+  // gc_prev may be gc itself (each element is read before it is written); ggates_bf16 as h_bf16.
   virtual void lstm_cell_backward(const Tensor& gates, const Tensor& c_prev, const Tensor& c, double forget_bias,
                                   double cell_clip, const Tensor* gc, const Tensor* gh, Tensor& ggates,
-                                  Tensor* gc_prev) = 0;
+                                  Tensor* gc_prev, Tensor* ggates_bf16 = nullptr) = 0;
+  // The LSTM's projected output (bilm-tf's proj_clip): y = clip(m, -proj_clip, proj_clip), or m where
+  // proj_clip <= 0 (y may be m); with y_bf16 (f32 only) also y rounded to bf16.
+  virtual void lstm_output(const Tensor& m, double proj_clip, Tensor& y, Tensor* y_bf16) = 0;
+  // Its backward, summed with the recurrent gradient in the same pass: gm = (grec + gy) where
+  // -proj_clip <= m <= proj_clip and 0 elsewhere (everywhere kept where proj_clip <= 0); gy may be
+  // null; gm_bf16 as y_bf16.
+  virtual void lstm_output_backward(const Tensor& m, const Tensor* gy, const Tensor& grec, double proj_clip,
+                                    Tensor& gm, Tensor* gm_bf16) = 0;
   // fused highway combine (bilm-tf): g = sig(carry), t = relu(transform), y = g*t + (1-g)*x
   virtual void highway(const Tensor& carry, const Tensor& transform, const Tensor& x, Tensor& y) = 0;
   virtual void highway_backward(const Tensor& carry, const Tensor& transform, const Tensor& x, const Tensor& gy,
@@ -286,10 +297,13 @@ class Backend {
   void layer_norm_backward(const Tensor& x, const Tensor& gamma, const Tensor& mean, const Tensor& rstd, \
                            const Tensor& gy, Tensor* gx, Tensor* ggamma, Tensor* gbeta) override; \
   void lstm_cell(const Tensor& gates, const Tensor& c_prev, double forget_bias, double cell_clip, Tensor& c, \
-                 Tensor& h) override; \
+                 Tensor& h, Tensor* h_bf16 = nullptr) override; \
   void lstm_cell_backward(const Tensor& gates, const Tensor& c_prev, const Tensor& c, double forget_bias, \
                           double cell_clip, const Tensor* gc, const Tensor* gh, Tensor& ggates, \
-                          Tensor* gc_prev) override; \
+                          Tensor* gc_prev, Tensor* ggates_bf16 = nullptr) override; \
+  void lstm_output(const Tensor& m, double proj_clip, Tensor& y, Tensor* y_bf16) override; \
+  void lstm_output_backward(const Tensor& m, const Tensor* gy, const Tensor& grec, double proj_clip, Tensor& gm, \
+                            Tensor* gm_bf16) override; \
   void highway(const Tensor& carry, const Tensor& transform, const Tensor& x, Tensor& y) override; \
   void highway_backward(const Tensor& carry, const Tensor& transform, const Tensor& x, const Tensor& gy, \
                         Tensor& gcarry, Tensor& gtransform, Tensor& gx) override; \

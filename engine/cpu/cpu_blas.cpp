@@ -12,8 +12,14 @@ namespace sa {
 
 void CpuBackend::gemm(const GemmArgs& g, const Tensor& a, const Tensor& b, Tensor& c) {
   if (a.dtype() == DType::BF16 && b.dtype() == DType::BF16 && c.dtype() == DType::F32) {
-    // bf16 operands, f32 accumulation: widen (exactly) and run the f32 GEMM.
-    gemm(g, a.to(DType::F32), b.to(DType::F32), c);
+    // bf16 operands, f32 accumulation: widen (exactly) and run the f32 GEMM. The widening is part
+    // of this one primitive (a GPU's bf16 GEMM reads bf16), so it is not counted as launches.
+    auto widen = [this](const Tensor& x) {
+      Tensor f = Tensor::empty(x.shape(), DType::F32, x.device());
+      cast(x, f);
+      return f;
+    };
+    gemm(g, widen(a), widen(b), c);
     return;
   }
   SA_CHECK(a.dtype() == b.dtype() && a.dtype() == c.dtype(), "gemm: mixed dtypes {} {} {} on the CPU",

@@ -2,7 +2,9 @@
 // candidate softmax and sense selection.
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
+#include "engine/core/bf16.h"
 #include "engine/core/precision.h"
 #include "engine/core/scalar_math.h"
 #include "engine/cpu/cpu_backend.h"
@@ -86,10 +88,10 @@ static void lstm_row(const T* __restrict g, const T* __restrict cp, T* __restric
   }
 }
 
+// gc and gcp may be one buffer (d c read before d c_prev is written over it): not __restrict.
 template <typename T>
-static void lstm_row_backward(const T* __restrict g, const T* __restrict cp, const T* __restrict c,
-                              const T* __restrict gc, const T* __restrict gh, T* __restrict gg, T* __restrict gcp,
-                              int64_t H, T fb, T clip) {
+static void lstm_row_backward(const T* __restrict g, const T* __restrict cp, const T* __restrict c, const T* gc,
+                              const T* __restrict gh, T* __restrict gg, T* gcp, int64_t H, T fb, T clip) {
   for (int64_t k = 0; k < H; ++k) {
     auto d = math::lstm_cell_grads<T>(g[k], g[H + k], g[2 * H + k], g[3 * H + k], cp[k], c[k], fb, clip, gc[k], gh[k]);
     gg[k] = d.di, gg[H + k] = d.dj, gg[2 * H + k] = d.df, gg[3 * H + k] = d.do_;
@@ -97,22 +99,39 @@ static void lstm_row_backward(const T* __restrict g, const T* __restrict cp, con
   }
 }
 
+// A row's bf16 copy, as the cast to bf16 makes it (the GEMM operand precision = "bf16" takes).
+static void round_row(const float* x, uint16_t* out, int64_t n) {
+  for (int64_t k = 0; k < n; ++k) out[k] = float_to_bf16(x[k]);
+}
+
+static void check_bf16_copy(const char* op, const Tensor& x, const Tensor* copy) {
+  if (!copy) return;
+  SA_CHECK(x.dtype() == DType::F32 && copy->dtype() == DType::BF16 && copy->numel() == x.numel(),
+           "{}: the bf16 copy {} of {} (expected bf16 of an f32 tensor's size)", op, describe(*copy), describe(x));
+}
+
 void CpuBackend::lstm_cell(const Tensor& gates, const Tensor& c_prev, double forget_bias, double cell_clip, Tensor& c,
-                           Tensor& h) {
+                           Tensor& h, Tensor* h_bf16) {
+  check_bf16_copy("lstm_cell", h, h_bf16);
   dispatch_float(gates.dtype(), "lstm_cell", [&](auto tag) {
     using T = decltype(tag);
     const int64_t H = c_prev.dim(-1), N = c_prev.numel() / H;
     const T *gs = gates.data<T>(), *cp = c_prev.data<T>();
     T *cs = c.data<T>(), *hs = h.data<T>();
+    uint16_t* hb = h_bf16 ? static_cast<uint16_t*>(h_bf16->raw()) : nullptr;
 #pragma omp parallel for if (N * H > kParallelMin)
-    for (int64_t n = 0; n < N; ++n)
+    for (int64_t n = 0; n < N; ++n) {
       lstm_row<T>(gs + n * 4 * H, cp + n * H, cs + n * H, hs + n * H, H, T(forget_bias), T(cell_clip));
+      if constexpr (std::is_same_v<T, float>)
+        if (hb) round_row(hs + n * H, hb + n * H, H);  // while the row is in cache
+    }
   });
 }
 
 void CpuBackend::lstm_cell_backward(const Tensor& gates, const Tensor& c_prev, const Tensor& c, double forget_bias,
                                     double cell_clip, const Tensor* gc, const Tensor* gh, Tensor& ggates,
-                                    Tensor* gc_prev) {
+                                    Tensor* gc_prev, Tensor* ggates_bf16) {
+  check_bf16_copy("lstm_cell_backward", ggates, ggates_bf16);
   dispatch_float(gates.dtype(), "lstm_cell_backward", [&](auto tag) {
     using T = decltype(tag);
     const int64_t H = c_prev.dim(-1), N = c_prev.numel() / H;
@@ -124,10 +143,50 @@ void CpuBackend::lstm_cell_backward(const Tensor& gates, const Tensor& c_prev, c
     const T* ghs = (gh ? *gh : zeros).template data<T>();
     T* gg = ggates.data<T>();
     T* gcp = (gc_prev ? *gc_prev : scratch).template data<T>();
+    uint16_t* gb = ggates_bf16 ? static_cast<uint16_t*>(ggates_bf16->raw()) : nullptr;
 #pragma omp parallel for if (N * H > kParallelMin)
-    for (int64_t n = 0; n < N; ++n)
+    for (int64_t n = 0; n < N; ++n) {
       lstm_row_backward<T>(gs + n * 4 * H, cp + n * H, cs + n * H, gcs + n * H, ghs + n * H, gg + n * 4 * H,
                            gcp + n * H, H, T(forget_bias), T(cell_clip));
+      if constexpr (std::is_same_v<T, float>)
+        if (gb) round_row(gg + n * 4 * H, gb + n * 4 * H, 4 * H);
+    }
+  });
+}
+
+void CpuBackend::lstm_output(const Tensor& m, double proj_clip, Tensor& y, Tensor* y_bf16) {
+  check_bf16_copy("lstm_output", y, y_bf16);
+  dispatch_float(m.dtype(), "lstm_output", [&](auto tag) {
+    using T = decltype(tag);
+    const int64_t n = m.numel();
+    const T* ms = m.data<T>();
+    T* ys = y.data<T>();
+    const T lo = T(-proj_clip), hi = T(proj_clip);
+    if (proj_clip > 0)
+      for (int64_t i = 0; i < n; ++i) ys[i] = math::unary<T>(UnaryOp::Clip, ms[i], lo, hi);
+    else if (ys != ms)
+      std::copy_n(ms, n, ys);
+    if constexpr (std::is_same_v<T, float>)
+      if (y_bf16) round_row(ys, static_cast<uint16_t*>(y_bf16->raw()), n);
+  });
+}
+
+void CpuBackend::lstm_output_backward(const Tensor& m, const Tensor* gy, const Tensor& grec, double proj_clip,
+                                      Tensor& gm, Tensor* gm_bf16) {
+  check_bf16_copy("lstm_output_backward", gm, gm_bf16);
+  dispatch_float(m.dtype(), "lstm_output_backward", [&](auto tag) {
+    using T = decltype(tag);
+    const int64_t n = m.numel();
+    const T *ms = m.data<T>(), *gr = grec.data<T>(), *gys = gy ? gy->data<T>() : nullptr;
+    T* out = gm.data<T>();
+    const T lo = T(-proj_clip), hi = T(proj_clip);
+    // As the unfused chain computes it: (grec + gy), then times the clip's 0/1 derivative.
+    for (int64_t i = 0; i < n; ++i) {
+      const T g = gys ? gr[i] + gys[i] : gr[i];
+      out[i] = proj_clip > 0 ? g * math::unary_grad<T>(UnaryOp::Clip, ms[i], ms[i], lo, hi) : g;
+    }
+    if constexpr (std::is_same_v<T, float>)
+      if (gm_bf16) round_row(out, static_cast<uint16_t*>(gm_bf16->raw()), n);
   });
 }
 

@@ -1,5 +1,6 @@
 // CUDA: layer norm, the fused LSTM-cell and highway kernels, Adagrad and sense selection (the
 // candidate softmax is in cuda_candidate_softmax.cu).
+#include "engine/core/bf16.h"
 #include "engine/core/scalar_math.h"
 #include "engine/cuda/cuda_backend.cuh"
 
@@ -108,33 +109,47 @@ void CudaBackend::layer_norm_backward(const Tensor& x, const Tensor& gamma, cons
   CUDA_LAUNCHED("layer_norm_backward");
 }
 
+// hb (f32 only): h rounded to bf16 as well, the operand of the next GEMM under precision = "bf16".
 template <typename T>
-__global__ void lstm_cell_kernel(const T* gates, const T* c_prev, T fb, T clip, T* c, T* h, int64_t N, int64_t H) {
+__global__ void lstm_cell_kernel(const T* gates, const T* c_prev, T fb, T clip, T* c, T* h, uint16_t* hb, int64_t N,
+                                 int64_t H) {
   CUDA_LOOP(e, N * H) {
     int64_t n = e / H, k = e % H;
     const T* g = gates + n * 4 * H + k;
     auto a = math::lstm_gates<T>(g[0], g[H], g[2 * H], g[3 * H], c_prev[e], fb);
     T cc = math::clip_cell<T>(a.c_raw, clip);
     c[e] = cc;
-    h[e] = a.o * math::tanh(cc);
+    const T hv = a.o * math::tanh(cc);
+    h[e] = hv;
+    if (hb) hb[e] = float_to_bf16(static_cast<float>(hv));
   }
 }
 
+static uint16_t* bf16_copy(const char* op, const Tensor& x, Tensor* copy) {
+  if (!copy) return nullptr;
+  if (x.dtype() != DType::F32 || copy->dtype() != DType::BF16 || copy->numel() != x.numel())
+    fail_message(std::string(op) + ": the bf16 copy " + describe(*copy) + " of " + describe(x) +
+                 " (expected bf16 of an f32 tensor's size)");
+  return static_cast<uint16_t*>(copy->raw());
+}
+
 void CudaBackend::lstm_cell(const Tensor& gates, const Tensor& c_prev, double forget_bias, double cell_clip, Tensor& c,
-                            Tensor& h) {
+                            Tensor& h, Tensor* h_bf16) {
   const int64_t H = c_prev.dim(-1), N = c_prev.numel() / H;
+  uint16_t* hb = bf16_copy("lstm_cell", h, h_bf16);
   if (N * H == 0) return;
   dispatch(gates.dtype(), "lstm_cell", [&](auto tag) {
     using T = decltype(tag);
     lstm_cell_kernel<<<blocks_for(N * H), kThreads, 0, stream_>>>(gates.data<T>(), c_prev.data<T>(), T(forget_bias),
-                                                                  T(cell_clip), c.data<T>(), h.data<T>(), N, H);
+                                                                  T(cell_clip), c.data<T>(), h.data<T>(), hb, N, H);
   });
   CUDA_LAUNCHED("lstm_cell");
 }
 
+// gc and gcp may be one buffer: each thread reads its d c before writing its d c_prev.
 template <typename T>
 __global__ void lstm_cell_backward_kernel(const T* gates, const T* c_prev, const T* c, T fb, T clip, const T* gc,
-                                          const T* gh, T* gg, T* gcp, int64_t N, int64_t H) {
+                                          const T* gh, T* gg, T* gcp, uint16_t* gb, int64_t N, int64_t H) {
   CUDA_LOOP(e, N * H) {
     int64_t n = e / H, k = e % H;
     const T* g = gates + n * 4 * H + k;
@@ -142,22 +157,74 @@ __global__ void lstm_cell_backward_kernel(const T* gates, const T* c_prev, const
                                       gh ? gh[e] : T(0));
     T* out = gg + n * 4 * H + k;
     out[0] = d.di, out[H] = d.dj, out[2 * H] = d.df, out[3 * H] = d.do_;
+    if (gb) {
+      uint16_t* o = gb + n * 4 * H + k;
+      o[0] = float_to_bf16(float(d.di)), o[H] = float_to_bf16(float(d.dj));
+      o[2 * H] = float_to_bf16(float(d.df)), o[3 * H] = float_to_bf16(float(d.do_));
+    }
     if (gcp) gcp[e] = d.dc_prev;
   }
 }
 
 void CudaBackend::lstm_cell_backward(const Tensor& gates, const Tensor& c_prev, const Tensor& c, double forget_bias,
                                      double cell_clip, const Tensor* gc, const Tensor* gh, Tensor& ggates,
-                                     Tensor* gc_prev) {
+                                     Tensor* gc_prev, Tensor* ggates_bf16) {
   const int64_t H = c_prev.dim(-1), N = c_prev.numel() / H;
+  uint16_t* gb = bf16_copy("lstm_cell_backward", ggates, ggates_bf16);
   if (N * H == 0) return;
   dispatch(gates.dtype(), "lstm_cell_backward", [&](auto tag) {
     using T = decltype(tag);
     lstm_cell_backward_kernel<<<blocks_for(N * H), kThreads, 0, stream_>>>(
         gates.data<T>(), c_prev.data<T>(), c.data<T>(), T(forget_bias), T(cell_clip), gc ? gc->data<T>() : nullptr,
-        gh ? gh->data<T>() : nullptr, ggates.data<T>(), gc_prev ? gc_prev->data<T>() : nullptr, N, H);
+        gh ? gh->data<T>() : nullptr, ggates.data<T>(), gc_prev ? gc_prev->data<T>() : nullptr, gb, N, H);
   });
   CUDA_LAUNCHED("lstm_cell_backward");
+}
+
+template <typename T>
+__global__ void lstm_output_kernel(const T* m, T lo, T hi, bool clip, T* y, uint16_t* yb, int64_t n) {
+  CUDA_LOOP(i, n) {
+    const T v = clip ? math::unary<T>(UnaryOp::Clip, m[i], lo, hi) : m[i];
+    y[i] = v;
+    if (yb) yb[i] = float_to_bf16(static_cast<float>(v));
+  }
+}
+
+void CudaBackend::lstm_output(const Tensor& m, double proj_clip, Tensor& y, Tensor* y_bf16) {
+  const int64_t n = m.numel();
+  uint16_t* yb = bf16_copy("lstm_output", y, y_bf16);
+  if (n == 0 || (proj_clip <= 0 && !yb && y.raw() == m.raw())) return;
+  dispatch(m.dtype(), "lstm_output", [&](auto tag) {
+    using T = decltype(tag);
+    lstm_output_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(m.data<T>(), T(-proj_clip), T(proj_clip), proj_clip > 0,
+                                                                y.data<T>(), yb, n);
+  });
+  CUDA_LAUNCHED("lstm_output");
+}
+
+template <typename T>
+__global__ void lstm_output_backward_kernel(const T* m, const T* gy, const T* grec, T lo, T hi, bool clip, T* gm,
+                                            uint16_t* gb, int64_t n) {
+  CUDA_LOOP(i, n) {
+    const T g = gy ? grec[i] + gy[i] : grec[i];
+    const T v = clip ? g * math::unary_grad<T>(UnaryOp::Clip, m[i], m[i], lo, hi) : g;
+    gm[i] = v;
+    if (gb) gb[i] = float_to_bf16(static_cast<float>(v));
+  }
+}
+
+void CudaBackend::lstm_output_backward(const Tensor& m, const Tensor* gy, const Tensor& grec, double proj_clip,
+                                       Tensor& gm, Tensor* gm_bf16) {
+  const int64_t n = m.numel();
+  uint16_t* gb = bf16_copy("lstm_output_backward", gm, gm_bf16);
+  if (n == 0) return;
+  dispatch(m.dtype(), "lstm_output_backward", [&](auto tag) {
+    using T = decltype(tag);
+    lstm_output_backward_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(
+        m.data<T>(), gy ? gy->data<T>() : nullptr, grec.data<T>(), T(-proj_clip), T(proj_clip), proj_clip > 0,
+        gm.data<T>(), gb, n);
+  });
+  CUDA_LAUNCHED("lstm_output_backward");
 }
 
 template <typename T>

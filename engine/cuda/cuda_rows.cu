@@ -131,6 +131,61 @@ __global__ void conv_gw_parts_kernel(const T* x, const int32_t* am, const T* gy,
   }
 }
 
+// The same partial sums, tiled: a block takes `ct` filters and a range of samples, stages `nb`
+// samples at a time in shared memory (their x rows, and the block's filters' argmax and gy), and
+// each thread sums up to kGwOutputs of the block's (filter, k) outputs in registers. The thread
+// per output above re-read every window from global memory, one dependent load after another
+// (about 3 G loads for elmo.cfg's char CNN a step); here x is read once per block and sample.
+// Same outputs and layout as conv_gw_parts_kernel; each output sums its samples in order.
+constexpr int kGwOutputs = 16;
+
+template <typename T>
+__global__ void conv_gw_tiled_kernel(const T* x, const int32_t* am, const T* gy, T* partial, int64_t N, int64_t L,
+                                     int64_t Cin, int64_t K, int64_t Cout, int64_t ct, int64_t nb, int64_t parts) {
+  extern __shared__ unsigned char smem[];
+  const int64_t row = L * Cin;
+  T* xs = reinterpret_cast<T*>(smem);  // [nb][L * Cin]
+  T* gs = xs + nb * row;               // [nb][ct]
+  int32_t* as = reinterpret_cast<int32_t*>(gs + nb * ct);  // [nb][ct]
+  const int64_t c0 = blockIdx.x * ct, cn = c0 + ct < Cout ? ct : Cout - c0;
+  const int64_t len = (N + parts - 1) / parts, n0 = blockIdx.y * len, n1 = n0 + len < N ? n0 + len : N;
+  const int64_t outs = cn * (K + 1);  // output o: filter c0 + o / (K + 1), k = o % (K + 1) (K: the bias)
+  T acc[kGwOutputs];
+#pragma unroll
+  for (int r = 0; r < kGwOutputs; ++r) acc[r] = T(0);
+  for (int64_t s0 = n0; s0 < n1; s0 += nb) {
+    const int64_t sn = s0 + nb < n1 ? nb : n1 - s0;
+    __syncthreads();  // the previous tile is read
+    for (int64_t e = threadIdx.x; e < sn * row; e += blockDim.x) xs[e] = x[s0 * row + e];
+    for (int64_t e = threadIdx.x; e < sn * cn; e += blockDim.x) {
+      const int64_t i = e / cn, c = e % cn;
+      gs[i * ct + c] = gy[(s0 + i) * Cout + c0 + c];
+      as[i * ct + c] = am[(s0 + i) * Cout + c0 + c];
+    }
+    __syncthreads();
+#pragma unroll
+    for (int r = 0; r < kGwOutputs; ++r) {
+      const int64_t o = threadIdx.x + int64_t(r) * blockDim.x;
+      if (o < outs) {
+        const int64_t c = o / (K + 1), k = o % (K + 1);
+        T sum = acc[r];
+        if (k == K) {
+          for (int64_t i = 0; i < sn; ++i) sum += gs[i * ct + c];
+        } else {
+          for (int64_t i = 0; i < sn; ++i) sum += gs[i * ct + c] * xs[i * row + as[i * ct + c] * Cin + k];
+        }
+        acc[r] = sum;
+      }
+    }
+  }
+  T* out = partial + blockIdx.y * (K + 1) * Cout;
+#pragma unroll
+  for (int r = 0; r < kGwOutputs; ++r) {
+    const int64_t o = threadIdx.x + int64_t(r) * blockDim.x;
+    if (o < outs) out[(o % (K + 1)) * Cout + c0 + o / (K + 1)] = acc[r];
+  }
+}
+
 template <typename T>
 __global__ void conv_sum_parts_kernel(const T* partial, T* gw, T* gb, int64_t K, int64_t Cout, int64_t parts) {
   CUDA_LOOP(e, (K + 1) * Cout) {
@@ -186,11 +241,27 @@ void CudaBackend::conv1d_max_backward(const Tensor& x, const Tensor& w, const Te
     using T = decltype(tag);
     const int32_t* am = argmax.data<int32_t>();
     if ((gw || gb) && N > 0) {
-      const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(64, N / 64));
+      // Tiled where a block's outputs fit its registers and a few samples its shared memory.
+      const int64_t ct = std::min<int64_t>(Cout, kThreads * kGwOutputs / (K + 1));
+      const int64_t per_sample = L * Cin * int64_t(sizeof(T)) + ct * int64_t(sizeof(T) + sizeof(int32_t));
+      const int64_t nb = ct > 0 ? std::min<int64_t>(16, (32 << 10) / per_sample) : 0;
+      const bool tiled = ct > 0 && nb > 0 && !std::getenv("SA_CONV_GW_UNTILED");
+      const int64_t col_blocks = tiled ? (Cout + ct - 1) / ct : 0;
+      // Enough blocks to fill the GPU (a few per SM) without a large partial buffer.
+      const int64_t parts = tiled ? std::max<int64_t>(1, std::min<int64_t>({128, (512 + col_blocks - 1) / col_blocks,
+                                                                            (N + nb - 1) / nb}))
+                                  : std::max<int64_t>(1, std::min<int64_t>(64, N / 64));
       Tensor partial = Tensor::empty({parts * (K + 1) * Cout}, x.dtype(), device());
-      const dim3 grid(blocks_for((K + 1) * Cout), static_cast<unsigned>(parts));
-      conv_gw_parts_kernel<<<grid, kThreads, 0, stream_>>>(x.data<T>(), am, gy.data<T>(), partial.data<T>(), N, L, Cin,
-                                                           K, Cout, parts);
+      if (tiled) {
+        const size_t shared = static_cast<size_t>(nb * per_sample);
+        conv_gw_tiled_kernel<<<dim3(static_cast<unsigned>(col_blocks), static_cast<unsigned>(parts)), kThreads, shared,
+                               stream_>>>(x.data<T>(), am, gy.data<T>(), partial.data<T>(), N, L, Cin, K, Cout, ct, nb,
+                                          parts);
+      } else {
+        const dim3 grid(blocks_for((K + 1) * Cout), static_cast<unsigned>(parts));
+        conv_gw_parts_kernel<<<grid, kThreads, 0, stream_>>>(x.data<T>(), am, gy.data<T>(), partial.data<T>(), N, L,
+                                                             Cin, K, Cout, parts);
+      }
       conv_sum_parts_kernel<<<blocks_for((K + 1) * Cout), kThreads, 0, stream_>>>(
           partial.data<T>(), gw ? gw->data<T>() : nullptr, gb ? gb->data<T>() : nullptr, K, Cout, parts);
     }

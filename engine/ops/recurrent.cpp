@@ -36,8 +36,21 @@ struct Seq {
   std::vector<int64_t> n, off;
   Tensor X, Wx, Wh, G, C, H, M, Y, c_last, m_last;
   Tensor Wh_op, WP_op;  // Wh and W_P as the GEMMs take them (rounded to bf16 under precision = "bf16")
+  // Under precision = "bf16" (f32 sequences): the step kernels write the bf16 copies the next GEMM
+  // takes (h, the output, and in the backward the gradients of the output and of the gates).
+  bool rounds = false;
   Tensor step(const Tensor& x, int64_t t) const { return x.rows(off[t], off[t] + n[t]); }
 };
+
+// A [rows, width] bf16 buffer for the copies the step kernels write, or none when nothing rounds.
+Tensor bf16_buffer(bool rounds, int64_t rows, int64_t width, Device dev) {
+  return rounds ? Tensor::empty({rows, width}, DType::BF16, dev) : Tensor();
+}
+Tensor* bf16_rows(Tensor& copy, int64_t n, Tensor& view) {
+  if (!copy.defined()) return nullptr;
+  view = copy.rows(0, n);
+  return &view;
+}
 
 // Checks a sequence's shapes and takes its sizes; with `buffers` it also allocates what the step
 // loop writes and saves (a stacked sequence has these in its stack instead).
@@ -76,6 +89,7 @@ Seq prepare(const LstmSequenceArgs& a, bool buffers = true) {
            describe(a.m0));
   SA_CHECK(projected || a.proj_clip <= 0, "lstm_sequence: proj_clip without a projection");
   s.X = x.view({N, in}), s.Wx = gemm_operand(a.W.rows(0, in)), s.Wh = a.W.rows(in, in + P);
+  s.rounds = bf16_matmuls() && x.dtype() == DType::F32;
   if (!buffers) return s;
   s.Wh_op = gemm_operand(s.Wh), s.WP_op = projected ? gemm_operand(a.W_P) : Tensor();
   // Saved for the backward: pre-activation gates, cells, pre-projection outputs h, and the
@@ -95,13 +109,19 @@ void forward(const Seq& s) {
   const Tensor bias_row = s.a.bias.view({1, 4 * D});
   be(s.a.x).binary(BinaryOp::Add, G, bias_row, G, make_broadcast_plan(G.shape(), G.shape(), bias_row.shape()));
   Tensor c_prev = s.a.c0, m_prev = s.a.m0;
+  // Under bf16: the previous output and h as the GEMMs take them, written by the step kernels.
+  Tensor m_op = s.rounds ? gemm_operand(s.a.m0) : Tensor();
+  Tensor h_op = bf16_buffer(s.rounds && s.projected, s.B, D, s.a.x.device()), mv, hv;
   for (int64_t t = 0; t < T; ++t) {
     const int64_t n = s.n[t];
     Tensor g = s.step(s.G, t), c = s.step(s.C, t), h = s.step(s.H, t), m = s.step(s.M, t), y = s.step(s.Y, t);
-    mm(m_prev.rows(0, n), s.Wh_op, g, false, false, 1.0);
-    be(s.a.x).lstm_cell(g, c_prev.rows(0, n), 1.0, s.a.cell_clip, c, h);
-    if (s.projected) mm(h, s.WP_op, m, false, false);
-    if (s.a.proj_clip > 0) be(s.a.x).unary(UnaryOp::Clip, m, y, -s.a.proj_clip, s.a.proj_clip);
+    mm(s.rounds ? m_op.rows(0, n) : m_prev.rows(0, n), s.Wh_op, g, false, false, 1.0);
+    // Without a projection h is the output: its copy is the next step's operand.
+    be(s.a.x).lstm_cell(g, c_prev.rows(0, n), 1.0, s.a.cell_clip, c, h,
+                        s.projected ? bf16_rows(h_op, n, hv) : bf16_rows(m_op, n, mv));
+    if (s.projected) mm(s.rounds ? h_op.rows(0, n) : h, s.WP_op, m, false, false);
+    if (s.a.proj_clip > 0 || (s.rounds && s.projected))
+      be(s.a.x).lstm_output(m, s.a.proj_clip, y, bf16_rows(m_op, n, mv));
     // The rows whose sequence ends at this step keep its state as their final one.
     const int64_t next = t + 1 < T ? s.n[t + 1] : 0;
     if (next < n) {
@@ -116,7 +136,8 @@ void forward(const Seq& s) {
 // before the per-step loop, which only runs backend kernels (safe in a parallel region).
 struct Grads {
   Tensor gx, gW, gbias, gWP, gc0, gm0;
-  Tensor dG, dM, dm, gh, dc_prev, m_before;
+  Tensor dG, dM, gh, m_before;
+  Tensor dM_op, dG_op;  // under bf16: a step's output and gate gradients as the GEMMs take them
   // W_h and W_P transposed, so the per-step GEMMs of the backward run untransposed: a BLAS repacks a
   // transposed right operand on every call, which made the step GEMMs of a few rows (packed
   // sentences near their ends) 2-3x slower on the CPU.
@@ -135,7 +156,9 @@ Grads alloc_grads(const Seq& s, const Tensor& gc, const Tensor& gm, bool step_bu
   g.dG = like(s.G), g.dM = like(s.M);
   g.gm0 = gm.defined() ? gm.clone() : zeros_like(s.a.m0);  // becomes d m0 after the loop
   g.gc0 = gc.defined() ? gc.clone() : zeros_like(s.a.c0);  // becomes d c0 after the loop
-  g.dm = like(s.a.m0), g.gh = like(s.a.c0), g.dc_prev = like(s.a.c0);
+  g.gh = like(s.a.c0);
+  g.dM_op = bf16_buffer(s.rounds && s.projected, s.B, s.P, s.a.x.device());
+  g.dG_op = bf16_buffer(s.rounds, s.B, 4 * s.D, s.a.x.device());
   NoGrad ng;
   g.WhT = gemm_operand(transpose(s.Wh, 0, 1));
   if (s.projected) g.WPT = gemm_operand(transpose(s.a.W_P, 0, 1));
@@ -148,9 +171,14 @@ void weight_grads(const Seq& s, Grads& g) {
   const int64_t T = s.T, in = s.in, P = s.P;
   Tensor gWx = g.gW.rows(0, in), gWh = g.gW.rows(in, in + P);
   mm(s.X, g.dG, gWx, true, false);
-  // m_{t-1} of every step's rows: m0, then the previous step's outputs.
-  for (int64_t t = 0; t < T; ++t)
-    s.step(g.m_before, t).copy_from(t > 0 ? s.step(s.Y, t - 1).rows(0, s.n[t]) : s.a.m0);
+  // m_{t-1} of every step's rows: m0, then the previous step's outputs (unpacked: two copies).
+  if (s.a.steps.empty()) {
+    g.m_before.rows(0, s.B).copy_from(s.a.m0);
+    if (T > 1) g.m_before.rows(s.B, s.N).copy_from(s.Y.rows(0, s.N - s.B));
+  } else {
+    for (int64_t t = 0; t < T; ++t)
+      s.step(g.m_before, t).copy_from(t > 0 ? s.step(s.Y, t - 1).rows(0, s.n[t]) : s.a.m0);
+  }
   mm(g.m_before, g.dG, gWh, true, false);
   if (s.projected) mm(s.H, g.dM, g.gWP, true, false);
   be(s.a.x).sum_to(g.dG, g.gbias, make_broadcast_plan(g.dG.shape(), g.dG.shape(), g.gbias.shape()), false);
@@ -174,26 +202,22 @@ void backward_one(const Seq& s, const Tensor& gy_in, Grads& g) {
   const int64_t T = s.T, P = s.P;
   const double pc = s.a.proj_clip;
   const Tensor gy = gy_in.defined() ? gy_in.view({s.N, P}) : Tensor();
+  Tensor dmv, dgv;
   for (int64_t t = T - 1; t >= 0; --t) {
     const int64_t n = s.n[t];
-    Tensor dm_rec = g.gm0.rows(0, n), dc_rec = g.gc0.rows(0, n), dm = g.dm.rows(0, n);
-    Tensor dc_prev = g.dc_prev.rows(0, n), gh = g.gh.rows(0, n);
-    dm.copy_from(dm_rec);
-    if (gy.defined()) be(s.a.x).axpy(1.0, s.step(gy, t), dm);
-    Tensor dmt = s.step(g.dM, t);
-    if (pc > 0)
-      be(s.a.x).unary_backward(UnaryOp::Clip, s.step(s.M, t), s.step(s.Y, t), dm, dmt, -pc, pc, false);
-    else
-      dmt.copy_from(dm);
-    if (s.projected)
-      mm(dmt, g.WPT, gh, false, false);
-    else
-      gh.copy_from(dmt);
+    Tensor dm_rec = g.gm0.rows(0, n), dc_rec = g.gc0.rows(0, n), gh = g.gh.rows(0, n);
+    const Tensor gyt = gy.defined() ? s.step(gy, t) : Tensor();
+    // Without a projection the output's gradient is h's: written straight into gh.
+    Tensor dmt = s.projected ? s.step(g.dM, t) : gh;
+    be(s.a.x).lstm_output_backward(s.step(s.M, t), gyt.defined() ? &gyt : nullptr, dm_rec, pc, dmt,
+                                   bf16_rows(g.dM_op, n, dmv));
+    if (s.projected) mm(s.rounds ? g.dM_op.rows(0, n) : dmt, g.WPT, gh, false, false);
     const Tensor cp = t > 0 ? s.step(s.C, t - 1).rows(0, n) : s.a.c0;
     Tensor dg = s.step(g.dG, t);
-    be(s.a.x).lstm_cell_backward(s.step(s.G, t), cp, s.step(s.C, t), 1.0, s.a.cell_clip, &dc_rec, &gh, dg, &dc_prev);
-    dc_rec.copy_from(dc_prev);
-    mm(dg, g.WhT, dm_rec, false, false);
+    // d c_prev overwrites the recurrent d c in place.
+    be(s.a.x).lstm_cell_backward(s.step(s.G, t), cp, s.step(s.C, t), 1.0, s.a.cell_clip, &dc_rec, &gh, dg, &dc_rec,
+                                 bf16_rows(g.dG_op, n, dgv));
+    mm(s.rounds ? g.dG_op.rows(0, n) : dg, g.WhT, dm_rec, false, false);
   }
   weight_grads(s, g);
 }
@@ -329,12 +353,15 @@ Stack stack_forward(const std::vector<LstmSequenceArgs>& args) {
   const Tensor biases = concat(bias, 0).view({1, S, 1, 4 * D});
   Tensor G4 = k.G.view({T, S, B, 4 * D});
   be(f.a.x).binary(BinaryOp::Add, G4, biases, G4, make_broadcast_plan(G4.shape(), G4.shape(), biases.shape()));
+  // Under bf16 the step kernels write the GEMMs' operands (see Seq::rounds).
+  const bool rounds = f.rounds;
+  Tensor m_op = rounds ? gemm_operand(k.m0) : Tensor(), h_op = bf16_buffer(rounds, S * B, D, dev);
   for (int64_t t = 0; t < T; ++t) {
     Tensor g = k.step(k.G, t), c = k.step(k.C, t), h = k.step(k.H, t), m = k.step(k.M, t), y = k.step(k.Y, t);
-    mm_members(S, t > 0 ? k.step(k.Y, t - 1) : k.m0, k.Wh_op, g, false, 1.0);
-    be(f.a.x).lstm_cell(g, t > 0 ? k.step(k.C, t - 1) : k.c0, 1.0, k.cell_clip, c, h);
-    mm_members(S, h, k.WP_op, m, false);
-    if (k.proj_clip > 0) be(f.a.x).unary(UnaryOp::Clip, m, y, -k.proj_clip, k.proj_clip);
+    mm_members(S, rounds ? m_op : t > 0 ? k.step(k.Y, t - 1) : k.m0, k.Wh_op, g, false, 1.0);
+    be(f.a.x).lstm_cell(g, t > 0 ? k.step(k.C, t - 1) : k.c0, 1.0, k.cell_clip, c, h, rounds ? &h_op : nullptr);
+    mm_members(S, rounds ? h_op : h, k.WP_op, m, false);
+    if (k.proj_clip > 0 || rounds) be(f.a.x).lstm_output(m, k.proj_clip, y, rounds ? &m_op : nullptr);
   }
   for (int64_t i = 0; i < S; ++i) k.y.push_back(k.member(k.Y, i));
   return k;
@@ -358,24 +385,21 @@ void stack_backward(const Stack& k, const std::vector<Tensor>& gs) {
   NoGrad ng;
   const Tensor GY = any_gy ? concat(gy, 1).view({T * S * B, P}) : Tensor();
   Tensor dc_rec = concat(gc, 0), dm_rec = concat(gm, 0);  // become d c0 and d m0 after the loop
-  Tensor dG = like(k.G), dM = like(k.M), dm = like(k.m0), gh = like(k.c0), dc_prev = like(k.c0);
+  Tensor dG = like(k.G), dM = like(k.M), gh = like(k.c0);
+  Tensor dM_op = bf16_buffer(f.rounds, S * B, P, dev), dG_op = bf16_buffer(f.rounds, S * B, 4 * D, dev);
   // The members' W_h and W_P transposed (see Grads::WhT).
   const Tensor WhT = gemm_operand(permute(k.Wh_op.to(dt).view({S, P, 4 * D}), {0, 2, 1}));
   const Tensor WPT = gemm_operand(permute(k.WP_op.to(dt).view({S, D, P}), {0, 2, 1}));
   for (int64_t t = T - 1; t >= 0; --t) {
-    dm.copy_from(dm_rec);
-    if (any_gy) be(f.a.x).axpy(1.0, k.step(GY, t), dm);
     Tensor dmt = k.step(dM, t);
-    if (k.proj_clip > 0)
-      be(f.a.x).unary_backward(UnaryOp::Clip, k.step(k.M, t), k.step(k.Y, t), dm, dmt, -k.proj_clip, k.proj_clip, false);
-    else
-      dmt.copy_from(dm);
-    mm_members(S, dmt, WPT, gh, false);
+    const Tensor gyt = any_gy ? k.step(GY, t) : Tensor();
+    be(f.a.x).lstm_output_backward(k.step(k.M, t), any_gy ? &gyt : nullptr, dm_rec, k.proj_clip, dmt,
+                                   f.rounds ? &dM_op : nullptr);
+    mm_members(S, f.rounds ? dM_op : dmt, WPT, gh, false);
     Tensor dg = k.step(dG, t);
-    be(f.a.x).lstm_cell_backward(k.step(k.G, t), t > 0 ? k.step(k.C, t - 1) : k.c0, k.step(k.C, t), 1.0, k.cell_clip, &dc_rec,
-                          &gh, dg, &dc_prev);
-    dc_rec.copy_from(dc_prev);
-    mm_members(S, dg, WhT, dm_rec, false);
+    be(f.a.x).lstm_cell_backward(k.step(k.G, t), t > 0 ? k.step(k.C, t - 1) : k.c0, k.step(k.C, t), 1.0, k.cell_clip,
+                                 &dc_rec, &gh, dg, &dc_rec, f.rounds ? &dG_op : nullptr);
+    mm_members(S, f.rounds ? dG_op : dg, WhT, dm_rec, false);
   }
   for (int64_t i = 0; i < S; ++i) {
     Seq q = k.seq[i];

@@ -177,10 +177,13 @@ TEST(CudaReductions, BroadcastGradientsSplitOverBlocksMatchTheCpu) {
 }
 
 // The char CNN at bilm-tf's sizes (50 characters, 16 dims, width 7, hundreds of filters sharing
-// each position): the CUDA backward buckets filters by position; it must equal the CPU (f64).
+// each position): the CUDA backward buckets filters by position, and sums the weight gradient in
+// tiles of filters and samples (300 samples: parts of more than one tile); it must equal the CPU (f64).
 TEST(CudaConv, CharCnnBackwardAtBilmSizesMatchesTheCpu) {
   if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU present: CUDA conv check skipped";
-  const int64_t N = 40, L = 50, Cin = 16, W = 7, Cout = 300;
+  for (const int64_t N : {40, 300}) {
+  SCOPED_TRACE(N);
+  const int64_t L = 50, Cin = 16, W = 7, Cout = 300;
   std::mt19937_64 rng(23);
   std::uniform_real_distribution<double> u(-1, 1);
   auto draw = [&](int64_t n) {
@@ -199,6 +202,7 @@ TEST(CudaConv, CharCnnBackwardAtBilmSizesMatchesTheCpu) {
   const auto cpu = run(Device::cpu()), gpu = run(Device::cuda(0));
   for (size_t k = 0; k < cpu.size(); ++k)
     for (size_t i = 0; i < cpu[k].size(); ++i) ASSERT_NEAR(cpu[k][i], gpu[k][i], 1e-9) << "gradient " << k << " element " << i;
+  }
 }
 
 // A sparse gradient's entries summed per id on the GPU (sorted there) equal the CPU's: the same ids

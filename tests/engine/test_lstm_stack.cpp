@@ -83,16 +83,18 @@ TEST(LstmStack, UnderBf16TheStackRoundsWhereEachSequenceDoes) {
   EXPECT_GT(off, 1e-5) << "bf16 should change the outputs";
 }
 
-// On CUDA: the same values as the CPU's stacked run, and exactly 2 fewer of our kernels per step
-// than stepping each direction (per forward step one cell and one clip kernel for both, not two
-// each; the backward's count is the same either way: 103 against 117 on an H200).
+// On CUDA: the same values as the CPU's stacked run, and at least 2 fewer of our kernels per
+// forward step than stepping each direction (one cell and one output kernel for both, not two
+// each). The backward's per-step kernels (the output's gradient and the cell's) are stacked too
+// since they became one kernel each; before that its count was the same either way (103 against
+// 117 on an H200, all in the forward).
 TEST(LstmStack, OnCudaStackingMatchesTheCpuWithFewerKernels) {
   if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU present";
   const Outcome gpu = two_directions(ops::LstmPath::Stacked, false, DType::F32, Device::cuda(0)),
                 steps = two_directions(ops::LstmPath::Steps, false, DType::F32, Device::cuda(0)),
                 cpu = two_directions(ops::LstmPath::Stacked, false, DType::F32);
   testing::expect_outputs_near(gpu.values, cpu.values, 1e-4);
-  EXPECT_EQ(gpu.kernels + 7 * 2, steps.kernels) << gpu.kernels << " vs " << steps.kernels;
+  EXPECT_LE(gpu.kernels + 7 * 2, steps.kernels) << gpu.kernels << " vs " << steps.kernels;
 }
 
 // Sequences of different shapes, or packed ones, are never stacked: each steps on its own.
