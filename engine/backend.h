@@ -167,6 +167,9 @@ class Backend {
 
   // inverted-dropout mask: 0 with probability p, else 1/(1-p); element i uses Philox(seed, offset+i)
   virtual void dropout_mask(uint64_t seed, uint64_t offset, double p, Tensor& mask) = 0;
+  // out[i] = list[permuted_index(i, n, key)] for i < out.numel() <= n = list.numel() (i32 both):
+  // distinct entries of the list, drawn uniformly without replacement (philox.h).
+  virtual void draw_distinct(const Tensor& list, uint64_t key, Tensor& out) = 0;
 
   // layer norm over the last axis; mean/rstd [rows] saved for backward
   virtual void layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps, Tensor& y,
@@ -292,6 +295,7 @@ class Backend {
   void conv1d_max_backward(const Tensor& x, const Tensor& w, const Tensor& argmax, const Tensor& gy, Tensor* gx, \
                            Tensor* gw, Tensor* gb) override; \
   void dropout_mask(uint64_t seed, uint64_t offset, double p, Tensor& mask) override; \
+  void draw_distinct(const Tensor& list, uint64_t key, Tensor& out) override; \
   void layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps, Tensor& y, Tensor& mean, \
                   Tensor& rstd) override; \
   void layer_norm_backward(const Tensor& x, const Tensor& gamma, const Tensor& mean, const Tensor& rstd, \

@@ -26,12 +26,23 @@ void SenseHead::save(std::vector<std::pair<std::string, Tensor>>& out, const std
   out.emplace_back(p + "usage", usage.to_tensor(table.vocab()));
 }
 
+const Tensor& SenseHead::enabled_rows_on_device() {
+  if (!enabled_list.defined()) {
+    const std::vector<int32_t> rows = table.enabled_rows();
+    enabled_list = Tensor::from(rows, {static_cast<int64_t>(rows.size())}, table.W.device());
+  }
+  return enabled_list;
+}
+
+std::vector<int32_t> SenseStep::negatives() const { return drawn_rows.defined() ? host_rows(drawn_rows) : negative_rows; }
+
 void SenseHead::restore(const SafetensorsFile& f, const std::string& origin, const std::string& p, bool pca_fitted) {
   table.take(f, origin, p + "centers", table.centers);
   Tensor en = Tensor::empty({table.rows()});
   take_tensor(f, origin, p + "enabled", en);
   std::vector<double> ev = en.values();
   table.enabled.assign(ev.begin(), ev.end());
+  enabled_list = Tensor();
   Tensor matrix = proj.matrix().clone(), windows = usage.to_tensor(table.vocab());
   take_tensor(f, origin, p + "projection", matrix);
   take_tensor(f, origin, p + "usage", windows);
@@ -92,6 +103,9 @@ Tensor sense_direction_loss(SenseHead& h, const Tensor& top, const LmBatch& b, c
   using N = SenseOptions::Negatives;
   // Negatives: drawn here, or for a working table when its rows were gathered.
   auto uniform = [&] { return work ? work->negatives.rows : sample_enabled_rows(table, n_negatives, rng); };
+  // The fused step of a head that stores its table draws on the device: no scan of the enabled
+  // flags and no upload per step, one key from rng.
+  auto uniform_on_device = [&] { return ops::draw_distinct(h.enabled_rows_on_device(), n_negatives, rng()); };
   auto log_uniform = [&] {
     return sample_log_uniform_senses(table, n_negatives, targets, rng, o.negative_budget, o.negative_rows_max);
   };
@@ -122,7 +136,12 @@ Tensor sense_direction_loss(SenseHead& h, const Tensor& top, const LmBatch& b, c
   auto selected = [&] { return sel_rows.defined() ? sel_rows : Tensor::from(sel, {B * T}, flat.device()); };
   Tensor per_row;
   std::vector<int32_t> negatives;  // the rows drawn, for the coverage log
-  if (fused) {
+  Tensor drawn;                    // or those drawn on the device
+  if (fused && !work) {
+    drawn = uniform_on_device();
+    SelectedLoss r = select_and_sampled_loss(flat, table, ctx, targets, h.proj.matrix(), mean, drawn);
+    per_row = r.per_row, sel_rows = r.selected;
+  } else if (fused) {
     negatives = uniform();
     SelectedLoss r = select_and_sampled_loss(flat, table, ctx, targets, h.proj.matrix(), mean, negatives);
     per_row = r.per_row, sel_rows = r.selected;
@@ -156,9 +175,9 @@ Tensor sense_direction_loss(SenseHead& h, const Tensor& top, const LmBatch& b, c
     const std::vector<int32_t> all_sel = dist::allgather(sel_rows.defined() ? host_rows(sel_rows) : sel);
     const Tensor gathered_ctx = all_ctx.defined() ? all_ctx : dist::allgather_rows(ctx);
     *step = {gathered_ctx, Tensor::from(all_sel, {static_cast<int64_t>(all_sel.size())}, gathered_ctx.device()),
-             all_targets.empty() ? dist::allgather(targets) : all_targets, std::move(negatives)};
+             all_targets.empty() ? dist::allgather(targets) : all_targets, std::move(negatives), drawn};
   } else if (step) {
-    *step = {ctx, selected(), targets, std::move(negatives)};
+    *step = {ctx, selected(), targets, std::move(negatives), drawn};
   }
   return ops::mean(per_row);
 }
@@ -182,12 +201,14 @@ SenseEvents after_step(SenseHead& h, const SenseOptions& o, int64_t step, const 
     h.proj.refit();
   }
   if (step == o.contextual_warmup) {
+    h.enabled_list = Tensor();  // the released senses join the negatives
     h.table.end_warmup(o.warmup_init_copy());
     if (o.warmup_zero_centers()) h.table.zero_new_centers();
     h.table.keep_first_sense(rare);
     ev.warmup_ended = true;
   }
   if (step >= o.prune_first && step % o.prune_every == 0) ev.pruned = h.usage.prune(h.table, o.remove_less_freqent_contexts);
+  if (ev.pruned > 0) h.enabled_list = Tensor();
   return ev;
 }
 

@@ -23,6 +23,12 @@ struct SenseHead {
   SenseTable table;
   PcaProjection proj;
   SenseUsage usage;
+  // The enabled rows as an i32 vector on the table's device, from which a training step draws its
+  // uniform negatives there (ops::draw_distinct). Built on first use (one upload) and again after
+  // the set changes: at the end of the warm-up and when pruning removes senses (after_step), and
+  // on restore. Whatever else changes table.enabled must reset it.
+  Tensor enabled_list;
+  const Tensor& enabled_rows_on_device();
   // `first_sense_seed`: sense 0's rows start as ELMo's softmax rows of that seed (SenseTable).
   SenseHead(int vocab, const SenseOptions& o, int dim, uint64_t seed, Device dev, DType dt = DType::F32,
             TableShard shard = {}, std::optional<uint64_t> first_sense_seed = std::nullopt);
@@ -55,6 +61,9 @@ struct SenseStep {
   Tensor selected;  // the chosen table row of each target, i32 [B*T] on ctx's device
   std::vector<int32_t> targets;
   std::vector<int32_t> negative_rows;  // the sampled negatives' table rows (global ids); empty: full softmax
+  Tensor drawn_rows;                   // or, drawn on the device, those rows there (i32)
+  // The negatives' rows wherever they were drawn: a host read for device draws (logging steps only).
+  std::vector<int32_t> negatives() const;
 };
 
 // The host reads a training step with sense heads still makes, and why (bench train prints it).

@@ -12,14 +12,8 @@
 namespace sa {
 
 std::vector<int32_t> sample_enabled_rows(const SenseTable& t, int n, std::mt19937_64& rng) {
-  std::vector<int32_t> rows = t.enabled_rows();
-  const size_t k = std::min(rows.size(), static_cast<size_t>(std::max(n, 0)));
-  for (size_t i = 0; i < k; ++i) {  // partial Fisher-Yates: the first k of a uniform permutation
-    std::uniform_int_distribution<size_t> u(i, rows.size() - 1);
-    std::swap(rows[i], rows[u(rng)]);
-  }
-  rows.resize(k);
-  return rows;
+  const std::vector<int32_t> rows = t.enabled_rows();
+  return host_rows(ops::draw_distinct(Tensor::from(rows, {static_cast<int64_t>(rows.size())}), std::max(n, 0), rng()));
 }
 
 Tensor sense_sampled_loss(const Tensor& x, const SenseTable& t, const std::vector<int32_t>& selected,
@@ -69,11 +63,17 @@ Tensor sense_sampled_loss(const Tensor& x, const SenseTable& t, const Tensor& se
 SelectedLoss select_and_sampled_loss(const Tensor& x, const SenseTable& t, const Tensor& ctx,
                                      const std::vector<int32_t>& words, const Tensor& proj, const Tensor& mean,
                                      const std::vector<int32_t>& negatives) {
-  const int64_t N = x.dim(0), K = t.n_context(), S = static_cast<int64_t>(negatives.size());
+  return select_and_sampled_loss(x, t, ctx, words, proj, mean,
+                                 Tensor::from(negatives, {static_cast<int64_t>(negatives.size())}, x.device()));
+}
+
+SelectedLoss select_and_sampled_loss(const Tensor& x, const SenseTable& t, const Tensor& ctx,
+                                     const std::vector<int32_t>& words, const Tensor& proj, const Tensor& mean,
+                                     const Tensor& smp) {
+  const int64_t N = x.dim(0), K = t.n_context();
   const Device dev = x.device();
   const SenseCandidates c = sense_candidates(t, words);
   const SelectionSpace space(t, ctx, c.rows, proj, mean, false);
-  const Tensor smp = Tensor::from(negatives, {S}, dev);
   auto [loss, selected] = ops::select_candidate_softmax(
       x, t.W, t.b, space.U.to(x.dtype()), space.V.to(x.dtype()), Tensor::from(c.rows, {N * K}, dev),
       Tensor::from(c.enabled, {N * K}, dev), ops::gather_rows(t.W, smp), ops::gather_rows(t.b, smp), smp);

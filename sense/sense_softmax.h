@@ -9,7 +9,8 @@
 
 namespace sa {
 
-// `n` distinct enabled rows, uniformly (all of them when fewer are enabled).
+// `n` distinct enabled rows, uniformly (all of them when fewer are enabled): the draw that
+// ops::draw_distinct makes on the device from the same list with the key rng() gives.
 std::vector<int32_t> sample_enabled_rows(const SenseTable& table, int n, std::mt19937_64& rng);
 
 // Negatives `sense_negatives = "log_uniform"`: distinct words drawn by bilm-tf's log-uniform sampler
@@ -56,6 +57,10 @@ struct SelectedLoss {
 SelectedLoss select_and_sampled_loss(const Tensor& x, const SenseTable& table, const Tensor& ctx,
                                      const std::vector<int32_t>& words, const Tensor& proj, const Tensor& mean,
                                      const std::vector<int32_t>& negatives);
+// The same with the negatives' rows as an i32 vector on x's device (drawn there: ops::draw_distinct).
+SelectedLoss select_and_sampled_loss(const Tensor& x, const SenseTable& table, const Tensor& ctx,
+                                     const std::vector<int32_t>& words, const Tensor& proj, const Tensor& mean,
+                                     const Tensor& negatives);
 
 // Per-row loss [N] with the exact softmax over every enabled sense row (SaBERT's "full" softmax),
 // through the fused candidate softmax: no [N, rows] logits. Disabled rows get probability 0 and

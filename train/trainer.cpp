@@ -295,7 +295,7 @@ class ElmoFamily final : public ModelFamily {
   nlohmann::json step_metrics() const override {
     double words = 0, mass = 0, rows = 0;
     for (int d = 0; d < 2; ++d) {
-      std::vector<int32_t> w = sense_ ? picked_[d].negative_rows : drawn_[d];
+      std::vector<int32_t> w = sense_ ? picked_[d].negatives() : drawn_[d];
       rows += static_cast<double>(w.size()) / 2;
       if (sense_)
         for (int32_t& r : w) r /= c_.sense.n_context;

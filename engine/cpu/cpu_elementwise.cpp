@@ -284,6 +284,15 @@ void CpuBackend::dropout_mask(uint64_t seed, uint64_t offset, double p, Tensor& 
   });
 }
 
+void CpuBackend::draw_distinct(const Tensor& list, uint64_t key, Tensor& out) {
+  const int32_t* l = list.data<int32_t>();
+  int32_t* o = out.data<int32_t>();
+  const int64_t k = out.numel();
+  const uint32_t n = static_cast<uint32_t>(list.numel());
+#pragma omp parallel for if (k > 4096)
+  for (int64_t i = 0; i < k; ++i) o[i] = l[permuted_index(static_cast<uint32_t>(i), n, key)];
+}
+
 int64_t CpuBackend::count_nonfinite(const Tensor& x, bool allow_neg_inf) {
   int64_t bad = 0;
   auto is_bad = [allow_neg_inf](auto v) { return !std::isfinite(v) && !(allow_neg_inf && std::isinf(v) && v < 0); };

@@ -314,6 +314,19 @@ void CudaBackend::dropout_mask(uint64_t seed, uint64_t offset, double p, Tensor&
   CUDA_LAUNCHED("dropout");
 }
 
+__global__ void draw_distinct_kernel(const int32_t* list, uint32_t n, uint64_t key, int32_t* out, int64_t k) {
+  CUDA_LOOP(i, k) out[i] = list[permuted_index(static_cast<uint32_t>(i), n, key)];
+}
+
+void CudaBackend::draw_distinct(const Tensor& list, uint64_t key, Tensor& out) {
+  const int64_t k = out.numel();
+  if (k == 0) return;
+  draw_distinct_kernel<<<blocks_for(k), kThreads, 0, stream_>>>(list.data<int32_t>(),
+                                                               static_cast<uint32_t>(list.numel()), key,
+                                                               out.data<int32_t>(), k);
+  CUDA_LAUNCHED("draw_distinct");
+}
+
 template <typename T>
 __global__ void nonfinite_kernel(const T* x, int64_t n, bool allow_neg_inf, unsigned long long* count) {
   unsigned long long c = 0;

@@ -202,7 +202,10 @@ __global__ void conv_sum_parts_kernel(const T* partial, T* gw, T* gb, int64_t K,
 // gx[n, l, ci] += sum over the filters whose max window covers position l. One block per sample:
 // its filters are bucketed by the position of their maximum (a stable counting sort, so sums keep
 // one order), and each (l, ci) visits only the buckets of the W positions whose window covers l,
-// about W / P of the filters instead of all of them.
+// about W / P of the filters instead of all of them. The sort: counts by atomics, their scan by
+// one thread (P + 1 values), then one warp places 32 filters at a time in filter order, each lane
+// ranked among the lanes of its bucket (__match_any_sync); one thread placing all Cout filters
+// took thousands of dependent steps per sample.
 template <typename T>
 __global__ void conv_gx_kernel(const T* w, const int32_t* am, const T* gy, T* gx, int64_t L, int64_t Cin, int64_t W,
                                int64_t P, int64_t Cout) {
@@ -210,16 +213,38 @@ __global__ void conv_gx_kernel(const T* w, const int32_t* am, const T* gy, T* gx
   T* g = reinterpret_cast<T*>(smem);                             // gy of this sample [Cout]
   int32_t* order = reinterpret_cast<int32_t*>(g + Cout);         // filters sorted by position [Cout]
   int32_t* start = order + Cout;                                 // bucket starts [P + 1]
+  int32_t* fill = start + P + 1;                                 // next free slot per bucket [P + 1]
   const int64_t n = blockIdx.x;
   const int32_t* a = am + n * Cout;
   for (int64_t c = threadIdx.x; c < Cout; c += blockDim.x) g[c] = gy[n * Cout + c];
+  for (int64_t p = threadIdx.x; p <= P; p += blockDim.x) fill[p] = 0;
+  __syncthreads();
+  for (int64_t c = threadIdx.x; c < Cout; c += blockDim.x) atomicAdd(&fill[a[c]], 1);
+  __syncthreads();
   if (threadIdx.x == 0) {
-    for (int64_t p = 0; p <= P; ++p) start[p] = 0;
-    for (int64_t c = 0; c < Cout; ++c) ++start[a[c] + 1];
-    for (int64_t p = 0; p < P; ++p) start[p + 1] += start[p];
-    for (int64_t c = 0; c < Cout; ++c) order[start[a[c]]++] = static_cast<int32_t>(c);
-    for (int64_t p = P; p > 0; --p) start[p] = start[p - 1];  // back to the starts
-    start[0] = 0;
+    int32_t sum = 0;
+    for (int64_t p = 0; p <= P; ++p) {
+      const int32_t k = p < P ? fill[p] : 0;
+      start[p] = fill[p] = sum;
+      sum += k;
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    const unsigned lane = threadIdx.x;
+    for (int64_t c0 = 0; c0 < Cout; c0 += 32) {
+      const int64_t c = c0 + lane;
+      const int key = c < Cout ? a[c] : -1;
+      const unsigned same = __match_any_sync(0xffffffffu, key);
+      const int rank = __popc(same & ((1u << lane) - 1u));
+      const int base = key >= 0 ? fill[key] : 0;
+      __syncwarp();
+      if (key >= 0) {
+        order[base + rank] = static_cast<int32_t>(c);
+        if (rank == 0) fill[key] = base + __popc(same);
+      }
+      __syncwarp();
+    }
   }
   __syncthreads();
   for (int64_t e = threadIdx.x; e < L * Cin; e += blockDim.x) {
@@ -267,7 +292,7 @@ void CudaBackend::conv1d_max_backward(const Tensor& x, const Tensor& w, const Te
     }
     if (gx && N > 0) {
       const int64_t P = L - W + 1;
-      const size_t shared = static_cast<size_t>(Cout) * (sizeof(T) + sizeof(int32_t)) + sizeof(int32_t) * (P + 1);
+      const size_t shared = static_cast<size_t>(Cout) * (sizeof(T) + sizeof(int32_t)) + sizeof(int32_t) * 2 * (P + 1);
       if (shared > 48 * 1024)  // thousands of filters of one width: ask for more than the default
         CUDA_CHECK(cudaFuncSetAttribute(conv_gx_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         static_cast<int>(shared)));

@@ -108,6 +108,16 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
   return y;
 }
 
+Tensor draw_distinct(const Tensor& list, int64_t n, uint64_t key) {
+  SA_CHECK(list.dtype() == DType::I32 && list.rank() == 1, "draw_distinct: list {} (expected an i32 vector)",
+           describe(list));
+  SA_CHECK(list.numel() < (int64_t{1} << 31), "draw_distinct: {} entries (at most 2^31 - 1)", list.numel());
+  SA_CHECK(n >= 0, "draw_distinct: {} draws", n);
+  Tensor out = Tensor::empty({std::min(n, list.numel())}, DType::I32, list.device());
+  be(list).draw_distinct(list, key, out);
+  return out;
+}
+
 Tensor dropout(const Tensor& x, double p, Generator& gen) {
   check_same("dropout", {x});
   SA_CHECK(p >= 0 && p < 1, "dropout: probability {} is outside [0, 1)", p);

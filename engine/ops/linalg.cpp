@@ -64,13 +64,18 @@ Tensor existing_grad(const Tensor& t) {
 
 Tensor matmul_impl(Op id, const Tensor& a, const Tensor& b, bool ta, bool tb) {
   const char* op = op_name(id);
-  Tensor c = gemm(op, a, b, ta, tb);
+  // Under precision = "bf16" the right operand (a layer's weight) is rounded once and kept so for
+  // the backward, and the gradient is rounded once for both its products. The left operand (an
+  // activation) is rounded again in the backward: keeping its bf16 copy beside the f32 tensor
+  // the tape holds anyway would add memory.
+  const Tensor bo = gemm_operand(b);
+  Tensor c = gemm(op, a, bo, ta, tb);
   record(id, {a, b}, {c}, [=](const std::vector<Tensor>& gs) {
-    const Tensor& g = gs[0];
+    const Tensor g = bo.dtype() == DType::BF16 && bf16_matmuls() ? gemm_operand(gs[0]) : gs[0];
     if (a.requires_grad()) {
-      Tensor gb = as_operand(g, b), into = existing_grad(a);
+      Tensor gb = as_operand(g, bo), into = existing_grad(a);
       // dA = G op(B)^T, laid out as A (transposed back when A was used transposed)
-      Tensor ga = ta ? gemm(op, b, gb, tb, true, into) : gemm(op, gb, b, false, !tb, into);
+      Tensor ga = ta ? gemm(op, bo, gb, tb, true, into) : gemm(op, gb, bo, false, !tb, into);
       if (into.defined())
         check_finite(op, "gradient", into);
       else

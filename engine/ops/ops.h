@@ -56,6 +56,10 @@ Tensor cast(const Tensor& x, DType dtype);
 Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
 // inverted dropout with a Philox mask; identity when p == 0
 Tensor dropout(const Tensor& x, double p, Generator& gen);
+// min(n, list.numel()) distinct entries of the i32 vector `list`, drawn uniformly without
+// replacement by the permutation that `key` picks (philox.h permuted_index), on list's device:
+// no host work beyond the launch. No gradient.
+Tensor draw_distinct(const Tensor& list, int64_t n, uint64_t key);
 
 // softmax family and losses (last axis)
 Tensor softmax(const Tensor& x);

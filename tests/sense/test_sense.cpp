@@ -508,6 +508,44 @@ TEST(SenseSoftmax, UniformNegativesComeFromEnabledRows) {
   EXPECT_EQ(sample_enabled_rows(t, 1000, rng).size(), 149u);  // at most every enabled row
 }
 
+// The head's enabled list, from which a step draws its uniform negatives on the device, follows the
+// table through after_step: sense 0 only during the warm-up, the released senses after it, and
+// without the senses pruning removes; the draw equals sample_enabled_rows with the same rng.
+TEST(SenseSoftmax, TheDeviceListOfEnabledRowsFollowsWarmupAndPruning) {
+  SenseOptions o;
+  o.n_context = 3, o.cluster_proj_dim = 2, o.pca_every = 1000, o.pca_sample = 1000, o.contextual_warmup = 2;
+  o.prune_first = 3, o.prune_every = 1, o.pca_push_every = 1000;
+  SenseHead h(4, o, 4, 3, Device::cpu());
+  auto list = [&] {
+    std::vector<int32_t> r;
+    for (double v : h.enabled_rows_on_device().values()) r.push_back(static_cast<int32_t>(v));
+    return r;
+  };
+  EXPECT_EQ(list(), h.table.enabled_rows());  // warm-up: sense 0 of every word
+  EXPECT_EQ(list().size(), 4u);
+  // Steps whose selections all fall on word 0's sense 1, so its sense 2 is rare.
+  auto step = [&](int64_t n) {
+    std::vector<int32_t> rows(200, h.table.row(0, n <= 2 ? 0 : 1));
+    std::vector<double> ctx(200 * 4, 0.5);
+    return after_step(h, o, n, SenseStep{Tensor::of(ctx, {200, 4}), Tensor::from(rows, {200}),
+                                         std::vector<int32_t>(200, 0), {}});
+  };
+  step(1);
+  EXPECT_TRUE(step(2).warmup_ended);
+  EXPECT_EQ(list(), h.table.enabled_rows());  // the released senses 1 and 2 of every word
+  EXPECT_EQ(list().size(), 8u);
+  int pruned = 0;
+  for (int64_t n = 3; n <= 8 && pruned == 0; ++n) pruned = std::max(pruned, step(n).pruned);
+  ASSERT_GT(pruned, 0);
+  EXPECT_FALSE(h.table.is_enabled(h.table.row(0, 2)));
+  EXPECT_EQ(list(), h.table.enabled_rows());  // rebuilt without the pruned sense
+  std::mt19937_64 a(5), b(5);
+  const std::vector<int32_t> host = sample_enabled_rows(h.table, 5, a);
+  std::vector<int32_t> device;
+  for (double v : ops::draw_distinct(h.enabled_rows_on_device(), 5, b()).values()) device.push_back(static_cast<int32_t>(v));
+  EXPECT_EQ(device, host);
+}
+
 // With one contextual sense per word (n_context = 2 after a copying warm-up end), the log-uniform
 // sense softmax is ELMo's sampled softmax: the same words drawn from the same rng, the same log-Q
 // shifts and accidental hits, so loss and gradients agree. Any gap between SaELMo and ELMo then
