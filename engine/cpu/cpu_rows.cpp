@@ -160,24 +160,41 @@ void CpuBackend::conv1d_max_backward(const Tensor& x, const Tensor& w, const Ten
         gbs[c] += s;
       }
     }
+    // Both gradients run over a filter's K weights contiguously: w is [K, Cout], so a filter's
+    // weights lie Cout apart, and stepping through them (one cache line each) made the backward 17x
+    // the forward at elmo.cfg's widest filters. The sums keep their order (over n for a weight, over
+    // c for an input), so the values are the same bit for bit.
     if (gw) {
       T* gws = gw->data<T>();
-#pragma omp parallel for if (N * Cout * K > kParallelMin)
-      for (int64_t c = 0; c < Cout; ++c)
-        for (int64_t n = 0; n < N; ++n) {
-          const T gv = g[n * Cout + c];
-          const T* win = xs + (n * L + am[n * Cout + c]) * Cin;
-          for (int64_t k = 0; k < K; ++k) gws[k * Cout + c] += gv * win[k];
+#pragma omp parallel if (N * Cout * K > kParallelMin)
+      {
+        std::vector<T> acc(static_cast<size_t>(K));
+#pragma omp for
+        for (int64_t c = 0; c < Cout; ++c) {
+          for (int64_t k = 0; k < K; ++k) acc[static_cast<size_t>(k)] = gws[k * Cout + c];
+          T* __restrict a = acc.data();
+          for (int64_t n = 0; n < N; ++n) {
+            const T gv = g[n * Cout + c];
+            const T* __restrict win = xs + (n * L + am[n * Cout + c]) * Cin;
+            for (int64_t k = 0; k < K; ++k) a[k] += gv * win[k];
+          }
+          for (int64_t k = 0; k < K; ++k) gws[k * Cout + c] = acc[static_cast<size_t>(k)];
         }
+      }
     }
     if (gx) {
       T* gxs = gx->data<T>();
+      Tensor wt_buf = Tensor::empty({Cout, K}, x.dtype());  // w transposed: filter c's weights contiguous
+      T* wt = wt_buf.data<T>();
+      for (int64_t k = 0; k < K; ++k)
+        for (int64_t c = 0; c < Cout; ++c) wt[c * K + k] = ws[k * Cout + c];
 #pragma omp parallel for if (N * Cout * K > kParallelMin)
       for (int64_t n = 0; n < N; ++n)
         for (int64_t c = 0; c < Cout; ++c) {
           const T gv = g[n * Cout + c];
-          T* win = gxs + (n * L + am[n * Cout + c]) * Cin;
-          for (int64_t k = 0; k < K; ++k) win[k] += gv * ws[k * Cout + c];
+          T* __restrict win = gxs + (n * L + am[n * Cout + c]) * Cin;
+          const T* __restrict wc = wt + c * K;
+          for (int64_t k = 0; k < K; ++k) win[k] += gv * wc[k];
         }
     }
   });

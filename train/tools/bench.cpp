@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "engine/bench_support.h"
+#include "engine/core/philox.h"
 #include "engine/engine.h"
 #include "layers/bilstm.h"
 #include "layers/lstm.h"
@@ -248,6 +249,59 @@ void bench_select_rows(Device d, bool quick, int iters, const std::string& dev) 
               th / tk);
 }
 
+// Uniform sense negatives: drawn on the device from the head's enabled list (one launch) against the
+// host's draw (scan the enabled scores, draw, upload), at saelmo.cfg's table and budget.
+void bench_negatives(Device d, bool quick, int iters, const std::string& dev) {
+  const int64_t rows = quick ? 60000 : 600000, n = 8192;
+  std::vector<float> enabled(static_cast<size_t>(rows));
+  for (size_t i = 0; i < enabled.size(); ++i) enabled[i] = i % 6 == 0 ? 0.f : 1.f;
+  std::vector<int32_t> ids;
+  for (size_t i = 0; i < enabled.size(); ++i)
+    if (enabled[i] > 1e-6f) ids.push_back(static_cast<int32_t>(i));
+  const Tensor list = Tensor::from(ids, {static_cast<int64_t>(ids.size())}, d);
+  uint64_t key = 1;
+  const double td = time_it(d, iters, [&] { Tensor t = ops::draw_distinct(list, n, ++key); });
+  const double th = time_it(d, iters, [&] {
+    std::vector<int32_t> r;
+    for (size_t i = 0; i < enabled.size(); ++i)
+      if (enabled[i] > 1e-6f) r.push_back(static_cast<int32_t>(i));
+    std::vector<int32_t> out(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i)
+      out[static_cast<size_t>(i)] = r[permuted_index(static_cast<uint32_t>(i), static_cast<uint32_t>(r.size()), ++key)];
+    Tensor t = Tensor::from(out, {n}, d);
+  });
+  std::printf("%-7s %-34s %-18s %9.3f ms %9.3f ms %7.2f\n", dev.c_str(), "negatives on device vs host draw",
+              (std::to_string(n) + " of " + std::to_string(ids.size())).c_str(), td * 1e3, th * 1e3, th / td);
+}
+
+// The char CNN's backward at elmo.cfg's widest filters (width 7, 1024 filters over 50 characters of
+// 16 dims): CUDA's weight gradient tiled in shared memory against a thread per output
+// (SA_CONV_GW_UNTILED=1). The CPU has one form: its line times the backward against the forward.
+void bench_char_cnn(Device d, bool quick, int iters, const std::string& dev) {
+  const int64_t N = quick ? 640 : d.is_cuda() ? 5120 : 1280, L = 50, Cin = 16, W = 7, Cout = 1024;
+  Tensor x = randn({N, L, Cin}, d).set_requires_grad(), w = randn({W, Cin, Cout}, d).set_requires_grad();
+  Tensor b = randn({Cout}, d).set_requires_grad(), g = randn({N, Cout}, d);
+  auto fwd_bwd = [&] {
+    x.zero_grad(), w.zero_grad(), b.zero_grad();
+    backward(ops::sum(ops::mul(ops::conv1d_max(x, w, b), g)));
+  };
+  const std::string shape = std::to_string(N) + "x" + std::to_string(L) + "x16 w7x1024";
+  if (d.is_cuda()) {
+    const double tiled = time_it(d, iters, fwd_bwd);
+    setenv("SA_CONV_GW_UNTILED", "1", 1);
+    const double untiled = time_it(d, iters, fwd_bwd);
+    unsetenv("SA_CONV_GW_UNTILED");
+    std::printf("%-7s %-34s %-18s %9.3f ms %9.3f ms %7.2f\n", dev.c_str(), "conv1d_max f+b: tiled gw vs per-output",
+                shape.c_str(), tiled * 1e3, untiled * 1e3, untiled / tiled);
+  } else {
+    const double fb = time_it(d, iters, fwd_bwd);
+    NoGrad ng;
+    const double f = time_it(d, iters, [&] { Tensor y = ops::conv1d_max(x, w, b); });
+    std::printf("%-7s %-34s %-18s %9.3f ms %9.3f ms %7.2f\n", dev.c_str(), "conv1d_max f+b vs fwd", shape.c_str(),
+                fb * 1e3, f * 1e3, f / fb);
+  }
+}
+
 // The NER tagger's CRF (fwd+bwd: forward algorithm, forward-backward) against a per-token softmax
 // over the same emissions, the cost it adds over a plain classifier. 17 tags: BIOES of 4 types + O.
 void bench_crf(Device d, bool quick, int iters, const std::string& dev) {
@@ -436,6 +490,8 @@ void bench_ops(Device d, bool quick) {
   bench_ner_step(d, quick, iters, dev);
   bench_candidate_softmax(d, quick, iters, dev);
   bench_select_rows(d, quick, iters, dev);
+  bench_negatives(d, quick, iters, dev);
+  bench_char_cnn(d, quick, iters, dev);
   bench_crf(d, quick, iters, dev);
   bench_attention(d, quick, iters, dev);
   AllocatorStats s = backend_uncounted(d).allocator().stats();
