@@ -4,7 +4,8 @@
 
 namespace sa {
 
-enum class UnaryOp { Relu, Sigmoid, Tanh, Gelu, GeluErf, Exp, Log, Neg, Sqrt, Square, Clip, Scale, AddScalar };
+enum class UnaryOp { Relu, Sigmoid, Tanh, Gelu, GeluErf, Exp, Log, Neg, Sqrt, Square, Clip, Scale, AddScalar,
+                     RoundBf16 /* to the nearest bf16, kept in the input dtype */ };
 enum class BinaryOp { Add, Sub, Mul, Div };
 enum class ReduceOp { Sum, Max };
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "engine/core/op_kinds.h"
+#include "engine/core/bf16.h"
 #include "engine/core/philox.h"  // SA_HD
 
 namespace sa::math {
@@ -93,6 +94,7 @@ SA_HD T unary(UnaryOp op, T x, T p0, T p1) {
     case UnaryOp::Clip: return x < p0 ? p0 : (x > p1 ? p1 : x);
     case UnaryOp::Scale: return x * p0;
     case UnaryOp::AddScalar: return x + p0;
+    case UnaryOp::RoundBf16: return T(bf16_to_float(float_to_bf16(static_cast<float>(x))));
   }
   return x;
 }
@@ -119,6 +121,7 @@ SA_HD T unary_grad(UnaryOp op, T x, T y, T p0, T p1) {
     case UnaryOp::Clip: return (x < p0 || x > p1) ? T(0) : T(1);  // TF clip_by_value: inclusive bounds pass
     case UnaryOp::Scale: return p0;
     case UnaryOp::AddScalar: return T(1);
+    case UnaryOp::RoundBf16: return T(1);  // no op records it: rounding points have no gradient of their own
   }
   return T(0);
 }

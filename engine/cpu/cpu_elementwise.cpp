@@ -100,7 +100,7 @@ static void with_op(UnaryOp op, F&& f) {
   case U::o: return f(std::integral_constant<U, U::o>{});
     SA_OP_CASE(Relu) SA_OP_CASE(Sigmoid) SA_OP_CASE(Tanh) SA_OP_CASE(Gelu) SA_OP_CASE(GeluErf) SA_OP_CASE(Exp)
     SA_OP_CASE(Log) SA_OP_CASE(Neg) SA_OP_CASE(Sqrt) SA_OP_CASE(Square) SA_OP_CASE(Clip) SA_OP_CASE(Scale)
-    SA_OP_CASE(AddScalar)
+    SA_OP_CASE(AddScalar) SA_OP_CASE(RoundBf16)
 #undef SA_OP_CASE
   }
   fail("unary op {} has no CPU kernel (add it to with_op)", static_cast<int>(op));

@@ -125,9 +125,11 @@ elmo-vs-saelmo)
   ;;
 hf-check) hf_check ;;
 quick)
-  # One call for a short lease: the CUDA tests alone, the rates, a shorter Hugging Face check.
+  # One call for a short lease: the CUDA tests alone, the rates, where elmo.cfg's step goes, a
+  # shorter Hugging Face check.
   gpu_tests
   rates
+  bench_runs bench-phases.log --phases "elmo.cfg 20 tf32"
   STEPS=${STEPS:-100} T_TRAIN=${T_TRAIN:-60} hf_check
   ;;
 *) echo "unknown job $job"; exit 2 ;;

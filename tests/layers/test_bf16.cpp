@@ -4,10 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <random>
 
 #include "engine/core/bf16.h"
+#include "engine/core/device_counters.h"
 #include "engine/engine.h"
 #include "layers/lstm.h"
 #include "layers/softmax.h"
@@ -144,6 +146,30 @@ TEST(Bf16Matmuls, CharCnnConvolutionRoundsItsOperands) {
   double off = 0;
   for (size_t i = 0; i < on[0].size(); ++i) off = std::max(off, std::abs(on[0][i] - f32[0][i]));
   EXPECT_GT(off, 1e-4) << "bf16 should change the convolution";
+}
+
+// bf16_rounded (the char CNN's operands) is one kernel: the same bits as a cast to bf16 and back,
+// ties to even, infinities and NaN included, on the CPU and on CUDA.
+TEST(Bf16Matmuls, TheRoundingKernelEqualsTheCastThereAndBack) {
+  std::vector<float> v = {0.f, -0.f, 1.f, 1.00390625f /* 1 + 2^-8: a tie, stays 1 */, 1.01171875f /* 1 + 3 * 2^-8: a tie, rounds up */,
+                          3.14159265f, -2.718281828f, 1e-40f, 3.3e38f, std::numeric_limits<float>::infinity(),
+                          -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()};
+  std::mt19937_64 rng(2);
+  for (double e : random_values(rng, 1000, 10.0)) v.push_back(static_cast<float>(e));
+  auto bits = [](const Tensor& t) {
+    std::vector<uint32_t> out;
+    const Tensor h = t.to(Device::cpu());
+    for (int64_t i = 0; i < h.numel(); ++i) out.push_back(float_bits(h.data<float>()[i]));
+    return out;
+  };
+  for (Device d : testing::cpu_and_gpu("the bf16 rounding kernel")) {
+    const Tensor x = Tensor::from(v, {static_cast<int64_t>(v.size())}, d);
+    Bf16On on;
+    const DeviceCounters before = device_counters();
+    const Tensor r = bf16_rounded(x);
+    EXPECT_EQ((device_counters() - before).launches, 1);
+    EXPECT_EQ(bits(r), bits(x.to(DType::BF16).to(DType::F32))) << d.str();
+  }
 }
 
 // BERT's attention op under bf16 rounds the operands of its products (q k^T, P v, and the

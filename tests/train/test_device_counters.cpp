@@ -80,11 +80,12 @@ TEST(DeviceCounters, AnElmoStepNeverReadsBetweenLoggingSteps) {
 // Under precision = "bf16" the LSTM's step kernels write the bf16 operands of the step GEMMs, so
 // its steps launch nothing more than f32's; what remains are the roundings done once per sequence
 // (its weights, and the operands of its whole-sequence GEMMs) and the other layers' (the char CNN,
-// the highway layer, the softmax): 98 in this model, whatever the number of steps.
+// the highway layer, the softmax): 86 in this model, whatever the number of steps (98 before the
+// char CNN's operands were rounded by one kernel each instead of a cast there and back).
 TEST(DeviceCounters, UnderBf16AnElmoStepAddsNoLaunchPerLstmStep) {
   const DeviceCounters f32 = per_step("elmo-f32", ""), bf16 = per_step("elmo-bf16", "precision = \"bf16\"\n");
   EXPECT_EQ(bf16.host_reads, 0);
-  EXPECT_LE(bf16.launches - f32.launches, 98) << bf16.launches << " against " << f32.launches;
+  EXPECT_LE(bf16.launches - f32.launches, 86) << bf16.launches << " against " << f32.launches;
   // The same run with twice the steps per batch: the extra launches do not grow with the steps.
   const DeviceCounters f32_long = per_step("elmo-f32-long", "", "cpu", nullptr, 12),
                        bf16_long = per_step("elmo-bf16-long", "precision = \"bf16\"\n", "cpu", nullptr, 12);
