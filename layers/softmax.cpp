@@ -39,13 +39,20 @@ Tensor candidate_softmax_loss(const Tensor& x, const Tensor& W, const Tensor& b,
 Tensor candidate_softmax_loss(const Tensor& x, const Tensor& W, const Tensor& b, const Tensor& tr,
                               const std::vector<int32_t>& sampled, const std::vector<double>* true_shift,
                               const std::vector<double>* sampled_shift) {
-  const int64_t N = x.dim(0), S = static_cast<int64_t>(sampled.size());
+  return candidate_softmax_loss(x, W, b, tr, Tensor::from(sampled, {static_cast<int64_t>(sampled.size())}, x.device()),
+                                true_shift, sampled_shift);
+}
+
+Tensor candidate_softmax_loss(const Tensor& x, const Tensor& W, const Tensor& b, const Tensor& tr, const Tensor& smp,
+                              const std::vector<double>* true_shift, const std::vector<double>* sampled_shift) {
+  const int64_t N = x.dim(0), S = smp.numel();
   SA_CHECK(tr.rank() == 1 && tr.dim(0) == N && tr.dtype() == DType::I32 && tr.device() == x.device(),
            "sampled softmax: true rows {} for {} inputs (expected i32 [{}] on {})", describe(tr), N, N,
            x.device().str());
+  SA_CHECK(smp.rank() == 1 && smp.dtype() == DType::I32 && smp.device() == x.device(),
+           "sampled softmax: sampled rows {} (expected an i32 vector on {})", describe(smp), x.device().str());
   const Device dev = x.device();
   const DType dt = x.dtype();
-  Tensor smp = Tensor::from(sampled, {S}, dev);
   Tensor bt = ops::gather_rows(b, tr), bc = ops::gather_rows(b, smp);
   if (true_shift) bt = ops::add(bt, Tensor::of(*true_shift, {N, 1}, dt, dev));
   if (sampled_shift) bc = ops::add(bc, Tensor::of(*sampled_shift, {S, 1}, dt, dev));

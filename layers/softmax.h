@@ -37,6 +37,10 @@ Tensor candidate_softmax_loss(const Tensor& x, const Tensor& W, const Tensor& b,
 Tensor candidate_softmax_loss(const Tensor& x, const Tensor& W, const Tensor& b, const Tensor& true_rows,
                               const std::vector<int32_t>& sampled, const std::vector<double>* true_shift = nullptr,
                               const std::vector<double>* sampled_shift = nullptr);
+// The same with the sampled rows i32 [S] on x's device too (drawn there: ops::draw_distinct).
+Tensor candidate_softmax_loss(const Tensor& x, const Tensor& W, const Tensor& b, const Tensor& true_rows,
+                              const Tensor& sampled, const std::vector<double>* true_shift = nullptr,
+                              const std::vector<double>* sampled_shift = nullptr);
 // The same through separate ops (a [N, S] logits matrix, masked_fill, cross_entropy): the reference
 // the fused path is tested against.
 Tensor candidate_softmax_loss_unfused(const Tensor& x, const Tensor& W, const Tensor& b, const std::vector<int32_t>& true_rows,

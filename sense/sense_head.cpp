@@ -165,7 +165,10 @@ Tensor sense_direction_loss(SenseHead& h, const Tensor& top, const LmBatch& b, c
     const SenseNegatives neg = work ? work->negatives : log_uniform();
     per_row = sense_sampled_loss(flat, table, selected(), neg);
     negatives = neg.rows;
-  } else {  // uniform negatives with seeding
+  } else if (!work) {  // uniform negatives with seeding, drawn on the device
+    drawn = uniform_on_device();
+    per_row = sense_sampled_loss(flat, table, selected(), drawn);
+  } else {
     negatives = uniform();
     per_row = sense_sampled_loss(flat, table, sel, negatives);
   }

@@ -55,6 +55,10 @@ Tensor sense_sampled_loss(const Tensor& x, const SenseTable& t, const std::vecto
   return sense_sampled_loss(x, t, Tensor::from(selected, {static_cast<int64_t>(selected.size())}, x.device()), neg);
 }
 
+Tensor sense_sampled_loss(const Tensor& x, const SenseTable& t, const Tensor& selected, const Tensor& negatives) {
+  return candidate_softmax_loss(x, t.W, t.b, selected, negatives);
+}
+
 Tensor sense_sampled_loss(const Tensor& x, const SenseTable& t, const Tensor& selected, const SenseNegatives& neg) {
   return candidate_softmax_loss(x, t.W, t.b, selected, neg.rows, neg.shifted() ? &neg.true_shift : nullptr,
                                 neg.shifted() ? &neg.shift : nullptr);

@@ -45,6 +45,8 @@ Tensor sense_sampled_loss(const Tensor& x, const SenseTable& table, const std::v
 // The same with `selected` i32 [N] on x's device (select_sense_rows).
 Tensor sense_sampled_loss(const Tensor& x, const SenseTable& table, const Tensor& selected,
                           const SenseNegatives& negatives);
+// Uniform negatives drawn on the device (i32 rows there, ops::draw_distinct).
+Tensor sense_sampled_loss(const Tensor& x, const SenseTable& table, const Tensor& selected, const Tensor& negatives);
 
 // Selection (Alg. 1, no seeding) and sense_sampled_loss with uniform `negatives` as one op
 // (ops::select_candidate_softmax): ctx [N, P] the selection vectors, words [N], proj and mean as

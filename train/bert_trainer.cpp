@@ -118,12 +118,13 @@ Tensor mlm_loss(BertState& s, const TrainConfig& c, const MlmBatch& b, Generator
                          ? Tensor::from(select_senses(head.table, ctx, b.labels, head.proj.matrix(), mean, true), {n},
                                         m.device())
                          : select_sense_rows(head.table, ctx, b.labels, head.proj.matrix(), mean);
-  Tensor per_row =
-      o.negatives == SenseOptions::Negatives::Full
-          ? sense_full_loss(x, head.table, sel)
-          : sense_sampled_loss(x, head.table, sel,
-                               SenseNegatives{sample_enabled_rows(head.table, c.n_negative_samples_batch, *rng), {}, {}});
-  *step = {ctx, sel, b.labels, {}};
+  // Uniform negatives drawn on the device from the head's list of enabled rows (after_step renews it).
+  const Tensor negatives = o.negatives == SenseOptions::Negatives::Full
+                               ? Tensor()
+                               : ops::draw_distinct(head.enabled_rows_on_device(), c.n_negative_samples_batch, (*rng)());
+  Tensor per_row = negatives.defined() ? sense_sampled_loss(x, head.table, sel, negatives)
+                                       : sense_full_loss(x, head.table, sel);
+  *step = {ctx, sel, b.labels, {}, negatives};
   return ops::mean(per_row);
 }
 
