@@ -39,6 +39,11 @@ struct Seq {
   // Under precision = "bf16" (f32 sequences): the step kernels write the bf16 copies the next GEMM
   // takes (h, the output, and in the backward the gradients of the output and of the gates).
   bool rounds = false;
+  // An unpacked, projected sequence under bf16 stores h and m_{t-1} only as the bf16 operands its
+  // weight gradients take (H_op, M_op: step t's rows as the step's GEMMs read them); H is then one
+  // step's scratch, not a saved [N, D] f32 buffer.
+  bool bf16_saved = false;
+  Tensor H_op, M_op;
   Tensor step(const Tensor& x, int64_t t) const { return x.rows(off[t], off[t] + n[t]); }
 };
 
@@ -95,11 +100,34 @@ Seq prepare(const LstmSequenceArgs& a, bool buffers = true) {
   // Saved for the backward: pre-activation gates, cells, pre-projection outputs h, and the
   // projections before (M) and after (Y) the clip. Without a projection the output is h itself.
   s.G = Tensor::empty({N, 4 * D}, x.dtype(), x.device());
-  s.C = Tensor::empty({N, D}, x.dtype(), x.device()), s.H = like(s.C);
+  s.bf16_saved = s.rounds && projected && a.steps.empty();
+  s.C = Tensor::empty({N, D}, x.dtype(), x.device());
+  s.H = s.bf16_saved ? Tensor::empty({B, D}, x.dtype(), x.device()) : like(s.C);
+  if (s.bf16_saved)
+    s.H_op = Tensor::empty({N, D}, DType::BF16, x.device()), s.M_op = Tensor::empty({N, P}, DType::BF16, x.device());
   s.M = projected ? Tensor::empty({N, P}, x.dtype(), x.device()) : s.H;
   s.Y = a.proj_clip > 0 ? like(s.M) : s.M;
   s.c_last = like(a.c0), s.m_last = like(a.m0);
   return s;
+}
+
+// The step loop of a Seq with bf16_saved: the step kernels write the GEMMs' operands straight into
+// the saved H_op and M_op (step t + 1's rows of M_op are step t's output rounded).
+void forward_bf16_saved(const Seq& s) {
+  const int64_t T = s.T, B = s.B;
+  Tensor M_op = s.M_op, H_op = s.H_op, h = s.H, first = s.M_op.rows(0, B);
+  be(s.a.x).cast(s.a.m0, first);
+  for (int64_t t = 0; t < T; ++t) {
+    Tensor g = s.step(s.G, t), c = s.step(s.C, t), m = s.step(s.M, t), y = s.step(s.Y, t), h_t = s.step(H_op, t);
+    mm(s.step(M_op, t), s.Wh_op, g, false, false, 1.0);
+    be(s.a.x).lstm_cell(g, t > 0 ? s.step(s.C, t - 1) : s.a.c0, 1.0, s.a.cell_clip, c, h, &h_t);
+    mm(h_t, s.WP_op, m, false, false);
+    Tensor next = t + 1 < T ? s.step(M_op, t + 1) : Tensor();
+    if (s.a.proj_clip > 0 || next.defined()) be(s.a.x).lstm_output(m, s.a.proj_clip, y, next.defined() ? &next : nullptr);
+  }
+  Tensor c_last = s.c_last, m_last = s.m_last;  // handles: the saved buffers are written
+  c_last.copy_from(s.step(s.C, T - 1));
+  m_last.copy_from(s.step(s.Y, T - 1));
 }
 
 void forward(const Seq& s) {
@@ -109,6 +137,7 @@ void forward(const Seq& s) {
   const Tensor bias_row = s.a.bias.view({1, 4 * D});
   be(s.a.x).binary(BinaryOp::Add, G, bias_row, G, make_broadcast_plan(G.shape(), G.shape(), bias_row.shape()));
   Tensor c_prev = s.a.c0, m_prev = s.a.m0;
+  if (s.bf16_saved) return forward_bf16_saved(s);
   // Under bf16: the previous output and h as the GEMMs take them, written by the step kernels.
   Tensor m_op = s.rounds ? gemm_operand(s.a.m0) : Tensor();
   Tensor h_op = bf16_buffer(s.rounds && s.projected, s.B, D, s.a.x.device()), mv, hv;
@@ -148,7 +177,8 @@ struct Grads {
 // the rest.
 Grads alloc_grads(const Seq& s, const Tensor& gc, const Tensor& gm, bool step_buffers = true) {
   Grads g;
-  g.gW = like(s.a.W), g.m_before = Tensor::empty({s.N, s.P}, s.a.x.dtype(), s.a.x.device());
+  g.gW = like(s.a.W);
+  if (!s.bf16_saved) g.m_before = Tensor::empty({s.N, s.P}, s.a.x.dtype(), s.a.x.device());
   if (s.projected) g.gWP = like(s.a.W_P);
   g.gbias = Tensor::empty({1, 4 * s.D}, s.a.x.dtype(), s.a.x.device());
   g.gx = Tensor::empty({s.N, s.in}, s.a.x.dtype(), s.a.x.device());
@@ -171,16 +201,17 @@ void weight_grads(const Seq& s, Grads& g) {
   const int64_t T = s.T, in = s.in, P = s.P;
   Tensor gWx = g.gW.rows(0, in), gWh = g.gW.rows(in, in + P);
   mm(s.X, g.dG, gWx, true, false);
-  // m_{t-1} of every step's rows: m0, then the previous step's outputs (unpacked: two copies).
-  if (s.a.steps.empty()) {
+  // m_{t-1} of every step's rows: m0, then the previous step's outputs (unpacked: two copies;
+  // under bf16 the forward saved them as the GEMM takes them, M_op, and h likewise, H_op).
+  if (!s.bf16_saved && s.a.steps.empty()) {
     g.m_before.rows(0, s.B).copy_from(s.a.m0);
     if (T > 1) g.m_before.rows(s.B, s.N).copy_from(s.Y.rows(0, s.N - s.B));
-  } else {
+  } else if (!s.bf16_saved) {
     for (int64_t t = 0; t < T; ++t)
       s.step(g.m_before, t).copy_from(t > 0 ? s.step(s.Y, t - 1).rows(0, s.n[t]) : s.a.m0);
   }
-  mm(g.m_before, g.dG, gWh, true, false);
-  if (s.projected) mm(s.H, g.dM, g.gWP, true, false);
+  mm(s.bf16_saved ? s.M_op : g.m_before, g.dG, gWh, true, false);
+  if (s.projected) mm(s.bf16_saved ? s.H_op : s.H, g.dM, g.gWP, true, false);
   be(s.a.x).sum_to(g.dG, g.gbias, make_broadcast_plan(g.dG.shape(), g.dG.shape(), g.gbias.shape()), false);
   mm(g.dG, s.Wx, g.gx, false, true);
 }

@@ -108,6 +108,34 @@ TEST(LstmStepKernels, ASequenceLaunchesFourPrimitivesPerStepEitherWay) {
   EXPECT_EQ(launches(true, T + 1) - launches(true, T), 8);
 }
 
+// Under bf16 an unpacked sequence keeps h and m_{t-1} only as the bf16 operands of its weight
+// gradients: the tensors it holds from the forward to the backward shrink by about N * D * 2 bytes
+// (h's f32 rows, 4 bytes, become 2), and the gradients are unchanged (the step-composition and
+// stacking tests check their values under bf16).
+TEST(LstmStepKernels, UnderBf16ASequenceSavesItsGemmOperandsInBf16) {
+  const int64_t T = 25, B = 16, in = 8, D = 256, P = 16, N = T * B;
+  auto held = [&](bool bf16) {
+    std::mt19937_64 rng(3);
+    set_bf16_matmuls(bf16);
+    auto param = [&](Shape s) { return random_tensor(rng, s, DType::F32, Device::cpu(), 0.3).set_requires_grad(); };
+    const Tensor x = param({T, B, in}), W = param({in + P, 4 * D}), bias = param({4 * D}), WP = param({D, P});
+    const Tensor c0 = Tensor::zeros({B, D}), m0 = Tensor::zeros({B, P});
+    host_allocator().release_cached();  // a cached block larger than asked would count whole
+    const size_t before = host_allocator().stats().in_use;
+    auto out = ops::lstm_sequence(x, W, bias, WP, c0, m0, 0.9, 0.8);
+    const size_t after = host_allocator().stats().in_use;
+    backward(ops::sum(out[0]));
+    set_bf16_matmuls(false);
+    return static_cast<int64_t>(after - before);
+  };
+  const int64_t f32 = held(false), bf16 = held(true);
+  // f32 saves H [N, D] f32; bf16 saves H_op [N, D] and M_op [N, P] in bf16, one step's h scratch
+  // [B, D] f32, and its rounded weights (W_x, W_h, W_P); 64 KiB for the allocator's rounding.
+  const int64_t weights = ((in + P) * 4 * D + D * P) * 2;
+  EXPECT_LE(bf16, f32 - N * D * 2 + N * P * 2 + B * D * 4 + weights + (64 << 10)) << bf16 << " vs " << f32;
+  EXPECT_LT(bf16, f32 - N * D) << bf16 << " vs " << f32;
+}
+
 TEST(LstmStepKernels, OnCudaTheyMatchTheCpu) {
   if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU present";
   std::mt19937_64 rng(8);
