@@ -142,7 +142,7 @@ constexpr int kGwOutputs = 16;
 template <typename T>
 __global__ void conv_gw_tiled_kernel(const T* x, const int32_t* am, const T* gy, T* partial, int64_t N, int64_t L,
                                      int64_t Cin, int64_t K, int64_t Cout, int64_t ct, int64_t nb, int64_t parts) {
-  extern __shared__ unsigned char smem[];
+  extern __shared__ __align__(16) unsigned char smem[];
   const int64_t row = L * Cin;
   T* xs = reinterpret_cast<T*>(smem);  // [nb][L * Cin]
   T* gs = xs + nb * row;               // [nb][ct]
@@ -209,7 +209,7 @@ __global__ void conv_sum_parts_kernel(const T* partial, T* gw, T* gb, int64_t K,
 template <typename T>
 __global__ void conv_gx_kernel(const T* w, const int32_t* am, const T* gy, T* gx, int64_t L, int64_t Cin, int64_t W,
                                int64_t P, int64_t Cout) {
-  extern __shared__ unsigned char smem[];
+  extern __shared__ __align__(16) unsigned char smem[];
   T* g = reinterpret_cast<T*>(smem);                             // gy of this sample [Cout]
   int32_t* order = reinterpret_cast<int32_t*>(g + Cout);         // filters sorted by position [Cout]
   int32_t* start = order + Cout;                                 // bucket starts [P + 1]

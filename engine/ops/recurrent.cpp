@@ -19,12 +19,15 @@ namespace {
 
 // c = op(a) op(b) (+ c when beta = 1) on the whole of a, b, c. Under precision = "bf16" f32
 // operands are rounded here, where the step-by-step composition's ops::matmul rounds them; the
-// weights come already rounded (once per sequence, Seq and Grads).
+// weights come already rounded (once per sequence, Seq and Grads). An operand the forward saved
+// in bf16 rounds its partner too, even if the setting changed before the backward ran.
 void mm(const Tensor& a, const Tensor& b, Tensor& c, bool ta, bool tb, double beta = 0) {
   GemmArgs g;
   g.trans_a = ta, g.trans_b = tb, g.beta = beta;
   g.m = c.dim(0), g.n = c.dim(1), g.k = ta ? a.dim(0) : a.dim(1);
-  be(a).gemm(g, gemm_operand(a), gemm_operand(b), c);
+  const bool bf16 = a.dtype() == DType::BF16 || b.dtype() == DType::BF16;
+  auto operand = [&](const Tensor& x) { return bf16 && x.dtype() == DType::F32 ? x.to(DType::BF16) : gemm_operand(x); };
+  be(a).gemm(g, operand(a), operand(b), c);
 }
 
 // One sequence's saved tensors and sizes. Step t's rows are rows [off[t], off[t] + n[t]) of the
@@ -183,7 +186,8 @@ Grads alloc_grads(const Seq& s, const Tensor& gc, const Tensor& gm, bool step_bu
   g.gbias = Tensor::empty({1, 4 * s.D}, s.a.x.dtype(), s.a.x.device());
   g.gx = Tensor::empty({s.N, s.in}, s.a.x.dtype(), s.a.x.device());
   if (!step_buffers) return g;
-  g.dG = like(s.G), g.dM = like(s.M);
+  g.dG = like(s.G);
+  if (s.projected) g.dM = like(s.M);  // without a projection the output's gradient goes to gh
   g.gm0 = gm.defined() ? gm.clone() : zeros_like(s.a.m0);  // becomes d m0 after the loop
   g.gc0 = gc.defined() ? gc.clone() : zeros_like(s.a.c0);  // becomes d c0 after the loop
   g.gh = like(s.a.c0);

@@ -136,6 +136,32 @@ TEST(LstmStepKernels, UnderBf16ASequenceSavesItsGemmOperandsInBf16) {
   EXPECT_LT(bf16, f32 - N * D) << bf16 << " vs " << f32;
 }
 
+// A backward that runs after the bf16 setting was turned off still multiplies the operands the
+// forward saved in bf16 (their partners rounded to match), packed or not.
+TEST(LstmStepKernels, ABackwardAfterTheBf16SettingEndsStillRuns) {
+  for (bool packed : {false, true}) {
+    SCOPED_TRACE(packed);
+    auto grads = [&](bool bf16_backward) {
+      std::mt19937_64 rng(4);
+      auto param = [&](Shape s) { return random_tensor(rng, s, DType::F32, Device::cpu(), 0.4).set_requires_grad(); };
+      const int64_t T = 5, B = 3, in = 4, D = 6, P = 3;
+      const Tensor W = param({in + P, 4 * D}), bias = param({4 * D}), WP = param({D, P});
+      const Tensor x = packed ? param({7, in}) : param({T, B, in});
+      set_bf16_matmuls(true);
+      ops::LstmSequenceArgs a{x, W, bias, WP, Tensor::zeros({B, D}), Tensor::zeros({B, P}), 0.9, 0.8};
+      if (packed) a.steps = {3, 2, 1, 1};
+      auto out = ops::lstm_sequences({a});
+      set_bf16_matmuls(bf16_backward);
+      backward(ops::sum(ops::mul(out[0][0], out[0][0])));
+      set_bf16_matmuls(false);
+      return std::vector<std::vector<double>>{x.grad().values(), W.grad().values(), WP.grad().values()};
+    };
+    const auto off = grads(false), on = grads(true);
+    for (size_t k = 0; k < on.size(); ++k)
+      for (size_t i = 0; i < on[k].size(); ++i) EXPECT_NEAR(off[k][i], on[k][i], 2e-2 * (1 + std::abs(on[k][i])));
+  }
+}
+
 TEST(LstmStepKernels, OnCudaTheyMatchTheCpu) {
   if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU present";
   std::mt19937_64 rng(8);
