@@ -101,11 +101,20 @@ Tensor sense_direction_loss(SenseHead& h, const Tensor& top, const LmBatch& b, c
     return ops::mean(table.stores_all() ? sense_word_nll(flat, table, targets) : sharded_word_nll(flat, table, targets));
   const Tensor mean = mean_of(targets);
   using N = SenseOptions::Negatives;
-  // Negatives: drawn here, or for a working table when its rows were gathered.
+  // Negatives: drawn here, or for a working table when its rows were gathered. `negatives` keeps the
+  // rows drawn on the host, `drawn` those drawn on the device, for the coverage log.
+  std::vector<int32_t> negatives;
+  Tensor drawn;
   auto uniform = [&] { return work ? work->negatives.rows : sample_enabled_rows(table, n_negatives, rng); };
-  // The fused step of a head that stores its table draws on the device: no scan of the enabled
-  // flags and no upload per step, one key from rng.
-  auto uniform_on_device = [&] { return ops::draw_distinct(h.enabled_rows_on_device(), n_negatives, rng()); };
+  // Uniform rows where the losses take them, on the device: a head that stores its table draws
+  // them there (no scan of the enabled flags, no upload per step, one key from rng).
+  auto uniform_rows = [&] {
+    if (work) {
+      negatives = uniform();
+      return Tensor::from(negatives, {static_cast<int64_t>(negatives.size())}, flat.device());
+    }
+    return drawn = ops::draw_distinct(h.enabled_rows_on_device(), n_negatives, rng());
+  };
   auto log_uniform = [&] {
     return sample_log_uniform_senses(table, n_negatives, targets, rng, o.negative_budget, o.negative_rows_max);
   };
@@ -135,15 +144,8 @@ Tensor sense_direction_loss(SenseHead& h, const Tensor& top, const LmBatch& b, c
   // The selection as the loss and the center update take it: on the device.
   auto selected = [&] { return sel_rows.defined() ? sel_rows : Tensor::from(sel, {B * T}, flat.device()); };
   Tensor per_row;
-  std::vector<int32_t> negatives;  // the rows drawn, for the coverage log
-  Tensor drawn;                    // or those drawn on the device
-  if (fused && !work) {
-    drawn = uniform_on_device();
-    SelectedLoss r = select_and_sampled_loss(flat, table, ctx, targets, h.proj.matrix(), mean, drawn);
-    per_row = r.per_row, sel_rows = r.selected;
-  } else if (fused) {
-    negatives = uniform();
-    SelectedLoss r = select_and_sampled_loss(flat, table, ctx, targets, h.proj.matrix(), mean, negatives);
+  if (fused) {
+    SelectedLoss r = select_and_sampled_loss(flat, table, ctx, targets, h.proj.matrix(), mean, uniform_rows());
     per_row = r.per_row, sel_rows = r.selected;
   } else if (dict) {  // Bi-SaELMo: uniform or log-uniform negatives (the config allows no others)
     TranslationCandidates cand = translation_candidates(table, *dict, targets, ctx, h.proj.matrix(), mean_of, &b.lang);
@@ -165,12 +167,8 @@ Tensor sense_direction_loss(SenseHead& h, const Tensor& top, const LmBatch& b, c
     const SenseNegatives neg = work ? work->negatives : log_uniform();
     per_row = sense_sampled_loss(flat, table, selected(), neg);
     negatives = neg.rows;
-  } else if (!work) {  // uniform negatives with seeding, drawn on the device
-    drawn = uniform_on_device();
-    per_row = sense_sampled_loss(flat, table, selected(), drawn);
-  } else {
-    negatives = uniform();
-    per_row = sense_sampled_loss(flat, table, sel, negatives);
+  } else {  // uniform negatives with seeding
+    per_row = sense_sampled_loss(flat, table, selected(), uniform_rows());
   }
   if (work) negatives = work->global_rows(negatives);
   // after_step sees what every rank selected, so the ranks keep one sense state.

@@ -66,13 +66,6 @@ Tensor sense_sampled_loss(const Tensor& x, const SenseTable& t, const Tensor& se
 
 SelectedLoss select_and_sampled_loss(const Tensor& x, const SenseTable& t, const Tensor& ctx,
                                      const std::vector<int32_t>& words, const Tensor& proj, const Tensor& mean,
-                                     const std::vector<int32_t>& negatives) {
-  return select_and_sampled_loss(x, t, ctx, words, proj, mean,
-                                 Tensor::from(negatives, {static_cast<int64_t>(negatives.size())}, x.device()));
-}
-
-SelectedLoss select_and_sampled_loss(const Tensor& x, const SenseTable& t, const Tensor& ctx,
-                                     const std::vector<int32_t>& words, const Tensor& proj, const Tensor& mean,
                                      const Tensor& smp) {
   const int64_t N = x.dim(0), K = t.n_context();
   const Device dev = x.device();

@@ -56,10 +56,7 @@ struct SelectedLoss {
   Tensor per_row;
   Tensor selected;  // i32 [N] on x's device
 };
-SelectedLoss select_and_sampled_loss(const Tensor& x, const SenseTable& table, const Tensor& ctx,
-                                     const std::vector<int32_t>& words, const Tensor& proj, const Tensor& mean,
-                                     const std::vector<int32_t>& negatives);
-// The same with the negatives' rows as an i32 vector on x's device (drawn there: ops::draw_distinct).
+// `negatives`: the sampled rows as an i32 vector on x's device (drawn there: ops::draw_distinct).
 SelectedLoss select_and_sampled_loss(const Tensor& x, const SenseTable& table, const Tensor& ctx,
                                      const std::vector<int32_t>& words, const Tensor& proj, const Tensor& mean,
                                      const Tensor& negatives);

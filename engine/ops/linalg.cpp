@@ -71,7 +71,7 @@ Tensor matmul_impl(Op id, const Tensor& a, const Tensor& b, bool ta, bool tb) {
   const Tensor bo = gemm_operand(b);
   Tensor c = gemm(op, a, bo, ta, tb);
   record(id, {a, b}, {c}, [=](const std::vector<Tensor>& gs) {
-    const Tensor g = bo.dtype() == DType::BF16 && bf16_matmuls() ? gemm_operand(gs[0]) : gs[0];
+    const Tensor g = gemm_operand(gs[0]);
     if (a.requires_grad()) {
       Tensor gb = as_operand(g, bo), into = existing_grad(a);
       // dA = G op(B)^T, laid out as A (transposed back when A was used transposed)

@@ -45,8 +45,8 @@ struct Seq {
   // An unpacked, projected sequence under bf16 stores h and m_{t-1} only as the bf16 operands its
   // weight gradients take (H_op, M_op: step t's rows as the step's GEMMs read them); H is then one
   // step's scratch, not a saved [N, D] f32 buffer.
-  bool bf16_saved = false;
   Tensor H_op, M_op;
+  bool bf16_saved() const { return M_op.defined(); }
   Tensor step(const Tensor& x, int64_t t) const { return x.rows(off[t], off[t] + n[t]); }
 };
 
@@ -103,34 +103,15 @@ Seq prepare(const LstmSequenceArgs& a, bool buffers = true) {
   // Saved for the backward: pre-activation gates, cells, pre-projection outputs h, and the
   // projections before (M) and after (Y) the clip. Without a projection the output is h itself.
   s.G = Tensor::empty({N, 4 * D}, x.dtype(), x.device());
-  s.bf16_saved = s.rounds && projected && a.steps.empty();
+  const bool saved = s.rounds && projected && a.steps.empty();  // Seq::bf16_saved
   s.C = Tensor::empty({N, D}, x.dtype(), x.device());
-  s.H = s.bf16_saved ? Tensor::empty({B, D}, x.dtype(), x.device()) : like(s.C);
-  if (s.bf16_saved)
+  s.H = saved ? Tensor::empty({B, D}, x.dtype(), x.device()) : like(s.C);
+  if (saved)
     s.H_op = Tensor::empty({N, D}, DType::BF16, x.device()), s.M_op = Tensor::empty({N, P}, DType::BF16, x.device());
   s.M = projected ? Tensor::empty({N, P}, x.dtype(), x.device()) : s.H;
   s.Y = a.proj_clip > 0 ? like(s.M) : s.M;
   s.c_last = like(a.c0), s.m_last = like(a.m0);
   return s;
-}
-
-// The step loop of a Seq with bf16_saved: the step kernels write the GEMMs' operands straight into
-// the saved H_op and M_op (step t + 1's rows of M_op are step t's output rounded).
-void forward_bf16_saved(const Seq& s) {
-  const int64_t T = s.T, B = s.B;
-  Tensor M_op = s.M_op, H_op = s.H_op, h = s.H, first = s.M_op.rows(0, B);
-  be(s.a.x).cast(s.a.m0, first);
-  for (int64_t t = 0; t < T; ++t) {
-    Tensor g = s.step(s.G, t), c = s.step(s.C, t), m = s.step(s.M, t), y = s.step(s.Y, t), h_t = s.step(H_op, t);
-    mm(s.step(M_op, t), s.Wh_op, g, false, false, 1.0);
-    be(s.a.x).lstm_cell(g, t > 0 ? s.step(s.C, t - 1) : s.a.c0, 1.0, s.a.cell_clip, c, h, &h_t);
-    mm(h_t, s.WP_op, m, false, false);
-    Tensor next = t + 1 < T ? s.step(M_op, t + 1) : Tensor();
-    if (s.a.proj_clip > 0 || next.defined()) be(s.a.x).lstm_output(m, s.a.proj_clip, y, next.defined() ? &next : nullptr);
-  }
-  Tensor c_last = s.c_last, m_last = s.m_last;  // handles: the saved buffers are written
-  c_last.copy_from(s.step(s.C, T - 1));
-  m_last.copy_from(s.step(s.Y, T - 1));
 }
 
 void forward(const Seq& s) {
@@ -140,20 +121,29 @@ void forward(const Seq& s) {
   const Tensor bias_row = s.a.bias.view({1, 4 * D});
   be(s.a.x).binary(BinaryOp::Add, G, bias_row, G, make_broadcast_plan(G.shape(), G.shape(), bias_row.shape()));
   Tensor c_prev = s.a.c0, m_prev = s.a.m0;
-  if (s.bf16_saved) return forward_bf16_saved(s);
-  // Under bf16: the previous output and h as the GEMMs take them, written by the step kernels.
-  Tensor m_op = s.rounds ? gemm_operand(s.a.m0) : Tensor();
-  Tensor h_op = bf16_buffer(s.rounds && s.projected, s.B, D, s.a.x.device()), mv, hv;
+  // Under bf16 the step kernels write the GEMMs' operands: the previous output (m_op) and h (h_op),
+  // into one step's scratch, or, saved (Seq::bf16_saved), into M_op and H_op, where step t + 1's
+  // rows of M_op are step t's output rounded and h's f32 values are one step's scratch.
+  const bool saved = s.bf16_saved();
+  Tensor m_op = saved ? s.M_op : s.rounds ? gemm_operand(s.a.m0) : Tensor();
+  Tensor h_op = saved ? s.H_op : bf16_buffer(s.rounds && s.projected, s.B, D, s.a.x.device());
+  if (saved) {
+    Tensor first = m_op.rows(0, s.B);
+    be(s.a.x).cast(s.a.m0, first);
+  }
+  auto op_rows = [&](const Tensor& buf, int64_t t) { return saved ? s.step(buf, t) : buf.rows(0, s.n[t]); };
+  auto or_null = [](Tensor& t) { return t.defined() ? &t : nullptr; };
   for (int64_t t = 0; t < T; ++t) {
     const int64_t n = s.n[t];
-    Tensor g = s.step(s.G, t), c = s.step(s.C, t), h = s.step(s.H, t), m = s.step(s.M, t), y = s.step(s.Y, t);
-    mm(s.rounds ? m_op.rows(0, n) : m_prev.rows(0, n), s.Wh_op, g, false, false, 1.0);
+    Tensor g = s.step(s.G, t), c = s.step(s.C, t), m = s.step(s.M, t), y = s.step(s.Y, t);
+    Tensor h = saved ? s.H : s.step(s.H, t);
+    Tensor h_copy = h_op.defined() ? op_rows(h_op, t) : Tensor();
+    Tensor y_copy = !s.rounds ? Tensor() : !saved ? m_op.rows(0, n) : t + 1 < T ? s.step(m_op, t + 1) : Tensor();
+    mm(s.rounds ? op_rows(m_op, t) : m_prev.rows(0, n), s.Wh_op, g, false, false, 1.0);
     // Without a projection h is the output: its copy is the next step's operand.
-    be(s.a.x).lstm_cell(g, c_prev.rows(0, n), 1.0, s.a.cell_clip, c, h,
-                        s.projected ? bf16_rows(h_op, n, hv) : bf16_rows(m_op, n, mv));
-    if (s.projected) mm(s.rounds ? h_op.rows(0, n) : h, s.WP_op, m, false, false);
-    if (s.a.proj_clip > 0 || (s.rounds && s.projected))
-      be(s.a.x).lstm_output(m, s.a.proj_clip, y, bf16_rows(m_op, n, mv));
+    be(s.a.x).lstm_cell(g, c_prev.rows(0, n), 1.0, s.a.cell_clip, c, h, or_null(s.projected ? h_copy : y_copy));
+    if (s.projected) mm(h_copy.defined() ? h_copy : h, s.WP_op, m, false, false);
+    if (s.a.proj_clip > 0 || (s.projected && y_copy.defined())) be(s.a.x).lstm_output(m, s.a.proj_clip, y, or_null(y_copy));
     // The rows whose sequence ends at this step keep its state as their final one.
     const int64_t next = t + 1 < T ? s.n[t + 1] : 0;
     if (next < n) {
@@ -181,7 +171,7 @@ struct Grads {
 Grads alloc_grads(const Seq& s, const Tensor& gc, const Tensor& gm, bool step_buffers = true) {
   Grads g;
   g.gW = like(s.a.W);
-  if (!s.bf16_saved) g.m_before = Tensor::empty({s.N, s.P}, s.a.x.dtype(), s.a.x.device());
+  if (!s.bf16_saved()) g.m_before = Tensor::empty({s.N, s.P}, s.a.x.dtype(), s.a.x.device());
   if (s.projected) g.gWP = like(s.a.W_P);
   g.gbias = Tensor::empty({1, 4 * s.D}, s.a.x.dtype(), s.a.x.device());
   g.gx = Tensor::empty({s.N, s.in}, s.a.x.dtype(), s.a.x.device());
@@ -207,15 +197,18 @@ void weight_grads(const Seq& s, Grads& g) {
   mm(s.X, g.dG, gWx, true, false);
   // m_{t-1} of every step's rows: m0, then the previous step's outputs (unpacked: two copies;
   // under bf16 the forward saved them as the GEMM takes them, M_op, and h likewise, H_op).
-  if (!s.bf16_saved && s.a.steps.empty()) {
-    g.m_before.rows(0, s.B).copy_from(s.a.m0);
-    if (T > 1) g.m_before.rows(s.B, s.N).copy_from(s.Y.rows(0, s.N - s.B));
-  } else if (!s.bf16_saved) {
-    for (int64_t t = 0; t < T; ++t)
-      s.step(g.m_before, t).copy_from(t > 0 ? s.step(s.Y, t - 1).rows(0, s.n[t]) : s.a.m0);
+  const bool saved = s.bf16_saved();
+  if (!saved) {
+    if (s.a.steps.empty()) {
+      g.m_before.rows(0, s.B).copy_from(s.a.m0);
+      if (T > 1) g.m_before.rows(s.B, s.N).copy_from(s.Y.rows(0, s.N - s.B));
+    } else {
+      for (int64_t t = 0; t < T; ++t)
+        s.step(g.m_before, t).copy_from(t > 0 ? s.step(s.Y, t - 1).rows(0, s.n[t]) : s.a.m0);
+    }
   }
-  mm(s.bf16_saved ? s.M_op : g.m_before, g.dG, gWh, true, false);
-  if (s.projected) mm(s.bf16_saved ? s.H_op : s.H, g.dM, g.gWP, true, false);
+  mm(saved ? s.M_op : g.m_before, g.dG, gWh, true, false);
+  if (s.projected) mm(saved ? s.H_op : s.H, g.dM, g.gWP, true, false);
   be(s.a.x).sum_to(g.dG, g.gbias, make_broadcast_plan(g.dG.shape(), g.dG.shape(), g.gbias.shape()), false);
   mm(g.dG, s.Wx, g.gx, false, true);
 }

@@ -686,7 +686,8 @@ TEST(SenseSoftmax, SelectionInsideTheFusedOpEqualsSelectingFirst) {
       std::vector<int32_t> sel;
       Tensor loss;
       if (fused) {
-        SelectedLoss r = select_and_sampled_loss(x, t, ctx, words, proj, mean, neg);
+        SelectedLoss r = select_and_sampled_loss(x, t, ctx, words, proj, mean,
+                                                 Tensor::from(neg, {static_cast<int64_t>(neg.size())}, d));
         loss = r.per_row, sel = host_rows(r.selected);
       } else {
         sel = select_senses(t, ctx, words, proj, mean);
