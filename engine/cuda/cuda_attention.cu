@@ -7,10 +7,9 @@
 #include <cstdlib>
 #include <string>
 
-#include "engine/core/philox.h"
 #include "engine/core/precision.h"
+#include "engine/cuda/cuda_attention.cuh"
 #include "engine/cuda/cuda_backend.cuh"
-#include "engine/cuda/cuda_common.cuh"
 
 namespace sa {
 
@@ -20,20 +19,6 @@ namespace {
 
 constexpr int kRows = 64;      // query (or key) rows per block, one per thread
 constexpr int kTile = 16;      // keys (or queries) per shared-memory tile
-
-struct AttnShape {
-  int64_t H, T, d;
-  double scale, p;
-  uint64_t seed, offset;
-};
-
-// The dropout factor of element (bh, i, j): 0 or 1 / (1 - p), the CPU's draw.
-template <typename T>
-__device__ __forceinline__ T keep_factor(const AttnShape& s, int64_t bh, int64_t i, int64_t j) {
-  if (s.p == 0) return T(1);
-  const uint64_t e = static_cast<uint64_t>((bh * s.T + i) * s.T + j);
-  return philox_uniform(s.seed, s.offset + e) < static_cast<float>(s.p) ? T(0) : T(1) / (T(1) - T(s.p));
-}
 
 // Loads rows [r0, r0 + kTile) of a [T, d] matrix into tile[kTile][D] (zeros past T).
 template <typename T, int D>
@@ -222,12 +207,21 @@ GemmArgs head_gemm(int64_t heads, bool ta, bool tb, int64_t m, int64_t n, int64_
   return g;
 }
 
-// The GEMM path while its scores (three [B*H, T, T] in the backward) take at most 1 GiB, unless
-// SA_ATTENTION=fused asks for the fused kernels (read at each call: the tests run both paths).
-bool attention_uses_gemms(int64_t heads, int64_t T, DType dt) {
+// Which CUDA path computes the attention. The batched GEMMs while their scores (three
+// [B*H, T, T] in the backward) take at most 1 GiB; past that the fused kernels: for f32 tensors
+// under precision = "bf16" the tensor-core ones (cuda_attention_tc.cu), else the per-thread ones.
+// SA_ATTENTION (read at each call: the tests run every path) forces one: "gemm", "fused" (the
+// fused kernels, as above), "fused-simt" (the per-thread ones even under bf16; they do not round).
+enum class AttnPath { Gemms, TensorCores, PerThread };
+
+AttnPath attention_path(int64_t heads, int64_t T, const Tensor& q) {
   const char* e = std::getenv("SA_ATTENTION");
-  if (e && std::string(e) == "fused") return false;
-  return 3 * heads * T * T * static_cast<int64_t>(dtype_size(dt)) <= (int64_t{1} << 30);
+  const std::string forced = e ? e : "";
+  if (forced == "fused-simt") return AttnPath::PerThread;
+  const bool fits = 3 * heads * T * T * static_cast<int64_t>(dtype_size(q.dtype())) <= (int64_t{1} << 30);
+  if (forced == "gemm" || (forced != "fused" && fits)) return AttnPath::Gemms;
+  return q.dtype() == DType::F32 && bf16_matmuls() && attention_tc_supported(q.dim(3)) ? AttnPath::TensorCores
+                                                                                       : AttnPath::PerThread;
 }
 
 // Calls f(std::integral_constant<int, D>) with the smallest supported capacity D >= d.
@@ -247,7 +241,11 @@ void CudaBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, c
   const int64_t B = q.dim(0), H = q.dim(1), T = q.dim(2), d = q.dim(3);
   if (B * H * T == 0) return;
   const AttnShape s{H, T, d, scale, p, seed, offset};
-  if (attention_uses_gemms(B * H, T, q.dtype())) {
+  const AttnPath path = attention_path(B * H, T, q);
+  if (path == AttnPath::TensorCores)
+    return attention_forward_tc(stream_, q.data<float>(), k.data<float>(), v.data<float>(), key_mask.data<uint8_t>(), s,
+                                B * H, out.data<float>(), lse.data<float>());
+  if (path == AttnPath::Gemms) {
     const int64_t BH = B * H, TT = T * T, Td = T * d;
     Tensor probs = Tensor::empty({BH, T, T}, q.dtype(), q.device());
     gemm(head_gemm(BH, false, true, T, T, d, scale, Td, Td, TT), gemm_operand(q), gemm_operand(k), probs);
@@ -279,7 +277,8 @@ void CudaBackend::attention_backward(const Tensor& q, const Tensor& k, const Ten
   const int64_t B = q.dim(0), H = q.dim(1), T = q.dim(2), d = q.dim(3);
   if (B * H * T == 0) return;
   const AttnShape s{H, T, d, scale, p, seed, offset};
-  if (attention_uses_gemms(B * H, T, q.dtype())) {
+  const AttnPath path = attention_path(B * H, T, q);
+  if (path == AttnPath::Gemms) {
     const int64_t BH = B * H, TT = T * T, Td = T * d;
     auto scratch = [&] { return Tensor::empty({BH, T, T}, q.dtype(), q.device()); };
     Tensor probs = scratch(), dropped = scratch(), gprobs = scratch();
@@ -310,17 +309,26 @@ void CudaBackend::attention_backward(const Tensor& q, const Tensor& k, const Ten
     using Tt = decltype(tag);
     attention_delta_kernel<<<blocks_for(B * H * T), kThreads, 0, stream_>>>(out.data<Tt>(), gout.data<Tt>(), B * H * T,
                                                                            d, delta.data<Tt>());
+  });
+  CUDA_LAUNCHED("attention_backward delta");
+  if (path == AttnPath::TensorCores)
+    return attention_backward_tc(stream_, q.data<float>(), k.data<float>(), v.data<float>(), key_mask.data<uint8_t>(),
+                                 lse.data<float>(), delta.data<float>(), gout.data<float>(), s, B * H, gq.data<float>(),
+                                 gk.data<float>(), gv.data<float>());
+  dispatch(q.dtype(), "attention_backward", [&](auto tag) {
+    using Tt = decltype(tag);
     dispatch_head_dim(d, [&](auto D) {
       attention_dkdv_kernel<Tt, D><<<grid, kRows, 0, stream_>>>(q.data<Tt>(), k.data<Tt>(), v.data<Tt>(),
                                                                 key_mask.data<uint8_t>(), lse.data<Tt>(),
                                                                 delta.data<Tt>(), gout.data<Tt>(), s, gk.data<Tt>(),
                                                                 gv.data<Tt>());
+      CUDA_LAUNCHED("attention_backward dk dv");
       attention_dq_kernel<Tt, D><<<grid, kRows, 0, stream_>>>(q.data<Tt>(), k.data<Tt>(), v.data<Tt>(),
                                                               key_mask.data<uint8_t>(), lse.data<Tt>(), delta.data<Tt>(),
                                                               gout.data<Tt>(), s, gq.data<Tt>());
+      CUDA_LAUNCHED("attention_backward dq");
     });
   });
-  CUDA_LAUNCHED("attention_backward");
 }
 
 }  // namespace sa

@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <cstdio>
 #include <functional>
@@ -344,6 +345,33 @@ void bench_attention(Device d, bool quick, int iters, const std::string& dev) {
               tf * 1e3, tu * 1e3, tu / tf, tokens / tf, tokens / tu);
 }
 
+// On CUDA under precision = "bf16": the fused attention on tensor cores against the batched-GEMM
+// path, at BERT's head size over 512 positions (forward and backward, a quarter of the keys padded).
+void bench_attention_bf16(Device d, bool quick, int iters, const std::string& dev) {
+  if (!d.is_cuda()) return;
+  const int64_t B = quick ? 4 : 32, H = 8, T = 512, dh = 64;
+  Tensor q = randn({B, H, T, dh}, d).set_requires_grad(), k = randn({B, H, T, dh}, d).set_requires_grad(),
+         v = randn({B, H, T, dh}, d).set_requires_grad();
+  std::vector<uint8_t> keys(static_cast<size_t>(B * T), 1);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = T - T / 4; t < T; ++t) keys[b * T + t] = 0;
+  Tensor mask = Tensor::from(keys, {B, T}, d);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
+  const char* before = std::getenv("SA_ATTENTION");
+  const std::string saved = before ? before : "";
+  set_bf16_matmuls(true);
+  auto timed = [&](const char* path) {
+    setenv("SA_ATTENTION", path, 1);
+    return time_it(d, iters, [&] { backward(ops::sum(ops::attention(q, k, v, mask, scale))); });
+  };
+  const double tc = timed("fused"), tg = timed("gemm");
+  set_bf16_matmuls(false);
+  before ? setenv("SA_ATTENTION", saved.c_str(), 1) : unsetenv("SA_ATTENTION");
+  std::printf("%-7s %-34s %-18s %9.3f ms %9.3f ms %7.2f\n", dev.c_str(), "attention bf16 f+b: tc fused vs GEMMs",
+              (std::to_string(B) + "x" + std::to_string(H) + "x" + std::to_string(T) + "x" + std::to_string(dh)).c_str(),
+              tc * 1e3, tg * 1e3, tg / tc);
+}
+
 void bench_ops(Device d, bool quick) {
   std::optional<NoGrad> ng(std::in_place);  // recording only where a benchmark needs gradients
   const int iters = quick ? 3 : 10;
@@ -494,6 +522,7 @@ void bench_ops(Device d, bool quick) {
   bench_char_cnn(d, quick, iters, dev);
   bench_crf(d, quick, iters, dev);
   bench_attention(d, quick, iters, dev);
+  bench_attention_bf16(d, quick, iters, dev);
   AllocatorStats s = backend_uncounted(d).allocator().stats();
   std::printf("%-7s peak memory in use %.1f MiB, reserved %.1f MiB, %zu system allocations\n", dev.c_str(),
               s.peak_in_use / 1048576.0, s.reserved / 1048576.0, s.raw_allocs);

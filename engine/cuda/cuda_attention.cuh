@@ -1,0 +1,35 @@
+// What the attention kernels share: the problem's shape, dropout's keep factor (the CPU's draw),
+// and the tensor-core kernels' entry points. Included only by engine/cuda/cuda_attention*.cu.
+#pragma once
+#include "engine/core/philox.h"
+#include "engine/cuda/cuda_common.cuh"
+
+namespace sa::cudak {
+
+struct AttnShape {
+  int64_t H, T, d;
+  double scale, p;
+  uint64_t seed, offset;
+};
+
+// The dropout factor of element (bh, i, j): 0 or 1 / (1 - p), the CPU's draw.
+template <typename T>
+__device__ __forceinline__ T keep_factor(const AttnShape& s, int64_t bh, int64_t i, int64_t j) {
+  if (s.p == 0) return T(1);
+  const uint64_t e = static_cast<uint64_t>((bh * s.T + i) * s.T + j);
+  return philox_uniform(s.seed, s.offset + e) < static_cast<float>(s.p) ? T(0) : T(1) / (T(1) - T(s.p));
+}
+
+// The tensor-core kernels (bf16 operands, f32 accumulation; head size <= 128, compute >= 8.0):
+// the fused path for f32 tensors under precision = "bf16". They round where the batched-GEMM
+// path and the CPU round: q, k, v and gout, the dropped probabilities before P v and P^T gout,
+// and dS before its two products.
+bool attention_tc_supported(int64_t d);
+void attention_forward_tc(cudaStream_t stream, const float* q, const float* k, const float* v, const uint8_t* mask,
+                          const AttnShape& s, int64_t heads, float* out, float* lse);
+// delta[row] = gout[row] . out[row], computed by the caller.
+void attention_backward_tc(cudaStream_t stream, const float* q, const float* k, const float* v, const uint8_t* mask,
+                           const float* lse, const float* delta, const float* gout, const AttnShape& s, int64_t heads,
+                           float* gq, float* gk, float* gv);
+
+}  // namespace sa::cudak
