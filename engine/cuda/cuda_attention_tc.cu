@@ -161,18 +161,10 @@ __global__ void __launch_bounds__(kWarps * 32)
     m = mnew;
     for (int c = half * (D / 2); c < (half + 1) * (D / 2); ++c) Ow[r * kOut + c] *= rescale;
     __syncwarp();
-    for (int n = 0; n < D / 16; ++n) {  // O += Pd v
-      FragC acc;
-      wmma::load_matrix_sync(acc, Ow + n * 16, kOut, wmma::mem_row_major);
-      for (int kk = 0; kk < kTile / 16; ++kk) {
-        FragA fa;
-        FragBRow fb;
-        wmma::load_matrix_sync(fa, Pw + kk * 16, kProbStride);
-        wmma::load_matrix_sync(fb, Vs + kk * 16 * D + n * 16, D);
-        wmma::mma_sync(acc, fa, fb, acc);
-      }
-      wmma::store_matrix_sync(Ow + n * 16, acc, kOut, wmma::mem_row_major);
-    }
+    FragC o[D / 16];  // O += Pd v
+    for (int n = 0; n < D / 16; ++n) wmma::load_matrix_sync(o[n], Ow + n * 16, kOut, wmma::mem_row_major);
+    accumulate_ab<D>(Pw, Vs, o);
+    for (int n = 0; n < D / 16; ++n) wmma::store_matrix_sync(Ow + n * 16, o[n], kOut, wmma::mem_row_major);
     __syncwarp();
   }
   if (i >= s.T) return;

@@ -122,7 +122,7 @@ TEST(WordPieceTrainer, LearnsFrequentWordsAndCoversTheCorpus) {
   // seen once stay in characters.
   EXPECT_LT(v.size(), 100);
   EXPECT_EQ(v.piece(0), "[PAD]");
-  for (const std::string& w : {"the", "lower", "newest", "widest", "lowest", "runner", "runs", "running"})
+  for (const char* w : {"the", "lower", "newest", "widest", "lowest", "runner", "runs", "running"})
     EXPECT_GE(v.id(w), 0) << w;
   EXPECT_EQ(v.id("naive"), -1);
   EXPECT_GE(v.id("##v"), 0);  // "naïve" lowercased and unaccented: its letters as continuations

@@ -7,6 +7,7 @@
 
 #include "engine/core/device_counters.h"
 #include "tests/op_runner.h"
+#include "tests/test_util.h"
 
 namespace sa::testing {
 namespace {
@@ -29,11 +30,10 @@ TEST_P(CudaVsCpu, ForwardAndBackwardMatch) {
   const OpCase& c = op_cases()[GetParam()];
   // attention has two CUDA paths (batched GEMMs, or the fused kernels with SA_ATTENTION=fused)
   const bool two_paths = c.op == ops::Op::attention;
-  const char* before = std::getenv("SA_ATTENTION");
-  const std::string saved = before ? before : "";
+  ScopedEnv path_env("SA_ATTENTION", nullptr);
   for (int path = 0; path < (two_paths ? 2 : 1); ++path)
   for (uint64_t seed : {11u, 12u}) {
-    if (two_paths) setenv("SA_ATTENTION", path ? "fused" : "gemm", 1);
+    if (two_paths) path_env.set(path ? "fused" : "gemm");
     std::mt19937_64 rng(seed * 104729 + GetParam());
     std::vector<CaseInput> inputs = c.make(rng);
     std::vector<Tensor> ws = loss_weights(c, inputs, rng);
@@ -43,7 +43,6 @@ TEST_P(CudaVsCpu, ForwardAndBackwardMatch) {
     for (size_t i = 0; i < cpu.grads.size(); ++i)
       if (cpu.grads[i].defined()) expect_close(cpu.grads[i], gpu.grads[i], c.name + " gradient " + std::to_string(i));
   }
-  if (two_paths) before ? setenv("SA_ATTENTION", saved.c_str(), 1) : unsetenv("SA_ATTENTION");
 }
 
 // Attention at BERT's sizes (head size 64; 128 and 512 positions, the lengths BERT pretrains at),
@@ -52,15 +51,10 @@ TEST_P(CudaVsCpu, ForwardAndBackwardMatch) {
 // taken where the scores would not fit).
 TEST(CudaAttention, BertSizesMatchTheCpu) {
   if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU present: CUDA attention at BERT sizes skipped";
-  struct Restore {  // the caller's SA_ATTENTION, if any
-    const char* e = std::getenv("SA_ATTENTION");
-    std::string saved = e ? e : "";
-    bool had = e != nullptr;
-    ~Restore() { had ? setenv("SA_ATTENTION", saved.c_str(), 1) : unsetenv("SA_ATTENTION"); }
-  } restore;
+  ScopedEnv path_env("SA_ATTENTION", nullptr);
   for (const char* path : {"gemm", "fused"})
   for (int64_t T : {128, 512}) {
-    setenv("SA_ATTENTION", path, 1);
+    path_env.set(path);
     const int64_t B = 2, H = 4, d = 64;
     std::mt19937_64 rng(static_cast<uint64_t>(T));
     std::uniform_real_distribution<double> u(-1.5, 1.5);

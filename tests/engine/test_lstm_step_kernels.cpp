@@ -42,7 +42,9 @@ TEST(LstmStepKernels, OutputBackwardEqualsTheUnfusedChain) {
         Tensor copy = dt == DType::F32 ? Tensor::empty({5, 6}, DType::BF16) : Tensor();
         be.lstm_output_backward(m, with_gy ? &gy : nullptr, grec, clip, got, copy.defined() ? &copy : nullptr);
         EXPECT_EQ(got.values(), want.values());
-        if (copy.defined()) EXPECT_EQ(bf16_values(copy), bf16_values(got.to(DType::BF16)));
+        if (copy.defined()) {
+          EXPECT_EQ(bf16_values(copy), bf16_values(got.to(DType::BF16)));
+        }
       }
 }
 

@@ -224,7 +224,9 @@ TEST(Device, ParsesNamesAndFallsBackWithoutGpu) {
   EXPECT_EQ(parse_device("cuda:1"), Device::cuda(1));
   EXPECT_THROW(parse_device("tpu"), Error);
   EXPECT_THROW(parse_device("cuda:x"), Error);
-  if (cuda_device_count() == 0) EXPECT_EQ(resolve_device("cuda"), Device::cpu());
+  if (cuda_device_count() == 0) {
+    EXPECT_EQ(resolve_device("cuda"), Device::cpu());
+  }
   EXPECT_EQ(resolve_device("cpu"), Device::cpu());
 }
 

@@ -220,12 +220,7 @@ TEST(Bf16Matmuls, AttentionRoundsWhereTheUnfusedOpsDo) {
 // 1.43 of the largest.)
 TEST(Bf16Matmuls, CudaFusedAttentionOnTensorCoresStaysWithinBf16OfTheCpu) {
   if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU present: tensor-core attention check skipped";
-  struct Restore {  // the caller's SA_ATTENTION, if any
-    const char* e = std::getenv("SA_ATTENTION");
-    std::string saved = e ? e : "";
-    bool had = e != nullptr;
-    ~Restore() { had ? setenv("SA_ATTENTION", saved.c_str(), 1) : unsetenv("SA_ATTENTION"); }
-  } restore;
+  testing::ScopedEnv path_env("SA_ATTENTION", nullptr);
   struct Case {
     int64_t T, d;
   };
@@ -238,7 +233,7 @@ TEST(Bf16Matmuls, CudaFusedAttentionOnTensorCoresStaysWithinBf16OfTheCpu) {
     for (int64_t j = T - T / 4; j < T; ++j) keys[static_cast<size_t>(T + j)] = 0;  // sentence 2 padded
     for (int64_t j = 0; j < T; ++j) keys[static_cast<size_t>(2 * T + j)] = 0;       // sentence 3 all padding
     auto run = [&](Device dev, bool bf16, const char* path) {
-      setenv("SA_ATTENTION", path, 1);
+      path_env.set(path);
       std::optional<Bf16On> scope;
       if (bf16) scope.emplace();
       const Shape s{B, H, T, d};

@@ -357,7 +357,7 @@ SenseStep spread_along(int axis, double scale, std::mt19937_64& rng) {
     v[r * 4 + axis] = scale * n(rng);
     for (int i = 0; i < 4; ++i) v[r * 4 + i] += 0.01 * n(rng);
   }
-  return {Tensor::of(v, {64, 4}), Tensor::from(std::vector<int32_t>(64, 0), {64}), std::vector<int32_t>(64, 0), {}};
+  return {Tensor::of(v, {64, 4}), Tensor::from(std::vector<int32_t>(64, 0), {64}), std::vector<int32_t>(64, 0), {}, Tensor()};
 }
 double first_axis_weight(const PcaProjection& p, int axis) { return std::abs(p.matrix().values()[axis * 2]); }
 }  // namespace
@@ -528,7 +528,7 @@ TEST(SenseSoftmax, TheDeviceListOfEnabledRowsFollowsWarmupAndPruning) {
     std::vector<int32_t> rows(200, h.table.row(0, n <= 2 ? 0 : 1));
     std::vector<double> ctx(200 * 4, 0.5);
     return after_step(h, o, n, SenseStep{Tensor::of(ctx, {200, 4}), Tensor::from(rows, {200}),
-                                         std::vector<int32_t>(200, 0), {}});
+                                         std::vector<int32_t>(200, 0), {}, Tensor()});
   };
   step(1);
   EXPECT_TRUE(step(2).warmup_ended);

@@ -23,7 +23,9 @@ void expect_clean_layout(const std::vector<LabelRequest>& req, const std::vector
     const Box b = text_box(req[i].text, out[i].x, out[i].y, req[i].size);
     EXPECT_DOUBLE_EQ(b.x1, out[i].box.x1);
     for (size_t j = 0; j < out.size(); ++j) {
-      if (j != i) EXPECT_FALSE(out[i].box.overlaps(out[j].box)) << req[i].text << " overlaps " << req[j].text;
+      if (j != i) {
+        EXPECT_FALSE(out[i].box.overlaps(out[j].box)) << req[i].text << " overlaps " << req[j].text;
+      }
       const LabelRequest& p = req[j];
       EXPECT_FALSE(out[i].box.overlaps({p.px - p.radius, p.py - p.radius, p.px + p.radius, p.py + p.radius}))
           << req[i].text << " covers the point of " << p.text;

@@ -198,8 +198,9 @@ TEST(XlingEval, NerEndToEndOnTheBilmTfFixture) {
     EXPECT_EQ(sents[0][0].gold, "B-PER");  // IOB1 as read, IOB2 as written
     EXPECT_EQ(sents[0][3].gold, "B-LOC");
     for (size_t i = 0; i < sents[0].size(); ++i)  // IOB2: an I- tag continues a chunk of its type
-      if (sents[0][i].gold.rfind("I-", 0) == 0)
+      if (sents[0][i].gold.rfind("I-", 0) == 0) {
         EXPECT_TRUE(i > 0 && sents[0][i - 1].gold.substr(2) == sents[0][i].gold.substr(2)) << i;
+      }
     EXPECT_NEAR(conlleval(sents).all.f1(), rep["runs"][run - 1]["test"]["de"].get<double>(), 1e-9);
   }
 }

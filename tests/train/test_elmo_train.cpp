@@ -251,8 +251,12 @@ TEST(ElmoTrain, MixedBatchesCarryEachTokensLanguage) {
       ASSERT_EQ(b.lang.size(), b.targets.size());
       for (size_t k = 0; k < b.targets.size(); ++k) {
         const int32_t t = b.targets[k];
-        if (t == 3 || t == 4) EXPECT_EQ(b.lang[k], 0) << "a target of the first corpus";
-        if (t == 5 || t == 6) EXPECT_EQ(b.lang[k], 1) << "a target of the second corpus";
+        if (t == 3 || t == 4) {
+          EXPECT_EQ(b.lang[k], 0) << "a target of the first corpus";
+        }
+        if (t == 5 || t == 6) {
+          EXPECT_EQ(b.lang[k], 1) << "a target of the second corpus";
+        }
         ++seen[b.lang[k]];
       }
     }
@@ -345,7 +349,9 @@ TEST(ElmoTrain, CleanTopAddsTheUndroppedResidual) {
         EXPECT_TRUE(std::abs(r - 1) < 1e-9 || std::abs(r + 1) < 1e-9) << "element " << i << ": " << r;
         (r > 0 ? up : down)++;
       }
-      if (p > 0) EXPECT_TRUE(up > 0 && down > 0);
+      if (p > 0) {
+        EXPECT_TRUE(up > 0 && down > 0);
+      }
     }
   }
 }
