@@ -70,6 +70,14 @@ class Backend {
   // f32 matrix products on TF32 tensor cores (10-bit mantissa inputs, f32 accumulation): several
   // times the f32 rate, results within ~1e-3 relative. Off by default; the CPU ignores it.
   virtual void set_tf32(bool on) {}
+  // Independent work side by side (the LSTM's sequences): after fork_lanes(n), use_lane(i) sends
+  // the calling thread's work to lane i, each lane ordered after all work queued before the fork;
+  // join_lanes() orders later work after every lane's. Blocks freed between fork and join are
+  // reused only after the join (a lane could still be reading them). No-ops where the device runs
+  // one queue (the CPU).
+  virtual void fork_lanes(int n) {}
+  virtual void use_lane(int i) {}
+  virtual void join_lanes() {}
 
   // memory and conversion (any dtype)
   virtual void fill(Tensor& t, double value) = 0;

@@ -14,7 +14,10 @@ size_t CachingAllocator::round_size(size_t bytes) {
   return ((bytes + (1u << 20) - 1) >> 20) << 20;
 }
 
-CachingAllocator::~CachingAllocator() { release_cached(); }
+CachingAllocator::~CachingAllocator() {
+  for (const auto& [size, p] : held_) raw_free_(p, device_);
+  release_cached();
+}
 
 // The host's cache is bounded: with shapes that keep changing (embedding sentences of every
 // length) it would keep a block of every size it ever saw, and the process would grow without
@@ -67,8 +70,24 @@ void CachingAllocator::deallocate(void* p) {
   auto it = live_.find(p);
   if (it == live_.end()) return;  // not ours: ignore rather than corrupt the cache
   st_.in_use -= it->second;
-  free_.emplace(it->second, p);
+  if (holds_ > 0)
+    held_.emplace_back(it->second, p);
+  else
+    free_.emplace(it->second, p);
   live_.erase(it);
+}
+
+void CachingAllocator::hold_frees() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++holds_;
+}
+
+void CachingAllocator::release_held() {
+  std::lock_guard<std::mutex> lock(mu_);
+  SA_CHECK(holds_ > 0, "release_held without hold_frees");
+  if (--holds_ > 0) return;
+  for (const auto& [size, p] : held_) free_.emplace(size, p);
+  held_.clear();
 }
 
 void CachingAllocator::release_cached() {

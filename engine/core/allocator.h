@@ -31,6 +31,11 @@ class CachingAllocator {
   void deallocate(void* p);
   // Gives every cached block back to the system.
   void release_cached();
+  // While held (calls nest), freed blocks are kept aside, not handed out again; the last
+  // release_held() returns them to the cache. For work on several device queues: a block freed by
+  // the host may still be read by a queue that has not run yet, and only the join orders them.
+  void hold_frees();
+  void release_held();
   AllocatorStats stats() const;
   void reset_peak();
 
@@ -43,6 +48,8 @@ class CachingAllocator {
   mutable std::mutex mu_;
   std::multimap<size_t, void*> free_;        // size -> block
   std::unordered_map<void*, size_t> live_;   // block -> size
+  std::vector<std::pair<size_t, void*>> held_;  // freed while held: size, block
+  int holds_ = 0;
   AllocatorStats st_;
 };
 

@@ -243,7 +243,7 @@ void CudaBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, c
   const AttnShape s{H, T, d, scale, p, seed, offset};
   const AttnPath path = attention_path(B * H, T, q);
   if (path == AttnPath::TensorCores)
-    return attention_forward_tc(stream_, q.data<float>(), k.data<float>(), v.data<float>(), key_mask.data<uint8_t>(), s,
+    return attention_forward_tc(stream(), q.data<float>(), k.data<float>(), v.data<float>(), key_mask.data<uint8_t>(), s,
                                 B * H, out.data<float>(), lse.data<float>());
   if (path == AttnPath::Gemms) {
     const int64_t BH = B * H, TT = T * T, Td = T * d;
@@ -251,7 +251,7 @@ void CudaBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, c
     gemm(head_gemm(BH, false, true, T, T, d, scale, Td, Td, TT), gemm_operand(q), gemm_operand(k), probs);
     dispatch(q.dtype(), "attention", [&](auto tag) {
       using Tt = decltype(tag);
-      attention_rows_kernel<Tt><<<static_cast<unsigned>(BH * T), row_threads(T), 0, stream_>>>(
+      attention_rows_kernel<Tt><<<static_cast<unsigned>(BH * T), row_threads(T), 0, stream()>>>(
           probs.data<Tt>(), key_mask.data<uint8_t>(), s, lse.data<Tt>(), true, nullptr);
     });
     CUDA_LAUNCHED("attention rows");
@@ -263,7 +263,7 @@ void CudaBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, c
   dispatch(q.dtype(), "attention", [&](auto tag) {
     using Tt = decltype(tag);
     dispatch_head_dim(d, [&](auto D) {
-      attention_forward_kernel<Tt, D><<<grid, kRows, 0, stream_>>>(q.data<Tt>(), k.data<Tt>(), v.data<Tt>(),
+      attention_forward_kernel<Tt, D><<<grid, kRows, 0, stream()>>>(q.data<Tt>(), k.data<Tt>(), v.data<Tt>(),
                                                                    key_mask.data<uint8_t>(), s, out.data<Tt>(),
                                                                    lse.data<Tt>());
     });
@@ -286,7 +286,7 @@ void CudaBackend::attention_backward(const Tensor& q, const Tensor& k, const Ten
     gemm(head_gemm(BH, false, true, T, T, d, scale, Td, Td, TT), qo, ko, probs);
     dispatch(q.dtype(), "attention_backward", [&](auto tag) {
       using Tt = decltype(tag);
-      attention_rows_kernel<Tt><<<static_cast<unsigned>(BH * T), row_threads(T), 0, stream_>>>(
+      attention_rows_kernel<Tt><<<static_cast<unsigned>(BH * T), row_threads(T), 0, stream()>>>(
           probs.data<Tt>(), key_mask.data<uint8_t>(), s, const_cast<Tt*>(lse.data<Tt>()), false, dropped.data<Tt>());
     });
     CUDA_LAUNCHED("attention_backward rows");
@@ -294,7 +294,7 @@ void CudaBackend::attention_backward(const Tensor& q, const Tensor& k, const Ten
     gemm(head_gemm(BH, false, true, T, T, d, 1.0, Td, Td, TT), go, gemm_operand(v), gprobs);    // gPd = gout v^T
     dispatch(q.dtype(), "attention_backward", [&](auto tag) {
       using Tt = decltype(tag);
-      attention_dscores_kernel<Tt><<<static_cast<unsigned>(BH * T), row_threads(T), 0, stream_>>>(
+      attention_dscores_kernel<Tt><<<static_cast<unsigned>(BH * T), row_threads(T), 0, stream()>>>(
           probs.data<Tt>(), dropped.data<Tt>(), gprobs.data<Tt>(), s);
     });
     CUDA_LAUNCHED("attention_backward scores");
@@ -307,23 +307,23 @@ void CudaBackend::attention_backward(const Tensor& q, const Tensor& k, const Ten
   Tensor delta = Tensor::empty({B * H * T}, q.dtype(), q.device());
   dispatch(q.dtype(), "attention_backward", [&](auto tag) {
     using Tt = decltype(tag);
-    attention_delta_kernel<<<blocks_for(B * H * T), kThreads, 0, stream_>>>(out.data<Tt>(), gout.data<Tt>(), B * H * T,
+    attention_delta_kernel<<<blocks_for(B * H * T), kThreads, 0, stream()>>>(out.data<Tt>(), gout.data<Tt>(), B * H * T,
                                                                            d, delta.data<Tt>());
   });
   CUDA_LAUNCHED("attention_backward delta");
   if (path == AttnPath::TensorCores)
-    return attention_backward_tc(stream_, q.data<float>(), k.data<float>(), v.data<float>(), key_mask.data<uint8_t>(),
+    return attention_backward_tc(stream(), q.data<float>(), k.data<float>(), v.data<float>(), key_mask.data<uint8_t>(),
                                  lse.data<float>(), delta.data<float>(), gout.data<float>(), s, B * H, gq.data<float>(),
                                  gk.data<float>(), gv.data<float>());
   dispatch(q.dtype(), "attention_backward", [&](auto tag) {
     using Tt = decltype(tag);
     dispatch_head_dim(d, [&](auto D) {
-      attention_dkdv_kernel<Tt, D><<<grid, kRows, 0, stream_>>>(q.data<Tt>(), k.data<Tt>(), v.data<Tt>(),
+      attention_dkdv_kernel<Tt, D><<<grid, kRows, 0, stream()>>>(q.data<Tt>(), k.data<Tt>(), v.data<Tt>(),
                                                                 key_mask.data<uint8_t>(), lse.data<Tt>(),
                                                                 delta.data<Tt>(), gout.data<Tt>(), s, gk.data<Tt>(),
                                                                 gv.data<Tt>());
       CUDA_LAUNCHED("attention_backward dk dv");
-      attention_dq_kernel<Tt, D><<<grid, kRows, 0, stream_>>>(q.data<Tt>(), k.data<Tt>(), v.data<Tt>(),
+      attention_dq_kernel<Tt, D><<<grid, kRows, 0, stream()>>>(q.data<Tt>(), k.data<Tt>(), v.data<Tt>(),
                                                               key_mask.data<uint8_t>(), lse.data<Tt>(), delta.data<Tt>(),
                                                               gout.data<Tt>(), s, gq.data<Tt>());
       CUDA_LAUNCHED("attention_backward dq");

@@ -3,6 +3,7 @@
 #pragma once
 #include <atomic>
 #include <mutex>
+#include <vector>
 
 #include "engine/cuda/cuda_common.cuh"
 
@@ -15,8 +16,13 @@ class CudaBackend final : public Backend {
   CachingAllocator& allocator() override { return alloc_; }
   void synchronize() override;
   void set_tf32(bool on) override;
-  cudaStream_t stream() const { return stream_; }
-  cublasHandle_t blas() const { return blas_; }
+  void fork_lanes(int n) override;
+  void use_lane(int i) override;
+  void join_lanes() override;
+  // The stream and cuBLAS handle this thread's work goes to: its lane's between fork_lanes and
+  // join_lanes, else the backend's own.
+  cudaStream_t stream() const { return in_lane() ? lanes_[static_cast<size_t>(lane_)].stream : stream_; }
+  cublasHandle_t blas() const { return in_lane() ? lanes_[static_cast<size_t>(lane_)].blas : blas_; }
   // Host -> device without waiting: `bytes` from src are staged in pinned memory and copied on
   // this backend's stream, in order with the kernels. Returns false (nothing done) when the
   // upload is larger than a staging slot; the caller then copies synchronously.
@@ -28,6 +34,19 @@ class CudaBackend final : public Backend {
   CachingAllocator alloc_;
   cudaStream_t stream_ = nullptr;  // the legacy default stream: ordered with cudaMemcpy
   cublasHandle_t blas_ = nullptr;
+  bool tf32_ = false;
+  // Side streams (blocking ones: the legacy stream's copies still wait for them), each with its
+  // own cuBLAS handle and an event for the join; made on first use, kept.
+  struct Lane {
+    cudaStream_t stream = nullptr;
+    cublasHandle_t blas = nullptr;
+    cudaEvent_t done = nullptr;
+  };
+  std::vector<Lane> lanes_;
+  cudaEvent_t forked_ = nullptr;
+  int forked_lanes_ = 0;                // lanes in use since fork_lanes (0: none)
+  static thread_local int lane_;        // the calling thread's lane, -1 outside
+  bool in_lane() const { return lane_ >= 0 && lane_ < forked_lanes_; }  // (lane_ is per thread, not per device)
   // The upload staging ring (upload_async): kSlots pinned slots, each reused only after the copy
   // that last read it has run (its event).
   static constexpr size_t kSlots = 16, kSlotBytes = size_t{4} << 20;

@@ -14,7 +14,7 @@ void CudaBackend::gemm(const GemmArgs& g, const Tensor& a, const Tensor& b, Tens
     if (b.dtype() != DType::BF16 || c.dtype() != DType::F32)
       fail_message("gemm: bf16 GEMMs take bf16 operands and write f32");
     const float alpha = static_cast<float>(g.alpha), beta = static_cast<float>(g.beta);
-    CUBLAS_CHECK(cublasGemmStridedBatchedEx(blas_, ob, oa, n, m, k, &alpha, b.raw(), CUDA_R_16BF, ldb, g.stride_b,
+    CUBLAS_CHECK(cublasGemmStridedBatchedEx(blas(), ob, oa, n, m, k, &alpha, b.raw(), CUDA_R_16BF, ldb, g.stride_b,
                                             a.raw(), CUDA_R_16BF, lda, g.stride_a, &beta, c.raw(), CUDA_R_32F, ldc,
                                             g.stride_c, batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     return;
@@ -22,11 +22,11 @@ void CudaBackend::gemm(const GemmArgs& g, const Tensor& a, const Tensor& b, Tens
   if (a.dtype() != b.dtype() || a.dtype() != c.dtype()) fail_message("gemm: operands of different dtypes");
   if (a.dtype() == DType::F32) {
     const float alpha = static_cast<float>(g.alpha), beta = static_cast<float>(g.beta);
-    CUBLAS_CHECK(cublasSgemmStridedBatched(blas_, ob, oa, n, m, k, &alpha, b.data<float>(), ldb, g.stride_b,
+    CUBLAS_CHECK(cublasSgemmStridedBatched(blas(), ob, oa, n, m, k, &alpha, b.data<float>(), ldb, g.stride_b,
                                            a.data<float>(), lda, g.stride_a, &beta, c.data<float>(), ldc, g.stride_c,
                                            batch));
   } else if (a.dtype() == DType::F64) {
-    CUBLAS_CHECK(cublasDgemmStridedBatched(blas_, ob, oa, n, m, k, &g.alpha, b.data<double>(), ldb, g.stride_b,
+    CUBLAS_CHECK(cublasDgemmStridedBatched(blas(), ob, oa, n, m, k, &g.alpha, b.data<double>(), ldb, g.stride_b,
                                            a.data<double>(), lda, g.stride_a, &g.beta, c.data<double>(), ldc,
                                            g.stride_c, batch));
   } else {

@@ -157,10 +157,10 @@ void CudaBackend::candidate_softmax(const Tensor& x, const Tensor& wt, const Ten
   const Tensor xo = gemm_operand(x), Wco = gemm_operand(Wc);
   dispatch(x.dtype(), "candidate_softmax", [&](auto tag) {
     using T = decltype(tag);
-    own_logits_kernel<<<warp_blocks(N * H), 32 * kWarpsPerBlock, 0, stream_>>>(
+    own_logits_kernel<<<warp_blocks(N * H), 32 * kWarpsPerBlock, 0, stream()>>>(
         x.data<T>(), wt.data<T>(), bt.data<T>(), own_ids.data<int32_t>(), t.data<T>(), N, H, P);
     CUDA_LAUNCHED("candidate_softmax own logits");
-    lse_start_kernel<<<blocks_for(N), kThreads, 0, stream_>>>(t.data<T>(), m.data<T>(), s.data<T>(), N, H);
+    lse_start_kernel<<<blocks_for(N), kThreads, 0, stream()>>>(t.data<T>(), m.data<T>(), s.data<T>(), N, H);
     CUDA_LAUNCHED("candidate_softmax lse start");
     for (int64_t c0 = 0; c0 < S; c0 += C) {
       const int64_t c1 = std::min(S, c0 + C), w = c1 - c0;
@@ -168,12 +168,12 @@ void CudaBackend::candidate_softmax(const Tensor& x, const Tensor& wt, const Ten
       GemmArgs g;  // tile = x Wc[c0:c1]^T
       g.trans_b = true, g.m = N, g.n = w, g.k = P;
       gemm(g, xo, Wco.rows(c0, c1), tile);
-      lse_chunk_kernel<<<warp_blocks(N), 32 * kWarpsPerBlock, 0, stream_>>>(
+      lse_chunk_kernel<<<warp_blocks(N), 32 * kWarpsPerBlock, 0, stream()>>>(
           tile.data<T>(), bcol.rows(c0, c1).data<T>(), cand_ids.data<int32_t>() + c0, own_ids.data<int32_t>(),
           m.data<T>(), s.data<T>(), N, w, H);
       CUDA_LAUNCHED("candidate_softmax lse chunk");
     }
-    lse_finish_kernel<<<blocks_for(N), kThreads, 0, stream_>>>(m.data<T>(), s.data<T>(), t.data<T>(),
+    lse_finish_kernel<<<blocks_for(N), kThreads, 0, stream()>>>(m.data<T>(), s.data<T>(), t.data<T>(),
                                                                own_ids.data<int32_t>(), own_w.data<T>(),
                                                                loss.data<T>(), lse.data<T>(), N, H);
     CUDA_LAUNCHED("candidate_softmax lse finish");
@@ -207,7 +207,7 @@ void CudaBackend::candidate_softmax_backward(const Tensor& x, const Tensor& wt, 
       GemmArgs g;  // tile = x Wc[c0:c1]^T, the forward's logits again
       g.trans_b = true, g.m = N, g.n = w, g.k = P;
       gemm(g, xo, Wchunk, tile);
-      softmax_grad_chunk_kernel<<<blocks_for(N * w), kThreads, 0, stream_>>>(
+      softmax_grad_chunk_kernel<<<blocks_for(N * w), kThreads, 0, stream()>>>(
           tile.data<T>(), bcol.rows(c0, c1).data<T>(), cand_ids.data<int32_t>() + c0, own_ids.data<int32_t>(),
           lse.data<T>(), gloss.data<T>(), N, w, H);
       CUDA_LAUNCHED("candidate_softmax grad chunk");
@@ -224,14 +224,14 @@ void CudaBackend::candidate_softmax_backward(const Tensor& x, const Tensor& wt, 
       Tensor gb = gbcol.rows(c0, c1);
       gemm(gba, tile, ones, gb);
     }
-    own_logits_kernel<<<warp_blocks(N * H), 32 * kWarpsPerBlock, 0, stream_>>>(
+    own_logits_kernel<<<warp_blocks(N * H), 32 * kWarpsPerBlock, 0, stream()>>>(
         x.data<T>(), wt.data<T>(), bt.data<T>(), own_ids.data<int32_t>(), t.data<T>(), N, H, P);
     CUDA_LAUNCHED("candidate_softmax own logits");
-    own_grad_kernel<<<blocks_for(N * H), kThreads, 0, stream_>>>(t.data<T>(), own_ids.data<int32_t>(),
+    own_grad_kernel<<<blocks_for(N * H), kThreads, 0, stream()>>>(t.data<T>(), own_ids.data<int32_t>(),
                                                                  own_w.data<T>(), lse.data<T>(), gloss.data<T>(),
                                                                  gbt.data<T>(), N, H);
     CUDA_LAUNCHED("candidate_softmax own grad");
-    own_rows_grads_kernel<<<blocks_for(N * P), kThreads, 0, stream_>>>(x.data<T>(), wt.data<T>(), gbt.data<T>(),
+    own_rows_grads_kernel<<<blocks_for(N * P), kThreads, 0, stream()>>>(x.data<T>(), wt.data<T>(), gbt.data<T>(),
                                                                        gx.data<T>(), gwt.data<T>(), N, P, H);
     CUDA_LAUNCHED("candidate_softmax own rows grads");
   });

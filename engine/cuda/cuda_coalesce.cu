@@ -115,29 +115,29 @@ std::pair<Tensor, Tensor> CudaBackend::coalesce_rows(const Tensor& ids, const Te
   auto i32 = [&](int64_t k) { return Tensor::empty({k}, DType::I32, dev); };
   Tensor order = i32(M), sorted = i32(M), perm = i32(M), run = i32(M), starts = i32(M), ph = i32(M), pidx = i32(M);
   Tensor bounds = i32(2 * M), first = i32(M + 1);
-  iota_kernel<<<blocks_for(M), kThreads, 0, stream_>>>(order.data<int32_t>(), M);
+  iota_kernel<<<blocks_for(M), kThreads, 0, stream()>>>(order.data<int32_t>(), M);
   CUDA_LAUNCHED("coalesce iota");
   size_t sort_bytes = 0, scan_bytes = 0;
   CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, ids.data<int32_t>(), sorted.data<int32_t>(),
-                                             order.data<int32_t>(), perm.data<int32_t>(), n, 0, 32, stream_));
-  CUDA_CHECK(cub::DeviceScan::InclusiveSum(nullptr, scan_bytes, run.data<int32_t>(), run.data<int32_t>(), n, stream_));
+                                             order.data<int32_t>(), perm.data<int32_t>(), n, 0, 32, stream()));
+  CUDA_CHECK(cub::DeviceScan::InclusiveSum(nullptr, scan_bytes, run.data<int32_t>(), run.data<int32_t>(), n, stream()));
   Tensor scratch = Tensor::empty({static_cast<int64_t>(std::max(sort_bytes, scan_bytes))}, DType::U8, dev);
   CUDA_CHECK(cub::DeviceRadixSort::SortPairs(scratch.raw(), sort_bytes, ids.data<int32_t>(), sorted.data<int32_t>(),
-                                             order.data<int32_t>(), perm.data<int32_t>(), n, 0, 32, stream_));
-  run_heads_kernel<<<blocks_for(M), kThreads, 0, stream_>>>(sorted.data<int32_t>(), run.data<int32_t>(), M);
+                                             order.data<int32_t>(), perm.data<int32_t>(), n, 0, 32, stream()));
+  run_heads_kernel<<<blocks_for(M), kThreads, 0, stream()>>>(sorted.data<int32_t>(), run.data<int32_t>(), M);
   CUDA_LAUNCHED("coalesce run heads");
   CUDA_CHECK(cub::DeviceScan::InclusiveSum(scratch.raw(), scan_bytes, run.data<int32_t>(), run.data<int32_t>(), n,
-                                           stream_));
+                                           stream()));
   Tensor uids = i32(M);  // one slot per entry; the distinct ids first
-  run_starts_kernel<<<blocks_for(M), kThreads, 0, stream_>>>(sorted.data<int32_t>(), run.data<int32_t>(),
+  run_starts_kernel<<<blocks_for(M), kThreads, 0, stream()>>>(sorted.data<int32_t>(), run.data<int32_t>(),
                                                              uids.data<int32_t>(), starts.data<int32_t>(), M);
   CUDA_LAUNCHED("coalesce run starts");
-  piece_heads_kernel<<<blocks_for(M), kThreads, 0, stream_>>>(sorted.data<int32_t>(), run.data<int32_t>(),
+  piece_heads_kernel<<<blocks_for(M), kThreads, 0, stream()>>>(sorted.data<int32_t>(), run.data<int32_t>(),
                                                               starts.data<int32_t>(), ph.data<int32_t>(), M);
   CUDA_LAUNCHED("coalesce piece heads");
   CUDA_CHECK(cub::DeviceScan::InclusiveSum(scratch.raw(), scan_bytes, ph.data<int32_t>(), pidx.data<int32_t>(), n,
-                                           stream_));
-  piece_bounds_kernel<<<blocks_for(M), kThreads, 0, stream_>>>(sorted.data<int32_t>(), run.data<int32_t>(),
+                                           stream()));
+  piece_bounds_kernel<<<blocks_for(M), kThreads, 0, stream()>>>(sorted.data<int32_t>(), run.data<int32_t>(),
                                                                ph.data<int32_t>(), pidx.data<int32_t>(),
                                                                bounds.data<int32_t>(), first.data<int32_t>(), M);
   CUDA_LAUNCHED("coalesce piece bounds");
@@ -145,9 +145,9 @@ std::pair<Tensor, Tensor> CudaBackend::coalesce_rows(const Tensor& ids, const Te
   int64_t slots = M;
   if (!allow_padding) {
     int32_t U = 0;
-    CUDA_CHECK(cudaMemcpyAsync(&U, run.data<int32_t>() + (M - 1), sizeof U, cudaMemcpyDeviceToHost, stream_));
+    CUDA_CHECK(cudaMemcpyAsync(&U, run.data<int32_t>() + (M - 1), sizeof U, cudaMemcpyDeviceToHost, stream()));
     counters::host_read();
-    CUDA_CHECK(cudaStreamSynchronize(stream_));
+    CUDA_CHECK(cudaStreamSynchronize(stream()));
     slots = U;
   }
   Tensor partial = Tensor::empty({M, d}, rows.dtype(), dev);  // Q <= M pieces
@@ -155,11 +155,11 @@ std::pair<Tensor, Tensor> CudaBackend::coalesce_rows(const Tensor& ids, const Te
   if (slots == 0) return {uids.rows(0, 0), summed};
   dispatch(rows.dtype(), "coalesce_rows", [&](auto tag) {
     using T = decltype(tag);
-    piece_sums_kernel<<<blocks_for(M * d), kThreads, 0, stream_>>>(rows.data<T>(), perm.data<int32_t>(),
+    piece_sums_kernel<<<blocks_for(M * d), kThreads, 0, stream()>>>(rows.data<T>(), perm.data<int32_t>(),
                                                                    bounds.data<int32_t>(), pidx.data<int32_t>(),
                                                                    partial.data<T>(), M, M, d);
     const int64_t w = std::max<int64_t>(d, 1);
-    run_sums_kernel<<<blocks_for(slots * w), kThreads, 0, stream_>>>(partial.data<T>(), first.data<int32_t>(),
+    run_sums_kernel<<<blocks_for(slots * w), kThreads, 0, stream()>>>(partial.data<T>(), first.data<int32_t>(),
                                                                      run.data<int32_t>(), uids.data<int32_t>(),
                                                                      summed.data<T>(), slots, M, d, w);
   });

@@ -56,7 +56,7 @@ void CudaBackend::crf_nll(const Tensor& em, const Tensor& tags, const Tensor& le
   const int K = static_cast<int>(em.dim(2));
   dispatch(em.dtype(), "crf_nll", [&](auto tag) {
     using T = decltype(tag);
-    crf_nll_kernel<<<blocks_for(B, 64), 64, 0, stream_>>>(em.data<T>(), tags.data<int32_t>(), lengths.data<int32_t>(),
+    crf_nll_kernel<<<blocks_for(B, 64), 64, 0, stream()>>>(em.data<T>(), tags.data<int32_t>(), lengths.data<int32_t>(),
                                                           trans.data<T>(), start.data<T>(), end.data<T>(), B, Tn, K,
                                                           loss.data<T>(), alpha.data<double>(), log_z.data<double>());
   });
@@ -71,7 +71,7 @@ void CudaBackend::crf_nll_backward(const Tensor& em, const Tensor& tags, const T
   fill(gem, 0.0);
   dispatch(em.dtype(), "crf_nll_backward", [&](auto tag) {
     using T = decltype(tag);
-    crf_nll_backward_kernel<<<blocks_for(B, 64), 64, 0, stream_>>>(
+    crf_nll_backward_kernel<<<blocks_for(B, 64), 64, 0, stream()>>>(
         em.data<T>(), tags.data<int32_t>(), lengths.data<int32_t>(), trans.data<T>(), end.data<T>(),
         alpha.data<double>(), log_z.data<double>(), gloss.data<T>(), B, Tn, K, beta.data<double>(), gem.data<T>(),
         gtrans.data<T>(), gstart.data<T>(), gend.data<T>());
@@ -86,7 +86,7 @@ void CudaBackend::crf_viterbi(const Tensor& em, const Tensor& lengths, const Ten
   fill(path, 0.0);
   dispatch(em.dtype(), "crf_viterbi", [&](auto tag) {
     using T = decltype(tag);
-    crf_viterbi_kernel<<<blocks_for(B, 64), 64, 0, stream_>>>(em.data<T>(), lengths.data<int32_t>(), trans.data<T>(),
+    crf_viterbi_kernel<<<blocks_for(B, 64), 64, 0, stream()>>>(em.data<T>(), lengths.data<int32_t>(), trans.data<T>(),
                                                                start.data<T>(), end.data<T>(), B, Tn, K,
                                                                delta.data<double>(), back.data<int32_t>(),
                                                                path.data<int32_t>());

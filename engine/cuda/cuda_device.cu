@@ -82,13 +82,58 @@ bool CudaBackend::upload_async(void* dst, const void* src, size_t bytes) {
   CUDA_CHECK(cudaEventSynchronize(slot_done_[s]));  // the copy that last read this slot has run
   char* slot = pinned_ + s * kSlotBytes;
   std::memcpy(slot, src, bytes);
-  CUDA_CHECK(cudaMemcpyAsync(dst, slot, bytes, cudaMemcpyHostToDevice, stream_));
-  CUDA_CHECK(cudaEventRecord(slot_done_[s], stream_));
+  CUDA_CHECK(cudaMemcpyAsync(dst, slot, bytes, cudaMemcpyHostToDevice, stream()));
+  CUDA_CHECK(cudaEventRecord(slot_done_[s], stream()));
   return true;
 }
 
 void CudaBackend::set_tf32(bool on) {
-  CUBLAS_CHECK(cublasSetMathMode(blas_, on ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+  tf32_ = on;
+  const cublasMath_t mode = on ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH;
+  CUBLAS_CHECK(cublasSetMathMode(blas_, mode));
+  for (Lane& l : lanes_) CUBLAS_CHECK(cublasSetMathMode(l.blas, mode));
+}
+
+thread_local int CudaBackend::lane_ = -1;
+
+// Each lane waits for what the backend's stream has queued (forked_), runs its own work, and the
+// join makes the backend's stream wait for every lane's last event. Frees are held meanwhile: a
+// block one lane's host code frees may still be read by that lane's queued kernels when another
+// lane's allocation would take it.
+void CudaBackend::fork_lanes(int n) {
+  if (forked_lanes_ > 0) fail_message("fork_lanes: lanes already forked (they do not nest)");
+  if (!forked_) CUDA_CHECK(cudaEventCreateWithFlags(&forked_, cudaEventDisableTiming));
+  while (static_cast<int>(lanes_.size()) < n) {
+    Lane l;
+    CUDA_CHECK(cudaStreamCreate(&l.stream));
+    CUBLAS_CHECK(cublasCreate(&l.blas));
+    CUBLAS_CHECK(cublasSetStream(l.blas, l.stream));
+    CUBLAS_CHECK(cublasSetMathMode(l.blas, tf32_ ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+    CUDA_CHECK(cudaEventCreateWithFlags(&l.done, cudaEventDisableTiming));
+    lanes_.push_back(l);
+  }
+  CUDA_CHECK(cudaEventRecord(forked_, stream_));
+  for (int i = 0; i < n; ++i) CUDA_CHECK(cudaStreamWaitEvent(lanes_[static_cast<size_t>(i)].stream, forked_, 0));
+  alloc_.hold_frees();
+  forked_lanes_ = n;
+}
+
+void CudaBackend::use_lane(int i) {
+  if (i < 0 || i >= forked_lanes_)
+    fail_message("use_lane: lane " + std::to_string(i) + " of " + std::to_string(forked_lanes_) + " forked");
+  lane_ = i;
+}
+
+void CudaBackend::join_lanes() {
+  if (forked_lanes_ == 0) return;
+  lane_ = -1;
+  for (int i = 0; i < forked_lanes_; ++i) {
+    const Lane& l = lanes_[static_cast<size_t>(i)];
+    CUDA_CHECK(cudaEventRecord(l.done, l.stream));
+    CUDA_CHECK(cudaStreamWaitEvent(stream_, l.done, 0));
+  }
+  forked_lanes_ = 0;
+  alloc_.release_held();
 }
 
 namespace cuda {

@@ -23,11 +23,11 @@ void CudaBackend::fill(Tensor& t, double value) {
   int64_t n = t.numel();
   if (n == 0) return;
   switch (t.dtype()) {
-    case DType::F32: launch_fill<float>(t.raw(), n, static_cast<float>(value), stream_); break;
-    case DType::F64: launch_fill<double>(t.raw(), n, value, stream_); break;
-    case DType::BF16: launch_fill<uint16_t>(t.raw(), n, float_to_bf16(static_cast<float>(value)), stream_); break;
-    case DType::I32: launch_fill<int32_t>(t.raw(), n, static_cast<int32_t>(value), stream_); break;
-    case DType::U8: launch_fill<uint8_t>(t.raw(), n, static_cast<uint8_t>(value), stream_); break;
+    case DType::F32: launch_fill<float>(t.raw(), n, static_cast<float>(value), stream()); break;
+    case DType::F64: launch_fill<double>(t.raw(), n, value, stream()); break;
+    case DType::BF16: launch_fill<uint16_t>(t.raw(), n, float_to_bf16(static_cast<float>(value)), stream()); break;
+    case DType::I32: launch_fill<int32_t>(t.raw(), n, static_cast<int32_t>(value), stream()); break;
+    case DType::U8: launch_fill<uint8_t>(t.raw(), n, static_cast<uint8_t>(value), stream()); break;
   }
 }
 
@@ -51,10 +51,10 @@ void CudaBackend::copy_strided(const Tensor& src, Tensor& dst, const CopyPlan& p
   if (total == 0) return;
   unsigned b = blocks_for(total);
   switch (dtype_size(src.dtype())) {
-    case 1: copy_strided_kernel<<<b, kThreads, 0, stream_>>>(static_cast<const uint8_t*>(src.raw()), static_cast<uint8_t*>(dst.raw()), p, total); break;
-    case 2: copy_strided_kernel<<<b, kThreads, 0, stream_>>>(static_cast<const uint16_t*>(src.raw()), static_cast<uint16_t*>(dst.raw()), p, total); break;
-    case 4: copy_strided_kernel<<<b, kThreads, 0, stream_>>>(static_cast<const uint32_t*>(src.raw()), static_cast<uint32_t*>(dst.raw()), p, total); break;
-    default: copy_strided_kernel<<<b, kThreads, 0, stream_>>>(static_cast<const uint64_t*>(src.raw()), static_cast<uint64_t*>(dst.raw()), p, total); break;
+    case 1: copy_strided_kernel<<<b, kThreads, 0, stream()>>>(static_cast<const uint8_t*>(src.raw()), static_cast<uint8_t*>(dst.raw()), p, total); break;
+    case 2: copy_strided_kernel<<<b, kThreads, 0, stream()>>>(static_cast<const uint16_t*>(src.raw()), static_cast<uint16_t*>(dst.raw()), p, total); break;
+    case 4: copy_strided_kernel<<<b, kThreads, 0, stream()>>>(static_cast<const uint32_t*>(src.raw()), static_cast<uint32_t*>(dst.raw()), p, total); break;
+    default: copy_strided_kernel<<<b, kThreads, 0, stream()>>>(static_cast<const uint64_t*>(src.raw()), static_cast<uint64_t*>(dst.raw()), p, total); break;
   }
   CUDA_LAUNCHED("copy_strided");
 }
@@ -101,11 +101,11 @@ static void cast_from(const Tensor& src, Tensor& dst, cudaStream_t st) {
 void CudaBackend::cast(const Tensor& src, Tensor& dst) {
   if (src.numel() == 0) return;
   switch (src.dtype()) {
-    case DType::F32: cast_from<float>(src, dst, stream_); break;
-    case DType::F64: cast_from<double>(src, dst, stream_); break;
-    case DType::BF16: cast_from<uint16_t>(src, dst, stream_); break;
-    case DType::I32: cast_from<int32_t>(src, dst, stream_); break;
-    case DType::U8: cast_from<uint8_t>(src, dst, stream_); break;
+    case DType::F32: cast_from<float>(src, dst, stream()); break;
+    case DType::F64: cast_from<double>(src, dst, stream()); break;
+    case DType::BF16: cast_from<uint16_t>(src, dst, stream()); break;
+    case DType::I32: cast_from<int32_t>(src, dst, stream()); break;
+    case DType::U8: cast_from<uint8_t>(src, dst, stream()); break;
   }
 }
 
@@ -119,7 +119,7 @@ void CudaBackend::unary(UnaryOp op, const Tensor& x, Tensor& y, double p0, doubl
   if (n == 0) return;
   dispatch(x.dtype(), "unary", [&](auto tag) {
     using T = decltype(tag);
-    unary_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(op, x.data<T>(), y.data<T>(), n, T(p0), T(p1));
+    unary_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(op, x.data<T>(), y.data<T>(), n, T(p0), T(p1));
   });
   CUDA_LAUNCHED("unary");
 }
@@ -139,7 +139,7 @@ void CudaBackend::unary_backward(UnaryOp op, const Tensor& x, const Tensor& y, c
   if (n == 0) return;
   dispatch(x.dtype(), "unary_backward", [&](auto tag) {
     using T = decltype(tag);
-    unary_backward_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(op, x.data<T>(), y.data<T>(), gy.data<T>(),
+    unary_backward_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(op, x.data<T>(), y.data<T>(), gy.data<T>(),
                                                                    gx.data<T>(), n, T(p0), T(p1), accumulate);
   });
   CUDA_LAUNCHED("unary_backward");
@@ -168,7 +168,7 @@ void CudaBackend::binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& 
   bool same = a.numel() == n && b.numel() == n;
   dispatch(out.dtype(), "binary", [&](auto tag) {
     using T = decltype(tag);
-    binary_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(op, a.data<T>(), b.data<T>(), out.data<T>(), p, n, same);
+    binary_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(op, a.data<T>(), b.data<T>(), out.data<T>(), p, n, same);
   });
   CUDA_LAUNCHED("binary");
 }
@@ -258,10 +258,10 @@ void CudaBackend::sum_to(const Tensor& g, Tensor& out, const BroadcastPlan& bp, 
     if (parts > 1) {
       Tensor partial = Tensor::empty({parts * m}, g.dtype(), device());
       const dim3 grid(static_cast<unsigned>((m + kThreads - 1) / kThreads), static_cast<unsigned>(parts));
-      sum_to_parts_kernel<<<grid, kThreads, 0, stream_>>>(g.data<T>(), partial.data<T>(), p, m, parts);
-      sum_parts_kernel<<<blocks_for(m), kThreads, 0, stream_>>>(partial.data<T>(), out.data<T>(), m, parts, accumulate);
+      sum_to_parts_kernel<<<grid, kThreads, 0, stream()>>>(g.data<T>(), partial.data<T>(), p, m, parts);
+      sum_parts_kernel<<<blocks_for(m), kThreads, 0, stream()>>>(partial.data<T>(), out.data<T>(), m, parts, accumulate);
     } else {
-      sum_to_kernel<<<blocks_for(m), kThreads, 0, stream_>>>(g.data<T>(), out.data<T>(), p, m, accumulate);
+      sum_to_kernel<<<blocks_for(m), kThreads, 0, stream()>>>(g.data<T>(), out.data<T>(), p, m, accumulate);
     }
   });
   CUDA_LAUNCHED("sum_to");
@@ -277,7 +277,7 @@ void CudaBackend::axpy(double alpha, const Tensor& x, Tensor& y) {
   if (n == 0) return;
   dispatch(y.dtype(), "axpy", [&](auto tag) {
     using T = decltype(tag);
-    axpy_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(T(alpha), x.data<T>(), y.data<T>(), n);
+    axpy_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(T(alpha), x.data<T>(), y.data<T>(), n);
   });
   CUDA_LAUNCHED("axpy");
 }
@@ -292,7 +292,7 @@ void CudaBackend::masked_fill(const Tensor& x, const Tensor& mask, double value,
   if (n == 0) return;
   dispatch(x.dtype(), "masked_fill", [&](auto tag) {
     using T = decltype(tag);
-    masked_fill_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(x.data<T>(), mask.data<uint8_t>(), T(value),
+    masked_fill_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(x.data<T>(), mask.data<uint8_t>(), T(value),
                                                                 y.data<T>(), p, n);
   });
   CUDA_LAUNCHED("masked_fill");
@@ -308,7 +308,7 @@ void CudaBackend::dropout_mask(uint64_t seed, uint64_t offset, double p, Tensor&
   if (n == 0) return;
   dispatch(mask.dtype(), "dropout", [&](auto tag) {
     using T = decltype(tag);
-    dropout_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(seed, offset, static_cast<float>(p), T(1) / (T(1) - T(p)),
+    dropout_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(seed, offset, static_cast<float>(p), T(1) / (T(1) - T(p)),
                                                             mask.data<T>(), n);
   });
   CUDA_LAUNCHED("dropout");
@@ -326,7 +326,7 @@ void CudaBackend::draw_distinct(const Tensor& list, uint64_t key, Tensor& out) {
                  " (expected i32, at most as many draws as entries, < 2^31 entries)");
   const int64_t k = out.numel();
   if (k == 0) return;
-  draw_distinct_kernel<<<blocks_for(k), kThreads, 0, stream_>>>(list.data<int32_t>(),
+  draw_distinct_kernel<<<blocks_for(k), kThreads, 0, stream()>>>(list.data<int32_t>(),
                                                                static_cast<uint32_t>(list.numel()), key,
                                                                out.data<int32_t>(), k);
   CUDA_LAUNCHED("draw_distinct");
@@ -355,12 +355,12 @@ int64_t CudaBackend::count_nonfinite(const Tensor& x, bool allow_neg_inf) {
   Tensor counter = Tensor::zeros({2}, DType::I32, device());  // 8 bytes for one 64-bit counter
   auto* c = static_cast<unsigned long long*>(counter.raw());
   if (x.dtype() == DType::BF16) {
-    nonfinite_bf16_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(static_cast<const uint16_t*>(x.raw()), n,
+    nonfinite_bf16_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(static_cast<const uint16_t*>(x.raw()), n,
                                                                    allow_neg_inf, c);
   } else {
     dispatch(x.dtype(), "count_nonfinite", [&](auto tag) {
       using T = decltype(tag);
-      nonfinite_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(x.data<T>(), n, allow_neg_inf, c);
+      nonfinite_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(x.data<T>(), n, allow_neg_inf, c);
     });
   }
   CUDA_LAUNCHED("count_nonfinite");

@@ -31,7 +31,7 @@ void CudaBackend::layer_norm(const Tensor& x, const Tensor& gamma, const Tensor&
   if (rows == 0) return;
   dispatch(x.dtype(), "layer_norm", [&](auto tag) {
     using T = decltype(tag);
-    layer_norm_kernel<<<rows, kRowThreads, 0, stream_>>>(x.data<T>(), gamma.data<T>(), beta.data<T>(), T(eps),
+    layer_norm_kernel<<<rows, kRowThreads, 0, stream()>>>(x.data<T>(), gamma.data<T>(), beta.data<T>(), T(eps),
                                                          y.data<T>(), mean.data<T>(), rstd.data<T>(), d);
   });
   CUDA_LAUNCHED("layer_norm");
@@ -94,14 +94,14 @@ void CudaBackend::layer_norm_backward(const Tensor& x, const Tensor& gamma, cons
   dispatch(x.dtype(), "layer_norm_backward", [&](auto tag) {
     using T = decltype(tag);
     if (gx)
-      layer_norm_gx_kernel<<<rows, kRowThreads, 0, stream_>>>(x.data<T>(), gamma.data<T>(), mean.data<T>(),
+      layer_norm_gx_kernel<<<rows, kRowThreads, 0, stream()>>>(x.data<T>(), gamma.data<T>(), mean.data<T>(),
                                                               rstd.data<T>(), gy.data<T>(), gx->data<T>(), d);
     if (ggamma || gbeta) {
       const dim3 grid(blocks_for(d), static_cast<unsigned>(parts));
-      layer_norm_gparams_parts_kernel<<<grid, kThreads, 0, stream_>>>(x.data<T>(), mean.data<T>(), rstd.data<T>(),
+      layer_norm_gparams_parts_kernel<<<grid, kThreads, 0, stream()>>>(x.data<T>(), mean.data<T>(), rstd.data<T>(),
                                                                       gy.data<T>(), pa.data<T>(), pb.data<T>(), rows,
                                                                       d, parts);
-      layer_norm_gparams_finish_kernel<<<blocks_for(d), kThreads, 0, stream_>>>(
+      layer_norm_gparams_finish_kernel<<<blocks_for(d), kThreads, 0, stream()>>>(
           pa.data<T>(), pb.data<T>(), ggamma ? ggamma->data<T>() : nullptr, gbeta ? gbeta->data<T>() : nullptr, d,
           parts);
     }
@@ -140,7 +140,7 @@ void CudaBackend::lstm_cell(const Tensor& gates, const Tensor& c_prev, double fo
   if (N * H == 0) return;
   dispatch(gates.dtype(), "lstm_cell", [&](auto tag) {
     using T = decltype(tag);
-    lstm_cell_kernel<<<blocks_for(N * H), kThreads, 0, stream_>>>(gates.data<T>(), c_prev.data<T>(), T(forget_bias),
+    lstm_cell_kernel<<<blocks_for(N * H), kThreads, 0, stream()>>>(gates.data<T>(), c_prev.data<T>(), T(forget_bias),
                                                                   T(cell_clip), c.data<T>(), h.data<T>(), hb, N, H);
   });
   CUDA_LAUNCHED("lstm_cell");
@@ -174,7 +174,7 @@ void CudaBackend::lstm_cell_backward(const Tensor& gates, const Tensor& c_prev, 
   if (N * H == 0) return;
   dispatch(gates.dtype(), "lstm_cell_backward", [&](auto tag) {
     using T = decltype(tag);
-    lstm_cell_backward_kernel<<<blocks_for(N * H), kThreads, 0, stream_>>>(
+    lstm_cell_backward_kernel<<<blocks_for(N * H), kThreads, 0, stream()>>>(
         gates.data<T>(), c_prev.data<T>(), c.data<T>(), T(forget_bias), T(cell_clip), gc ? gc->data<T>() : nullptr,
         gh ? gh->data<T>() : nullptr, ggates.data<T>(), gc_prev ? gc_prev->data<T>() : nullptr, gb, N, H);
   });
@@ -196,7 +196,7 @@ void CudaBackend::lstm_output(const Tensor& m, double proj_clip, Tensor& y, Tens
   if (n == 0 || (proj_clip <= 0 && !yb && y.raw() == m.raw())) return;
   dispatch(m.dtype(), "lstm_output", [&](auto tag) {
     using T = decltype(tag);
-    lstm_output_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(m.data<T>(), T(-proj_clip), T(proj_clip), proj_clip > 0,
+    lstm_output_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(m.data<T>(), T(-proj_clip), T(proj_clip), proj_clip > 0,
                                                                 y.data<T>(), yb, n);
   });
   CUDA_LAUNCHED("lstm_output");
@@ -220,7 +220,7 @@ void CudaBackend::lstm_output_backward(const Tensor& m, const Tensor* gy, const 
   if (n == 0) return;
   dispatch(m.dtype(), "lstm_output_backward", [&](auto tag) {
     using T = decltype(tag);
-    lstm_output_backward_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(
+    lstm_output_backward_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(
         m.data<T>(), gy ? gy->data<T>() : nullptr, grec.data<T>(), T(-proj_clip), T(proj_clip), proj_clip > 0,
         gm.data<T>(), gb, n);
   });
@@ -237,7 +237,7 @@ void CudaBackend::highway(const Tensor& carry, const Tensor& transform, const Te
   if (n == 0) return;
   dispatch(x.dtype(), "highway", [&](auto tag) {
     using T = decltype(tag);
-    highway_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(carry.data<T>(), transform.data<T>(), x.data<T>(),
+    highway_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(carry.data<T>(), transform.data<T>(), x.data<T>(),
                                                             y.data<T>(), n);
   });
   CUDA_LAUNCHED("highway");
@@ -258,7 +258,7 @@ void CudaBackend::highway_backward(const Tensor& carry, const Tensor& transform,
   if (n == 0) return;
   dispatch(x.dtype(), "highway_backward", [&](auto tag) {
     using T = decltype(tag);
-    highway_backward_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(carry.data<T>(), transform.data<T>(), x.data<T>(),
+    highway_backward_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(carry.data<T>(), transform.data<T>(), x.data<T>(),
                                                                      gy.data<T>(), gcarry.data<T>(),
                                                                      gtransform.data<T>(), gx.data<T>(), n);
   });
@@ -275,7 +275,7 @@ void CudaBackend::adagrad(Tensor& w, Tensor& acc, const Tensor& g, double lr) {
   if (n == 0) return;
   dispatch(w.dtype(), "adagrad", [&](auto tag) {
     using T = decltype(tag);
-    adagrad_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(w.data<T>(), acc.data<T>(), g.data<T>(), n, T(lr));
+    adagrad_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(w.data<T>(), acc.data<T>(), g.data<T>(), n, T(lr));
   });
   CUDA_LAUNCHED("adagrad");
 }
@@ -296,7 +296,7 @@ void CudaBackend::adagrad_rows(Tensor& w, Tensor& acc, const Tensor& ids, const 
   if (n * d == 0) return;
   dispatch(w.dtype(), "adagrad_rows", [&](auto tag) {
     using T = decltype(tag);
-    adagrad_rows_kernel<<<blocks_for(n * d), kThreads, 0, stream_>>>(w.data<T>(), acc.data<T>(), ids.data<int32_t>(),
+    adagrad_rows_kernel<<<blocks_for(n * d), kThreads, 0, stream()>>>(w.data<T>(), acc.data<T>(), ids.data<int32_t>(),
                                                                      g.data<T>(), n, d, v, T(lr));
   });
   CUDA_LAUNCHED("adagrad_rows");
@@ -315,7 +315,7 @@ void CudaBackend::select_rows(const Tensor& u, const Tensor& v, const Tensor& ro
   if (N == 0) return;
   dispatch(u.dtype(), "select_rows", [&](auto tag) {
     using T = decltype(tag);
-    select_rows_kernel<<<blocks_for(N), kThreads, 0, stream_>>>(u.data<T>(), v.data<T>(), rows.data<int32_t>(),
+    select_rows_kernel<<<blocks_for(N), kThreads, 0, stream()>>>(u.data<T>(), v.data<T>(), rows.data<int32_t>(),
                                                                 enabled.data<uint8_t>(), out.data<int32_t>(), N, K, d);
   });
   CUDA_LAUNCHED("select_rows");

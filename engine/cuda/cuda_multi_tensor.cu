@@ -134,11 +134,11 @@ void CudaBackend::multi_sum_squares(const std::vector<Tensor>& xs, Tensor& out) 
   dispatch(dtype_of(xs), "multi_sum_squares", [&](auto tag) {
     using T = decltype(tag);
     for_each_pack<1>("multi_sum_squares", {&xs}, nullptr, [&](const TensorLists<1>& a, int64_t blocks, int64_t before) {
-      multi_sum_squares_kernel<T><<<static_cast<unsigned>(blocks), kThreads, 0, stream_>>>(a, pv.data<double>() + before);
+      multi_sum_squares_kernel<T><<<static_cast<unsigned>(blocks), kThreads, 0, stream()>>>(a, pv.data<double>() + before);
       CUDA_LAUNCHED("multi_sum_squares");
     });
   });
-  sum_partials_kernel<double><<<1, kThreads, 0, stream_>>>(pv.data<double>(), total_blocks(xs), out.data<double>());
+  sum_partials_kernel<double><<<1, kThreads, 0, stream()>>>(pv.data<double>(), total_blocks(xs), out.data<double>());
   CUDA_LAUNCHED("multi_sum_squares");
 }
 
@@ -146,7 +146,7 @@ void CudaBackend::multi_scale(const std::vector<Tensor>& xs, const Tensor& facto
   dispatch(dtype_of(xs), "multi_scale", [&](auto tag) {
     using T = decltype(tag);
     for_each_pack<1>("multi_scale", {&xs}, nullptr, [&](const TensorLists<1>& a, int64_t blocks, int64_t) {
-      multi_scale_kernel<T><<<static_cast<unsigned>(blocks), kThreads, 0, stream_>>>(a, factor.data<double>());
+      multi_scale_kernel<T><<<static_cast<unsigned>(blocks), kThreads, 0, stream()>>>(a, factor.data<double>());
       CUDA_LAUNCHED("multi_scale");
     });
   });
@@ -157,7 +157,7 @@ void CudaBackend::multi_adagrad(const std::vector<Tensor>& w, const std::vector<
   dispatch(dtype_of(w), "multi_adagrad", [&](auto tag) {
     using T = decltype(tag);
     for_each_pack<3>("multi_adagrad", {&w, &acc, &g}, nullptr, [&](const TensorLists<3>& a, int64_t blocks, int64_t) {
-      multi_adagrad_kernel<T><<<static_cast<unsigned>(blocks), kThreads, 0, stream_>>>(a, T(lr));
+      multi_adagrad_kernel<T><<<static_cast<unsigned>(blocks), kThreads, 0, stream()>>>(a, T(lr));
       CUDA_LAUNCHED("multi_adagrad");
     });
   });
@@ -174,7 +174,7 @@ void CudaBackend::multi_adam(const std::vector<Tensor>& w, const std::vector<Ten
     const auto k = math::AdamConsts<T>::of(h);
     for_each_pack<4>("multi_adam", {&w, &m, &v, &g}, &weight_decay,
                      [&](const TensorLists<4>& a, int64_t blocks, int64_t) {
-                       multi_adam_kernel<T><<<static_cast<unsigned>(blocks), kThreads, 0, stream_>>>(a, k);
+                       multi_adam_kernel<T><<<static_cast<unsigned>(blocks), kThreads, 0, stream()>>>(a, k);
                        CUDA_LAUNCHED("multi_adam");
                      });
   });

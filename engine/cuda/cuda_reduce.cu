@@ -105,10 +105,10 @@ void CudaBackend::sum_squares(const Tensor& x, Tensor& out) {
   Tensor pv = Tensor::empty({parts}, DType::F64, x.device());
   dispatch(x.dtype(), "sum_squares", [&](auto tag) {
     using T = decltype(tag);
-    sum_squares_parts_kernel<T><<<static_cast<unsigned>(parts), kRowThreads, 0, stream_>>>(x.data<T>(), n, parts,
+    sum_squares_parts_kernel<T><<<static_cast<unsigned>(parts), kRowThreads, 0, stream()>>>(x.data<T>(), n, parts,
                                                                                            pv.data<double>());
   });
-  sum_partials_kernel<double><<<1, kRowThreads, 0, stream_>>>(pv.data<double>(), parts, out.data<double>());
+  sum_partials_kernel<double><<<1, kRowThreads, 0, stream()>>>(pv.data<double>(), parts, out.data<double>());
   CUDA_LAUNCHED("sum_squares");
 }
 
@@ -124,27 +124,27 @@ void CudaBackend::reduce(ReduceOp op, const Tensor& x, int64_t outer, int64_t n,
       Tensor pa = Tensor::empty({outer * parts}, DType::I32, x.device());
       const dim3 grid(static_cast<unsigned>(parts), static_cast<unsigned>(outer));
       if (op == ReduceOp::Max) {
-        reduce_parts_kernel<T, true><<<grid, kRowThreads, 0, stream_>>>(x.data<T>(), n, parts, pv.data<T>(),
+        reduce_parts_kernel<T, true><<<grid, kRowThreads, 0, stream()>>>(x.data<T>(), n, parts, pv.data<T>(),
                                                                         pa.data<int32_t>());
-        reduce_partials_kernel<T, true><<<outer, kRowThreads, 0, stream_>>>(pv.data<T>(), pa.data<int32_t>(), parts,
+        reduce_partials_kernel<T, true><<<outer, kRowThreads, 0, stream()>>>(pv.data<T>(), pa.data<int32_t>(), parts,
                                                                             out.data<T>(), am);
       } else {
-        reduce_parts_kernel<T, false><<<grid, kRowThreads, 0, stream_>>>(x.data<T>(), n, parts, pv.data<T>(),
+        reduce_parts_kernel<T, false><<<grid, kRowThreads, 0, stream()>>>(x.data<T>(), n, parts, pv.data<T>(),
                                                                          pa.data<int32_t>());
-        reduce_partials_kernel<T, false><<<outer, kRowThreads, 0, stream_>>>(pv.data<T>(), pa.data<int32_t>(),
+        reduce_partials_kernel<T, false><<<outer, kRowThreads, 0, stream()>>>(pv.data<T>(), pa.data<int32_t>(),
                                                                              parts, out.data<T>(), am);
       }
     } else if (inner == 1) {
       if (op == ReduceOp::Max)
-        reduce_rows_kernel<T, true><<<outer, kRowThreads, 0, stream_>>>(x.data<T>(), n, out.data<T>(), am);
+        reduce_rows_kernel<T, true><<<outer, kRowThreads, 0, stream()>>>(x.data<T>(), n, out.data<T>(), am);
       else
-        reduce_rows_kernel<T, false><<<outer, kRowThreads, 0, stream_>>>(x.data<T>(), n, out.data<T>(), am);
+        reduce_rows_kernel<T, false><<<outer, kRowThreads, 0, stream()>>>(x.data<T>(), n, out.data<T>(), am);
     } else {
       unsigned b = blocks_for(outer * inner);
       if (op == ReduceOp::Max)
-        reduce_strided_kernel<T, true><<<b, kThreads, 0, stream_>>>(x.data<T>(), outer, n, inner, out.data<T>(), am);
+        reduce_strided_kernel<T, true><<<b, kThreads, 0, stream()>>>(x.data<T>(), outer, n, inner, out.data<T>(), am);
       else
-        reduce_strided_kernel<T, false><<<b, kThreads, 0, stream_>>>(x.data<T>(), outer, n, inner, out.data<T>(), am);
+        reduce_strided_kernel<T, false><<<b, kThreads, 0, stream()>>>(x.data<T>(), outer, n, inner, out.data<T>(), am);
     }
   });
   CUDA_LAUNCHED("reduce");
@@ -164,7 +164,7 @@ void CudaBackend::reduce_max_backward(const Tensor& gy, const Tensor& argmax, in
   if (outer * inner == 0) return;
   dispatch(gy.dtype(), "reduce_max_backward", [&](auto tag) {
     using T = decltype(tag);
-    reduce_max_backward_kernel<<<blocks_for(outer * inner), kThreads, 0, stream_>>>(
+    reduce_max_backward_kernel<<<blocks_for(outer * inner), kThreads, 0, stream()>>>(
         gy.data<T>(), argmax.data<int32_t>(), outer, n, inner, gx.data<T>());
   });
   CUDA_LAUNCHED("reduce_max_backward");
@@ -196,7 +196,7 @@ void CudaBackend::softmax(const Tensor& x, Tensor& y, bool log) {
   if (rows == 0) return;
   dispatch(x.dtype(), "softmax", [&](auto tag) {
     using T = decltype(tag);
-    softmax_kernel<<<rows, kRowThreads, 0, stream_>>>(x.data<T>(), y.data<T>(), c, log);
+    softmax_kernel<<<rows, kRowThreads, 0, stream()>>>(x.data<T>(), y.data<T>(), c, log);
   });
   CUDA_LAUNCHED("softmax");
 }
@@ -219,7 +219,7 @@ void CudaBackend::softmax_backward(const Tensor& y, const Tensor& gy, Tensor& gx
   if (rows == 0) return;
   dispatch(y.dtype(), "softmax_backward", [&](auto tag) {
     using T = decltype(tag);
-    softmax_backward_kernel<<<rows, kRowThreads, 0, stream_>>>(y.data<T>(), gy.data<T>(), gx.data<T>(), c, log,
+    softmax_backward_kernel<<<rows, kRowThreads, 0, stream()>>>(y.data<T>(), gy.data<T>(), gx.data<T>(), c, log,
                                                                accumulate);
   });
   CUDA_LAUNCHED("softmax_backward");
@@ -236,7 +236,7 @@ void CudaBackend::logsumexp(const Tensor& x, Tensor& out) {
   if (rows == 0) return;
   dispatch(x.dtype(), "logsumexp", [&](auto tag) {
     using T = decltype(tag);
-    logsumexp_kernel<<<rows, kRowThreads, 0, stream_>>>(x.data<T>(), out.data<T>(), c);
+    logsumexp_kernel<<<rows, kRowThreads, 0, stream()>>>(x.data<T>(), out.data<T>(), c);
   });
   CUDA_LAUNCHED("logsumexp");
 }
@@ -258,7 +258,7 @@ void CudaBackend::cross_entropy(const Tensor& x, const Tensor& labels, Tensor& l
   if (rows == 0) return;
   dispatch(x.dtype(), "cross_entropy", [&](auto tag) {
     using T = decltype(tag);
-    cross_entropy_kernel<<<rows, kRowThreads, 0, stream_>>>(x.data<T>(), labels.data<int32_t>(), loss.data<T>(),
+    cross_entropy_kernel<<<rows, kRowThreads, 0, stream()>>>(x.data<T>(), labels.data<int32_t>(), loss.data<T>(),
                                                             lse.data<T>(), c);
   });
   CUDA_LAUNCHED("cross_entropy");
@@ -282,7 +282,7 @@ void CudaBackend::cross_entropy_backward(const Tensor& x, const Tensor& labels, 
   if (rows == 0) return;
   dispatch(x.dtype(), "cross_entropy_backward", [&](auto tag) {
     using T = decltype(tag);
-    cross_entropy_backward_kernel<<<rows, kRowThreads, 0, stream_>>>(
+    cross_entropy_backward_kernel<<<rows, kRowThreads, 0, stream()>>>(
         x.data<T>(), labels.data<int32_t>(), lse.data<T>(), gloss.data<T>(), gx.data<T>(), c, accumulate);
   });
   CUDA_LAUNCHED("cross_entropy_backward");
@@ -307,7 +307,7 @@ void CudaBackend::soft_cross_entropy(const Tensor& x, const Tensor& t, Tensor& l
   if (rows == 0) return;
   dispatch(x.dtype(), "soft_cross_entropy", [&](auto tag) {
     using T = decltype(tag);
-    soft_cross_entropy_kernel<<<rows, kRowThreads, 0, stream_>>>(x.data<T>(), t.data<T>(), loss.data<T>(),
+    soft_cross_entropy_kernel<<<rows, kRowThreads, 0, stream()>>>(x.data<T>(), t.data<T>(), loss.data<T>(),
                                                                  lse.data<T>(), c);
   });
   CUDA_LAUNCHED("soft_cross_entropy");
@@ -332,7 +332,7 @@ void CudaBackend::soft_cross_entropy_backward(const Tensor& x, const Tensor& t, 
   if (rows == 0) return;
   dispatch(x.dtype(), "soft_cross_entropy_backward", [&](auto tag) {
     using T = decltype(tag);
-    soft_cross_entropy_backward_kernel<<<rows, kRowThreads, 0, stream_>>>(
+    soft_cross_entropy_backward_kernel<<<rows, kRowThreads, 0, stream()>>>(
         x.data<T>(), t.data<T>(), lse.data<T>(), gloss.data<T>(), gx.data<T>(), c, accumulate);
   });
   CUDA_LAUNCHED("soft_cross_entropy_backward");

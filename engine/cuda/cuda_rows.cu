@@ -22,10 +22,10 @@ void CudaBackend::gather_rows(const Tensor& table, const Tensor& idx, Tensor& ou
   unsigned b = blocks_for(n * d);
   const int32_t* ix = idx.data<int32_t>();
   switch (dtype_size(table.dtype())) {
-    case 1: gather_rows_kernel<<<b, kThreads, 0, stream_>>>(static_cast<const uint8_t*>(table.raw()), ix, static_cast<uint8_t*>(out.raw()), n, d, v); break;
-    case 2: gather_rows_kernel<<<b, kThreads, 0, stream_>>>(static_cast<const uint16_t*>(table.raw()), ix, static_cast<uint16_t*>(out.raw()), n, d, v); break;
-    case 4: gather_rows_kernel<<<b, kThreads, 0, stream_>>>(static_cast<const uint32_t*>(table.raw()), ix, static_cast<uint32_t*>(out.raw()), n, d, v); break;
-    default: gather_rows_kernel<<<b, kThreads, 0, stream_>>>(static_cast<const uint64_t*>(table.raw()), ix, static_cast<uint64_t*>(out.raw()), n, d, v); break;
+    case 1: gather_rows_kernel<<<b, kThreads, 0, stream()>>>(static_cast<const uint8_t*>(table.raw()), ix, static_cast<uint8_t*>(out.raw()), n, d, v); break;
+    case 2: gather_rows_kernel<<<b, kThreads, 0, stream()>>>(static_cast<const uint16_t*>(table.raw()), ix, static_cast<uint16_t*>(out.raw()), n, d, v); break;
+    case 4: gather_rows_kernel<<<b, kThreads, 0, stream()>>>(static_cast<const uint32_t*>(table.raw()), ix, static_cast<uint32_t*>(out.raw()), n, d, v); break;
+    default: gather_rows_kernel<<<b, kThreads, 0, stream()>>>(static_cast<const uint64_t*>(table.raw()), ix, static_cast<uint64_t*>(out.raw()), n, d, v); break;
   }
   CUDA_LAUNCHED("gather_rows");
 }
@@ -44,7 +44,7 @@ void CudaBackend::scatter_add_rows(const Tensor& src, const Tensor& idx, Tensor&
   if (n * d == 0) return;
   dispatch(table.dtype(), "scatter_add_rows", [&](auto tag) {
     using T = decltype(tag);
-    scatter_add_rows_kernel<<<blocks_for(n * d), kThreads, 0, stream_>>>(src.data<T>(), idx.data<int32_t>(),
+    scatter_add_rows_kernel<<<blocks_for(n * d), kThreads, 0, stream()>>>(src.data<T>(), idx.data<int32_t>(),
                                                                          table.data<T>(), n, d, v);
   });
   CUDA_LAUNCHED("scatter_add_rows");
@@ -88,7 +88,7 @@ void CudaBackend::conv1d_max(const Tensor& x, const Tensor& w, const Tensor& b, 
     const int64_t nn = std::min(chunk, N - n0);
     dispatch(x.dtype(), "conv1d_max", [&](auto tag) {
       using T = decltype(tag);
-      im2col_kernel<<<blocks_for(nn * P * K), kThreads, 0, stream_>>>(x.data<T>() + n0 * L * Cin, cols.data<T>(), nn,
+      im2col_kernel<<<blocks_for(nn * P * K), kThreads, 0, stream()>>>(x.data<T>() + n0 * L * Cin, cols.data<T>(), nn,
                                                                       L, Cin, P, K);
     });
     CUDA_LAUNCHED("conv1d_max/im2col");
@@ -100,7 +100,7 @@ void CudaBackend::conv1d_max(const Tensor& x, const Tensor& w, const Tensor& b, 
     gemm(g, cl, w, cv);
     dispatch(x.dtype(), "conv1d_max", [&](auto tag) {
       using T = decltype(tag);
-      max_over_positions_kernel<<<blocks_for(nn * Cout), kThreads, 0, stream_>>>(
+      max_over_positions_kernel<<<blocks_for(nn * Cout), kThreads, 0, stream()>>>(
           conv.data<T>(), b.data<T>(), y.data<T>() + n0 * Cout, argmax.data<int32_t>() + n0 * Cout, nn, P, Cout);
     });
     CUDA_LAUNCHED("conv1d_max/max");
@@ -280,14 +280,14 @@ void CudaBackend::conv1d_max_backward(const Tensor& x, const Tensor& w, const Te
       if (tiled) {
         const size_t shared = static_cast<size_t>(nb * per_sample);
         conv_gw_tiled_kernel<<<dim3(static_cast<unsigned>(col_blocks), static_cast<unsigned>(parts)), kThreads, shared,
-                               stream_>>>(x.data<T>(), am, gy.data<T>(), partial.data<T>(), N, L, Cin, K, Cout, ct, nb,
+                               stream()>>>(x.data<T>(), am, gy.data<T>(), partial.data<T>(), N, L, Cin, K, Cout, ct, nb,
                                           parts);
       } else {
         const dim3 grid(blocks_for((K + 1) * Cout), static_cast<unsigned>(parts));
-        conv_gw_parts_kernel<<<grid, kThreads, 0, stream_>>>(x.data<T>(), am, gy.data<T>(), partial.data<T>(), N, L,
+        conv_gw_parts_kernel<<<grid, kThreads, 0, stream()>>>(x.data<T>(), am, gy.data<T>(), partial.data<T>(), N, L,
                                                              Cin, K, Cout, parts);
       }
-      conv_sum_parts_kernel<<<blocks_for((K + 1) * Cout), kThreads, 0, stream_>>>(
+      conv_sum_parts_kernel<<<blocks_for((K + 1) * Cout), kThreads, 0, stream()>>>(
           partial.data<T>(), gw ? gw->data<T>() : nullptr, gb ? gb->data<T>() : nullptr, K, Cout, parts);
     }
     if (gx && N > 0) {
@@ -296,7 +296,7 @@ void CudaBackend::conv1d_max_backward(const Tensor& x, const Tensor& w, const Te
       if (shared > 48 * 1024)  // thousands of filters of one width: ask for more than the default
         CUDA_CHECK(cudaFuncSetAttribute(conv_gx_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         static_cast<int>(shared)));
-      conv_gx_kernel<<<N, kThreads, shared, stream_>>>(w.data<T>(), am, gy.data<T>(), gx->data<T>(), L, Cin, W, P,
+      conv_gx_kernel<<<N, kThreads, shared, stream()>>>(w.data<T>(), am, gy.data<T>(), gx->data<T>(), L, Cin, W, P,
                                                        Cout);
     }
   });

@@ -5,6 +5,8 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 
 #include "engine/core/precision.h"
 #include "engine/ops/cudnn_lstm.h"
@@ -251,15 +253,35 @@ void backward_one(const Seq& s, const Tensor& gy_in, Grads& g) {
 }
 
 
+// Whether CUDA runs a call's sequences side by side, each on a stream of its own
+// (SA_LSTM_STREAMS=1; read at each call, so tests and benchmarks compare both): the steps of
+// one sequence are a chain of small dependent kernels that leaves most of the GPU idle.
+bool sequences_on_streams() {
+  const char* e = std::getenv("SA_LSTM_STREAMS");
+  return e && std::string(e) == "1";
+}
+
 // Runs f(i) for every sequence: on the CPU each in its own thread (its GEMMs single-threaded:
-// small recurrent GEMMs gain more from running side by side than from splitting), otherwise in turn.
+// small recurrent GEMMs gain more from running side by side than from splitting); on CUDA in
+// turn, on one stream or (sequences_on_streams) each on its own lane of the backend.
 template <typename F>
 void for_each_sequence(const std::vector<Seq>& seqs, F f) {
   const int n = static_cast<int>(seqs.size());
-  if (n > 1 && !seqs[0].a.x.device().is_cuda()) {
+  const Device dev = seqs[0].a.x.device();
+  if (n > 1 && !dev.is_cuda()) {
     // No more threads than the caller allows (a job of xling_eval runs on one).
 #pragma omp parallel for num_threads(std::min(n, omp_get_max_threads())) schedule(static, 1)
     for (int i = 0; i < n; ++i) f(i);
+  } else if (n > 1 && sequences_on_streams()) {
+    struct Lanes {  // joined on every way out
+      Backend& be;
+      Lanes(Backend& b, int count) : be(b) { be.fork_lanes(count); }
+      ~Lanes() { be.join_lanes(); }
+    } lanes(backend_uncounted(dev), n);
+    for (int i = 0; i < n; ++i) {
+      lanes.be.use_lane(i);
+      f(i);
+    }
   } else {
     for (int i = 0; i < n; ++i) f(i);
   }

@@ -97,6 +97,22 @@ TEST(LstmStack, OnCudaStackingMatchesTheCpuWithFewerKernels) {
   EXPECT_LE(gpu.kernels + 7 * 2, steps.kernels) << gpu.kernels << " vs " << steps.kernels;
 }
 
+// On CUDA with SA_LSTM_STREAMS=1 the two directions step side by side, each on a stream of its
+// own: the same kernels in the same order per sequence, so the same bits as one stream, forward
+// and gradients, and the same launches.
+TEST(LstmStack, OnCudaSequencesOnTheirOwnStreamsGiveTheSameBits) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU present";
+  testing::ScopedEnv streams("SA_LSTM_STREAMS", nullptr);
+  const Outcome one = two_directions(ops::LstmPath::Steps, false, DType::F32, Device::cuda(0));
+  streams.set("1");
+  const Outcome two = two_directions(ops::LstmPath::Steps, false, DType::F32, Device::cuda(0));
+  const Outcome cpu = two_directions(ops::LstmPath::Steps, false, DType::F32);
+  ASSERT_EQ(one.values.size(), two.values.size());
+  for (size_t i = 0; i < one.values.size(); ++i) EXPECT_EQ(one.values[i], two.values[i]) << "output " << i;
+  testing::expect_outputs_near(two.values, cpu.values, 1e-4);
+  EXPECT_EQ(one.launches, two.launches);
+}
+
 // Sequences of different shapes, or packed ones, are never stacked: each steps on its own.
 TEST(LstmStack, OnlySequencesOfOneShapeStack) {
   Tensor a = Tensor::full({3, 2, 4}, 0.1), b = Tensor::full({3, 1, 4}, 0.1);

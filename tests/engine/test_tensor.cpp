@@ -1,6 +1,8 @@
 // Tensors, views, casts, the allocator, Philox, device fallback and error messages.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include <algorithm>
 #include <cmath>
 
@@ -176,6 +178,30 @@ TEST(Allocator, ReusesFreedBlocks) {
   size_t raw = a.stats().raw_allocs;
   for (int i = 0; i < 10; ++i) Tensor t = Tensor::empty({1000, 100});
   EXPECT_EQ(a.stats().raw_allocs, raw);
+}
+
+// While frees are held (work on several device queues), a freed block is not handed out again,
+// by any caller, until the last release: a queue may still read it. Then it is.
+TEST(Allocator, HeldFreesAreReusedOnlyAfterTheRelease) {
+  CachingAllocator a([](size_t bytes, int) { return std::malloc(bytes); }, [](void* p, int) { std::free(p); }, 0);
+  void* first = a.allocate(4096);
+  a.deallocate(first);
+  void* again = a.allocate(4096);
+  EXPECT_EQ(again, first) << "a plain free is reused at once";
+  a.hold_frees();
+  a.hold_frees();  // holds nest
+  a.deallocate(again);
+  void* during = a.allocate(4096);
+  EXPECT_NE(during, first) << "a held block must not be handed out";
+  EXPECT_EQ(a.stats().in_use, size_t{4096});
+  a.release_held();
+  void* inner = a.allocate(4096);
+  EXPECT_NE(inner, first) << "still held by the outer hold";
+  a.release_held();
+  void* after = a.allocate(4096);
+  EXPECT_EQ(after, first) << "released: reused";
+  for (void* p : {during, inner, after}) a.deallocate(p);
+  EXPECT_NE(testing::error_of([&] { a.release_held(); }).find("without hold_frees"), std::string::npos);
 }
 
 // Shapes that keep changing (embedding sentences of every length) must not grow the host cache

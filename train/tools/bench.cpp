@@ -120,6 +120,15 @@ void bench_lstm_sequence(Device d, bool quick, int iters, const std::string& dev
   const double ts2 = time_it(d, iters, [&] { directions(d.is_cuda() ? ops::LstmPath::Steps : ops::LstmPath::Auto); });
   std::printf("%-7s %-34s %-18s %9.3f ms %9.3f ms %7.2f\n", dev.c_str(), "2 directions stacked vs separate",
               shape.c_str(), tk * 1e3, ts2 * 1e3, ts2 / tk);
+  if (d.is_cuda()) {  // each direction on a stream of its own (SA_LSTM_STREAMS=1) against one stream
+    const char* before = std::getenv("SA_LSTM_STREAMS");
+    const std::string saved = before ? before : "";
+    setenv("SA_LSTM_STREAMS", "1", 1);
+    const double tl = time_it(d, iters, [&] { directions(ops::LstmPath::Steps); });
+    before ? setenv("SA_LSTM_STREAMS", saved.c_str(), 1) : unsetenv("SA_LSTM_STREAMS");
+    std::printf("%-7s %-34s %-18s %9.3f ms %9.3f ms %7.2f\n", dev.c_str(), "2 directions: 2 streams vs 1",
+                shape.c_str(), tl * 1e3, ts2 * 1e3, ts2 / tl);
+  }
   if (!ops::lstm_uses_cudnn(d, ops::LstmPath::Cudnn, 0.0, 0.0, D, P)) return;
   // cuDNN's RNN against our step kernels on the same layer (no clips, which cuDNN cannot run).
   Tensor xt = ops::permute(x, {1, 0, 2}).detach().set_requires_grad();
