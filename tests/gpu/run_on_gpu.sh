@@ -134,6 +134,9 @@ quick)
   gpu_tests
   rates
   bench_runs bench-phases.log --phases "elmo.cfg 20 tf32"
+  # The kernels written without a GPU since the last lease: the LSTM on two streams, the conv's
+  # tiled weight gradient, device negatives, tensor-core attention.
+  step 60 bench-ops.log ./bin/bench ops --device cuda --only lstm,char_cnn,negatives,attention
   STEPS=${STEPS:-100} T_TRAIN=${T_TRAIN:-60} hf_check
   ;;
 *) echo "unknown job $job"; exit 2 ;;

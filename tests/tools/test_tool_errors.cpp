@@ -250,6 +250,19 @@ TEST(ToolErrors, CountOptionsMustBePositiveIntegers) {
   EXPECT_FALSE(fs::exists(dir + "/keys"));
 }
 
+// bench ops --only runs the named groups alone (a short GPU lease times just the kernels it
+// needs) and refuses a group it does not know, naming the choices.
+TEST(ToolErrors, BenchOpsRunsOnlyTheGroupsNamed) {
+  ToolRun r = run("./bin/bench ops --device cpu --quick --only attention");
+  EXPECT_EQ(r.rc, 0) << r.out;
+  contains(r.out, {"attention fwd+bwd fused vs unfused", "peak memory in use"});
+  EXPECT_EQ(r.out.find("matmul f32 vs raw BLAS"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("lstm_sequence"), std::string::npos) << r.out;
+  r = run("./bin/bench ops --device cpu --quick --only lstm,bogus");
+  EXPECT_NE(r.rc, 0);
+  contains(r.out, {"--only: bogus not in {core,lstm,"});
+}
+
 TEST(ToolErrors, HdfCreateSaysWhy) {
   const std::string dir = fresh_dir("tool-errors-h5");
   contains(error_of([&] { H5File::create(dir + "/missing/x.hdf5"); }),

@@ -14,6 +14,7 @@
 #include <map>
 #include <cmath>
 #include <optional>
+#include <set>
 #include <thread>
 #include <unistd.h>
 
@@ -381,12 +382,10 @@ void bench_attention_bf16(Device d, bool quick, int iters, const std::string& de
               tc * 1e3, tg * 1e3, tg / tc);
 }
 
-void bench_ops(Device d, bool quick) {
-  std::optional<NoGrad> ng(std::in_place);  // recording only where a benchmark needs gradients
-  const int iters = quick ? 3 : 10;
-  std::string dev = d.str();
-  std::printf("\n== %s%s\n", dev.c_str(), d.is_cuda() ? (" (" + cuda::describe_device(d.index) + ")").c_str() : "");
-  std::printf("%-7s %-34s %-18s %12s %12s %7s\n", "device", "op", "shape", "engine", "baseline", "ratio");
+// GEMMs against raw BLAS/cuBLAS and at bf16/tf32, elementwise bandwidth, the clip and optimizer
+// primitives, the fused cells.
+void bench_core(Device d, bool quick, int iters, const std::string& dev) {
+  NoGrad ng;  // recording only where a benchmark needs gradients
   // GEMM shapes from the models: char-CNN/highway (tokens x 2048 x 2048), LSTM gates
   // (batch x 1024 x 16384), projection (batch x 4096 x 512), sampled softmax (tokens x 512 x 8192).
   std::vector<std::array<int64_t, 3>> shapes = {{512, 512, 512}, {1024, 1024, 1024}, {640, 2048, 2048},
@@ -520,18 +519,32 @@ void bench_ops(Device d, bool quick) {
   });
   std::printf("%-7s %-34s %-18s %9.3f ms %9.3f ms %7.2f\n", dev.c_str(), "highway fused vs op chain",
               (std::to_string(batch * 4) + "x" + std::to_string(hid)).c_str(), hf * 1e3, hc * 1e3, hc / hf);
-  ng.reset();
-  bench_lstm_sequence(d, quick, iters, dev);
-  bench_lstm_products(d, quick, iters, dev);
-  bench_bilstm(d, quick, iters, dev);
-  bench_ner_step(d, quick, iters, dev);
-  bench_candidate_softmax(d, quick, iters, dev);
-  bench_select_rows(d, quick, iters, dev);
-  bench_negatives(d, quick, iters, dev);
-  bench_char_cnn(d, quick, iters, dev);
-  bench_crf(d, quick, iters, dev);
-  bench_attention(d, quick, iters, dev);
-  bench_attention_bf16(d, quick, iters, dev);
+}
+
+// `only` names the groups to run (empty: all): core, lstm, bilstm, ner, candidate_softmax,
+// select_rows, negatives, char_cnn, crf, attention.
+void bench_ops(Device d, bool quick, const std::set<std::string>& only) {
+  const int iters = quick ? 3 : 10;
+  std::string dev = d.str();
+  std::printf("\n== %s%s\n", dev.c_str(), d.is_cuda() ? (" (" + cuda::describe_device(d.index) + ")").c_str() : "");
+  std::printf("%-7s %-34s %-18s %12s %12s %7s\n", "device", "op", "shape", "engine", "baseline", "ratio");
+  auto want = [&](const char* group) { return only.empty() || only.count(group) > 0; };
+  if (want("core")) bench_core(d, quick, iters, dev);
+  if (want("lstm")) {
+    bench_lstm_sequence(d, quick, iters, dev);
+    bench_lstm_products(d, quick, iters, dev);
+  }
+  if (want("bilstm")) bench_bilstm(d, quick, iters, dev);
+  if (want("ner")) bench_ner_step(d, quick, iters, dev);
+  if (want("candidate_softmax")) bench_candidate_softmax(d, quick, iters, dev);
+  if (want("select_rows")) bench_select_rows(d, quick, iters, dev);
+  if (want("negatives")) bench_negatives(d, quick, iters, dev);
+  if (want("char_cnn")) bench_char_cnn(d, quick, iters, dev);
+  if (want("crf")) bench_crf(d, quick, iters, dev);
+  if (want("attention")) {
+    bench_attention(d, quick, iters, dev);
+    bench_attention_bf16(d, quick, iters, dev);
+  }
   AllocatorStats s = backend_uncounted(d).allocator().stats();
   std::printf("%-7s peak memory in use %.1f MiB, reserved %.1f MiB, %zu system allocations\n", dev.c_str(),
               s.peak_in_use / 1048576.0, s.reserved / 1048576.0, s.raw_allocs);
@@ -661,6 +674,12 @@ int main(int argc, char** argv) {
   bool quick = false;
   ops_cmd->add_option("--device", device, "cpu, cuda, cuda:N or all (cpu and every visible GPU)");
   ops_cmd->add_flag("--quick", quick, "small sizes and few iterations (a smoke run)");
+  std::vector<std::string> only_groups;
+  ops_cmd->add_option("--only", only_groups, "run only these groups: core, lstm, bilstm, ner, candidate_softmax, "
+                                             "select_rows, negatives, char_cnn, crf, attention")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"core", "lstm", "bilstm", "ner", "candidate_softmax", "select_rows", "negatives",
+                             "char_cnn", "crf", "attention"}));
   CLI::App* train_cmd = app.add_subcommand("train", "training tokens/s and peak memory (ELMo: and the PyTorch peer; BERT configs too)");
   std::string config = "configs/bench-small.cfg", corpus, peer = "../shared/bench/elmo_torch.py", tdevice = "auto";
   int steps = 40;
@@ -697,7 +716,8 @@ int main(int argc, char** argv) {
     } else {
       devs.push_back(resolve_device(device));
     }
-    for (Device d : devs) bench_ops(d, quick);
+    const std::set<std::string> only(only_groups.begin(), only_groups.end());
+    for (Device d : devs) bench_ops(d, quick, only);
   } catch (const std::exception& e) {
     return tool_failure("bench", e);
   }
