@@ -46,12 +46,18 @@ void* CachingAllocator::allocate(size_t bytes) {
         free_.erase(largest);
       }
     p = raw_alloc_(sz, device_);
-    if (!p && !free_.empty()) {  // out of memory: give the cache back and try once more
+    if (!p && (!free_.empty() || !held_.empty())) {  // out of memory: give the cache back and try once more
+      // Held blocks too: cudaFree waits for the whole device, so no queue still reads them.
       for (auto& [s, q] : free_) {
         raw_free_(q, device_);
         st_.reserved -= s;
       }
+      for (auto& [s, q] : held_) {
+        raw_free_(q, device_);
+        st_.reserved -= s;
+      }
       free_.clear();
+      held_.clear();
       p = raw_alloc_(sz, device_);
     }
     SA_CHECK(p, "out of memory allocating {} bytes (in use {}, reserved {})", sz, st_.in_use, st_.reserved);

@@ -13,9 +13,11 @@ struct DeviceCounters {
   int64_t uploads = 0;     // tensors filled from host memory (Tensor::from, host-to-device copies)
   int64_t launches = 0;    // backend primitives started (each one kernel or library call on a GPU, or more)
   int64_t kernels = 0;     // our CUDA kernels launched (none on the CPU; cuBLAS and cuDNN calls not counted)
+  int64_t lanes = 0;       // side streams forked for independent work (Backend::fork_lanes; none on the CPU)
 
   DeviceCounters operator-(const DeviceCounters& o) const {
-    return {host_reads - o.host_reads, uploads - o.uploads, launches - o.launches, kernels - o.kernels};
+    return {host_reads - o.host_reads, uploads - o.uploads, launches - o.launches, kernels - o.kernels,
+            lanes - o.lanes};
   }
 };
 
@@ -27,6 +29,7 @@ void host_read(int64_t n = 1);
 void upload(int64_t n = 1);
 void launch(int64_t n = 1);
 void kernel(int64_t n = 1);
+void lanes(int64_t n);
 }  // namespace counters
 
 }  // namespace sa

@@ -45,8 +45,9 @@ class CudaBackend final : public Backend {
   std::vector<Lane> lanes_;
   cudaEvent_t forked_ = nullptr;
   int forked_lanes_ = 0;                // lanes in use since fork_lanes (0: none)
-  static thread_local int lane_;        // the calling thread's lane, -1 outside
-  bool in_lane() const { return lane_ >= 0 && lane_ < forked_lanes_; }  // (lane_ is per thread, not per device)
+  static thread_local int lane_;                         // the calling thread's lane, -1 outside
+  static thread_local const CudaBackend* lane_owner_;    // and the backend it is a lane of
+  bool in_lane() const { return lane_owner_ == this && lane_ >= 0 && lane_ < forked_lanes_; }
   // The upload staging ring (upload_async): kSlots pinned slots, each reused only after the copy
   // that last read it has run (its event).
   static constexpr size_t kSlots = 16, kSlotBytes = size_t{4} << 20;

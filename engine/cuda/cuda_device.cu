@@ -95,11 +95,14 @@ void CudaBackend::set_tf32(bool on) {
 }
 
 thread_local int CudaBackend::lane_ = -1;
+thread_local const CudaBackend* CudaBackend::lane_owner_ = nullptr;
 
 // Each lane waits for what the backend's stream has queued (forked_), runs its own work, and the
 // join makes the backend's stream wait for every lane's last event. Frees are held meanwhile: a
 // block one lane's host code frees may still be read by that lane's queued kernels when another
-// lane's allocation would take it.
+// lane's allocation would take it. The lanes are blocking streams, and the backend's stream is the
+// legacy one: a synchronous copy or host read in between still waits for every lane (a barrier,
+// but never a race). Non-blocking lanes would need every such copy on the lanes' streams first.
 void CudaBackend::fork_lanes(int n) {
   if (forked_lanes_ > 0) fail_message("fork_lanes: lanes already forked (they do not nest)");
   if (!forked_) CUDA_CHECK(cudaEventCreateWithFlags(&forked_, cudaEventDisableTiming));
@@ -116,24 +119,30 @@ void CudaBackend::fork_lanes(int n) {
   for (int i = 0; i < n; ++i) CUDA_CHECK(cudaStreamWaitEvent(lanes_[static_cast<size_t>(i)].stream, forked_, 0));
   alloc_.hold_frees();
   forked_lanes_ = n;
+  counters::lanes(n);
 }
 
 void CudaBackend::use_lane(int i) {
   if (i < 0 || i >= forked_lanes_)
     fail_message("use_lane: lane " + std::to_string(i) + " of " + std::to_string(forked_lanes_) + " forked");
-  lane_ = i;
+  lane_ = i, lane_owner_ = this;
 }
 
 void CudaBackend::join_lanes() {
   if (forked_lanes_ == 0) return;
-  lane_ = -1;
+  lane_ = -1, lane_owner_ = nullptr;
+  struct Reset {  // also when a call below fails: no lane stays forked, no free stays held
+    CudaBackend& be;
+    ~Reset() {
+      be.forked_lanes_ = 0;
+      be.alloc_.release_held();
+    }
+  } reset{*this};
   for (int i = 0; i < forked_lanes_; ++i) {
     const Lane& l = lanes_[static_cast<size_t>(i)];
     CUDA_CHECK(cudaEventRecord(l.done, l.stream));
     CUDA_CHECK(cudaStreamWaitEvent(stream_, l.done, 0));
   }
-  forked_lanes_ = 0;
-  alloc_.release_held();
 }
 
 namespace cuda {
@@ -179,7 +188,13 @@ void copy(void* dst, Device dst_dev, const void* src, Device src_dev, size_t byt
       static_cast<CudaBackend&>(backend_uncounted(dst_dev)).upload_async(dst, src, bytes))
     return;
   // The copy runs on the current device's stream: the source's, so it follows the work queued there.
-  backend_uncounted(src_dev.is_cuda() ? src_dev : dst_dev);
+  Backend& be = backend_uncounted(src_dev.is_cuda() ? src_dev : dst_dev);
+  if (src_dev.is_cuda() && dst_dev == src_dev) {
+    // Within a device: on the calling thread's stream (its lane's, between fork and join), so it
+    // neither waits for other lanes' work nor makes them wait, as a copy on the legacy stream would.
+    CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, static_cast<CudaBackend&>(be).stream()));
+    return;
+  }
   CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault));
 }
 

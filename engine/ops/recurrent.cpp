@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <exception>
 #include <string>
 
 #include "engine/core/precision.h"
@@ -273,10 +274,20 @@ void for_each_sequence(const std::vector<Seq>& seqs, F f) {
 #pragma omp parallel for num_threads(std::min(n, omp_get_max_threads())) schedule(static, 1)
     for (int i = 0; i < n; ++i) f(i);
   } else if (n > 1 && sequences_on_streams()) {
-    struct Lanes {  // joined on every way out
+    struct Lanes {  // joined on every way out; a failed join while an error unwinds is not thrown again
       Backend& be;
+      int unwinding = std::uncaught_exceptions();
       Lanes(Backend& b, int count) : be(b) { be.fork_lanes(count); }
-      ~Lanes() { be.join_lanes(); }
+      ~Lanes() noexcept(false) {
+        if (std::uncaught_exceptions() == unwinding) {
+          be.join_lanes();
+          return;
+        }
+        try {
+          be.join_lanes();
+        } catch (...) {
+        }
+      }
     } lanes(backend_uncounted(dev), n);
     for (int i = 0; i < n; ++i) {
       lanes.be.use_lane(i);
