@@ -617,9 +617,10 @@ int bench_train(const std::string& config, const std::string& corpus, int steps,
   if (r.steady_steps > 0) {
     const DeviceCounters& k = r.steady_counters;
     const double n = static_cast<double>(r.steady_steps);
-    std::printf("per step (%ld steps): %.1f host reads, %.1f uploads, %.1f backend launches%s\n", (long)r.steady_steps,
+    std::printf("per step (%ld steps): %.1f host reads, %.1f uploads, %.1f backend launches%s%s\n", (long)r.steady_steps,
                 k.host_reads / n, k.uploads / n, k.launches / n,
-                d.is_cuda() ? fmt::format(", {:.1f} CUDA kernels of ours", k.kernels / n).c_str() : "");
+                d.is_cuda() ? fmt::format(", {:.1f} CUDA kernels of ours", k.kernels / n).c_str() : "",
+                k.lanes > 0 ? fmt::format(", {:.1f} side streams forked", k.lanes / n).c_str() : "");
     if (!r.host_reads_why.empty()) std::printf("  host reads left per step: %s\n", r.host_reads_why.c_str());
   }
   if (family.gemm_report && r.steady_tokens_per_s > 0) report_gemm_fraction(c, r, steps, d);
