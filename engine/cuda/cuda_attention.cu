@@ -209,19 +209,27 @@ GemmArgs head_gemm(int64_t heads, bool ta, bool tb, int64_t m, int64_t n, int64_
 
 // Which CUDA path computes the attention. The batched GEMMs while their scores (three
 // [B*H, T, T] in the backward) take at most 1 GiB; past that the fused kernels: for f32 tensors
-// under precision = "bf16" the tensor-core ones (cuda_attention_tc.cu), else the per-thread ones.
-// SA_ATTENTION (read at each call: the tests run every path) forces one: "gemm", "fused" (the
-// fused kernels, as above), "fused-simt" (the per-thread ones even under bf16; they do not round).
+// under precision = "bf16" or "tf32" the tensor-core ones (cuda_attention_tc.cu), else the
+// per-thread ones (plain f32). SA_ATTENTION (read at each call: the tests run every path) forces
+// one: "gemm", "fused" (the fused kernels, as above), "fused-simt" (the per-thread ones always).
 enum class AttnPath { Gemms, TensorCores, PerThread };
+struct AttnChoice {
+  AttnPath path;
+  TcOperands ops = TcOperands::Bf16;
+};
 
-AttnPath attention_path(int64_t heads, int64_t T, const Tensor& q) {
+AttnChoice attention_path(int64_t heads, int64_t T, const Tensor& q, bool tf32) {
   const char* e = std::getenv("SA_ATTENTION");
   const std::string forced = e ? e : "";
-  if (forced == "fused-simt") return AttnPath::PerThread;
+  if (forced == "fused-simt") return {AttnPath::PerThread};
   const bool fits = 3 * heads * T * T * static_cast<int64_t>(dtype_size(q.dtype())) <= (int64_t{1} << 30);
-  if (forced == "gemm" || (forced != "fused" && fits)) return AttnPath::Gemms;
-  return q.dtype() == DType::F32 && bf16_matmuls() && attention_tc_supported(q.dim(3)) ? AttnPath::TensorCores
-                                                                                       : AttnPath::PerThread;
+  if (forced == "gemm" || (forced != "fused" && fits)) return {AttnPath::Gemms};
+  if (q.dtype() == DType::F32) {
+    // bf16 wins over tf32, as in the GEMMs: gemm_operand makes both operands bf16.
+    const TcOperands ops = bf16_matmuls() ? TcOperands::Bf16 : TcOperands::Tf32;
+    if ((bf16_matmuls() || tf32) && attention_tc_supported(q.dim(3), ops)) return {AttnPath::TensorCores, ops};
+  }
+  return {AttnPath::PerThread};
 }
 
 // Calls f(std::integral_constant<int, D>) with the smallest supported capacity D >= d.
@@ -241,9 +249,10 @@ void CudaBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, c
   const int64_t B = q.dim(0), H = q.dim(1), T = q.dim(2), d = q.dim(3);
   if (B * H * T == 0) return;
   const AttnShape s{H, T, d, scale, p, seed, offset};
-  const AttnPath path = attention_path(B * H, T, q);
+  const AttnChoice choice = attention_path(B * H, T, q, tf32_);
+  const AttnPath path = choice.path;
   if (path == AttnPath::TensorCores)
-    return attention_forward_tc(stream(), q.data<float>(), k.data<float>(), v.data<float>(), key_mask.data<uint8_t>(), s,
+    return attention_forward_tc(choice.ops, stream(), q.data<float>(), k.data<float>(), v.data<float>(), key_mask.data<uint8_t>(), s,
                                 B * H, out.data<float>(), lse.data<float>());
   if (path == AttnPath::Gemms) {
     const int64_t BH = B * H, TT = T * T, Td = T * d;
@@ -277,7 +286,8 @@ void CudaBackend::attention_backward(const Tensor& q, const Tensor& k, const Ten
   const int64_t B = q.dim(0), H = q.dim(1), T = q.dim(2), d = q.dim(3);
   if (B * H * T == 0) return;
   const AttnShape s{H, T, d, scale, p, seed, offset};
-  const AttnPath path = attention_path(B * H, T, q);
+  const AttnChoice choice = attention_path(B * H, T, q, tf32_);
+  const AttnPath path = choice.path;
   if (path == AttnPath::Gemms) {
     const int64_t BH = B * H, TT = T * T, Td = T * d;
     auto scratch = [&] { return Tensor::empty({BH, T, T}, q.dtype(), q.device()); };
@@ -312,7 +322,7 @@ void CudaBackend::attention_backward(const Tensor& q, const Tensor& k, const Ten
   });
   CUDA_LAUNCHED("attention_backward delta");
   if (path == AttnPath::TensorCores)
-    return attention_backward_tc(stream(), q.data<float>(), k.data<float>(), v.data<float>(), key_mask.data<uint8_t>(),
+    return attention_backward_tc(choice.ops, stream(), q.data<float>(), k.data<float>(), v.data<float>(), key_mask.data<uint8_t>(),
                                  lse.data<float>(), delta.data<float>(), gout.data<float>(), s, B * H, gq.data<float>(),
                                  gk.data<float>(), gv.data<float>());
   dispatch(q.dtype(), "attention_backward", [&](auto tag) {

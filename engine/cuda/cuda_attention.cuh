@@ -20,16 +20,18 @@ __device__ __forceinline__ T keep_factor(const AttnShape& s, int64_t bh, int64_t
   return philox_uniform(s.seed, s.offset + e) < static_cast<float>(s.p) ? T(0) : T(1) / (T(1) - T(s.p));
 }
 
-// The tensor-core kernels (bf16 operands, f32 accumulation; head size <= 128, compute >= 8.0):
-// the fused path for f32 tensors under precision = "bf16". They round where the batched-GEMM
-// path and the CPU round: q, k, v and gout, the dropped probabilities before P v and P^T gout,
-// and dS before its two products.
-bool attention_tc_supported(int64_t d);
-void attention_forward_tc(cudaStream_t stream, const float* q, const float* k, const float* v, const uint8_t* mask,
-                          const AttnShape& s, int64_t heads, float* out, float* lse);
+// The tensor-core kernels (bf16 or TF32 operands, f32 accumulation; head size <= 128, compute
+// >= 8.0): the fused path for f32 tensors under precision = "bf16" or "tf32". Under bf16 they
+// round where the batched-GEMM path and the CPU round: q, k, v and gout, the dropped
+// probabilities before P v and P^T gout, and dS before its two products; under TF32 the same
+// operands go to the tensor cores with 10 bits of mantissa.
+enum class TcOperands { Bf16, Tf32 };
+bool attention_tc_supported(int64_t d, TcOperands ops);
+void attention_forward_tc(TcOperands ops, cudaStream_t stream, const float* q, const float* k, const float* v,
+                          const uint8_t* mask, const AttnShape& s, int64_t heads, float* out, float* lse);
 // delta[row] = gout[row] . out[row], computed by the caller.
-void attention_backward_tc(cudaStream_t stream, const float* q, const float* k, const float* v, const uint8_t* mask,
-                           const float* lse, const float* delta, const float* gout, const AttnShape& s, int64_t heads,
-                           float* gq, float* gk, float* gv);
+void attention_backward_tc(TcOperands ops, cudaStream_t stream, const float* q, const float* k, const float* v,
+                           const uint8_t* mask, const float* lse, const float* delta, const float* gout,
+                           const AttnShape& s, int64_t heads, float* gq, float* gk, float* gv);
 
 }  // namespace sa::cudak

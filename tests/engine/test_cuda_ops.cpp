@@ -2,6 +2,7 @@
 // Tolerance: |cuda - cpu| <= 1e-5 + 1e-4 * |cpu| (f32; sums may be ordered differently).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <random>
 
@@ -79,6 +80,60 @@ TEST(CudaAttention, BertSizesMatchTheCpu) {
     const char* names[] = {"output", "dq", "dk", "dv"};
     for (int i = 0; i < 4; ++i)
       expect_close(out[0][i], out[1][i], std::string(path) + " attention T=" + std::to_string(T) + " " + names[i]);
+  }
+}
+
+// Under precision = "tf32" the fused path runs the tensor-core kernels with TF32 operands (the
+// CPU has no TF32: it computes in f32). They must be as close to the CPU as cuBLAS's TF32 GEMMs on
+// the batched-GEMM path are: on average within 1.5x of that path's difference, no element beyond
+// 3x its largest (a NumPy model of both roundings gave 1.06x and 1.54x at most). Head sizes 64
+// (T 128, 512), 128 and 20 (T 70), padded keys, dropout.
+TEST(CudaAttention, FusedOnTensorCoresUnderTf32IsAsCloseAsTheGemmPath) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU present: TF32 tensor-core attention skipped";
+  ScopedEnv path_env("SA_ATTENTION", nullptr);
+  struct Tf32 {
+    Tf32() { backend_uncounted(Device::cuda(0)).set_tf32(true); }
+    ~Tf32() { backend_uncounted(Device::cuda(0)).set_tf32(false); }
+  } tf32;
+  struct Case {
+    int64_t T, d;
+  };
+  for (const Case c : {Case{128, 64}, Case{512, 64}, Case{128, 128}, Case{70, 20}}) {
+    const int64_t B = 2, H = 2, T = c.T, d = c.d;
+    const Shape s{B, H, T, d};
+    std::mt19937_64 rng(static_cast<uint64_t>(T * 7 + d));
+    std::normal_distribution<double> g(0, 1);
+    auto random = [&] {
+      std::vector<double> v(static_cast<size_t>(numel(s)));
+      for (double& e : v) e = g(rng);
+      return v;
+    };
+    const std::vector<double> q = random(), k = random(), v = random(), w = random();
+    std::vector<uint8_t> keys(static_cast<size_t>(B * T), 1);
+    for (int64_t j = T - T / 4; j < T; ++j) keys[static_cast<size_t>(T + j)] = 0;
+    auto run = [&](Device dev, const char* path) {
+      path_env.set(path);
+      Tensor tq = Tensor::of(q, s, DType::F32, dev).set_requires_grad(),
+             tk = Tensor::of(k, s, DType::F32, dev).set_requires_grad(),
+             tv = Tensor::of(v, s, DType::F32, dev).set_requires_grad();
+      Generator gen(3);
+      Tensor o = ops::attention(tq, tk, tv, Tensor::from(keys, {B, T}, dev), 1.0 / std::sqrt(double(d)), 0.1, &gen);
+      backward(ops::sum(ops::mul(o, Tensor::of(w, s, DType::F32, dev))));
+      return std::vector<std::vector<double>>{o.values(), tq.grad().values(), tk.grad().values(), tv.grad().values()};
+    };
+    const auto cpu = run(Device::cpu(), "gemm"), gemms = run(Device::cuda(0), "gemm"), fused = run(Device::cuda(0), "fused");
+    const char* names[] = {"output", "dq", "dk", "dv"};
+    for (int i = 0; i < 4; ++i) {
+      double gmax = 0, gmean = 0, fmax = 0, fmean = 0;
+      for (size_t e = 0; e < cpu[i].size(); ++e) {
+        const double ge = std::abs(gemms[i][e] - cpu[i][e]), fe = std::abs(fused[i][e] - cpu[i][e]);
+        gmax = std::max(gmax, ge), gmean += ge, fmax = std::max(fmax, fe), fmean += fe;
+      }
+      const std::string what = "T=" + std::to_string(T) + " d=" + std::to_string(d) + " " + names[i];
+      EXPECT_GT(gmean, 0) << what << ": TF32 should change the GEMM path";
+      EXPECT_LE(fmean, 1.5 * gmean) << what << " (mean difference from the CPU: fused against GEMMs)";
+      EXPECT_LE(fmax, 3 * gmax) << what << " (largest)";
+    }
   }
 }
 

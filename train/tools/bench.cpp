@@ -355,9 +355,10 @@ void bench_attention(Device d, bool quick, int iters, const std::string& dev) {
               tf * 1e3, tu * 1e3, tu / tf, tokens / tf, tokens / tu);
 }
 
-// On CUDA under precision = "bf16": the fused attention on tensor cores against the batched-GEMM
-// path, at BERT's head size over 512 positions (forward and backward, a quarter of the keys padded).
-void bench_attention_bf16(Device d, bool quick, int iters, const std::string& dev) {
+// On CUDA under precision = "bf16" and "tf32": the fused attention on tensor cores against the
+// batched-GEMM path, at BERT's head size over 512 positions (forward and backward, a quarter of
+// the keys padded).
+void bench_attention_tc(Device d, bool quick, int iters, const std::string& dev) {
   if (!d.is_cuda()) return;
   const int64_t B = quick ? 4 : 32, H = 8, T = 512, dh = 64;
   Tensor q = randn({B, H, T, dh}, d).set_requires_grad(), k = randn({B, H, T, dh}, d).set_requires_grad(),
@@ -369,17 +370,20 @@ void bench_attention_bf16(Device d, bool quick, int iters, const std::string& de
   const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
   const char* before = std::getenv("SA_ATTENTION");
   const std::string saved = before ? before : "";
-  set_bf16_matmuls(true);
   auto timed = [&](const char* path) {
     setenv("SA_ATTENTION", path, 1);
     return time_it(d, iters, [&] { backward(ops::sum(ops::attention(q, k, v, mask, scale))); });
   };
-  const double tc = timed("fused"), tg = timed("gemm");
-  set_bf16_matmuls(false);
+  const std::string shape = std::to_string(B) + "x" + std::to_string(H) + "x" + std::to_string(T) + "x" + std::to_string(dh);
+  for (const bool bf16 : {true, false}) {
+    bf16 ? set_bf16_matmuls(true) : backend_uncounted(d).set_tf32(true);
+    const double tc = timed("fused"), tg = timed("gemm");
+    bf16 ? set_bf16_matmuls(false) : backend_uncounted(d).set_tf32(false);
+    std::printf("%-7s %-34s %-18s %9.3f ms %9.3f ms %7.2f\n", dev.c_str(),
+                bf16 ? "attention bf16 f+b: tc fused vs GEMMs" : "attention tf32 f+b: tc fused vs GEMMs", shape.c_str(),
+                tc * 1e3, tg * 1e3, tg / tc);
+  }
   before ? setenv("SA_ATTENTION", saved.c_str(), 1) : unsetenv("SA_ATTENTION");
-  std::printf("%-7s %-34s %-18s %9.3f ms %9.3f ms %7.2f\n", dev.c_str(), "attention bf16 f+b: tc fused vs GEMMs",
-              (std::to_string(B) + "x" + std::to_string(H) + "x" + std::to_string(T) + "x" + std::to_string(dh)).c_str(),
-              tc * 1e3, tg * 1e3, tg / tc);
 }
 
 // GEMMs against raw BLAS/cuBLAS and at bf16/tf32, elementwise bandwidth, the clip and optimizer
@@ -543,7 +547,7 @@ void bench_ops(Device d, bool quick, const std::set<std::string>& only) {
   if (want("crf")) bench_crf(d, quick, iters, dev);
   if (want("attention")) {
     bench_attention(d, quick, iters, dev);
-    bench_attention_bf16(d, quick, iters, dev);
+    bench_attention_tc(d, quick, iters, dev);
   }
   AllocatorStats s = backend_uncounted(d).allocator().stats();
   std::printf("%-7s peak memory in use %.1f MiB, reserved %.1f MiB, %zu system allocations\n", dev.c_str(),
