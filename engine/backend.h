@@ -356,6 +356,9 @@ Backend& backend(int device);
 void copy(void* dst, Device dst_dev, const void* src, Device src_dev, size_t bytes);
 // A short description ("NVIDIA H100 80GB HBM3, compute 9.0, 79 GiB, CUDA runtime 12.4, cuDNN 9.1.0").
 std::string describe_device(int device);
+// Whether the fused attention runs on tensor cores on `device` at this head size, under bf16 (else
+// tf32): compute 8.0 or later with the shared memory its backward asks (docs/design.md §4b.2).
+bool fused_attention_on_tensor_cores(int device, int64_t head_dim, bool bf16);
 }  // namespace cuda
 
 }  // namespace sa

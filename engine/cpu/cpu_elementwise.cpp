@@ -215,14 +215,19 @@ void CpuBackend::sum_to(const Tensor& g, Tensor& out, const BroadcastPlan& p, bo
     int64_t n = g.numel(), m = out.numel();
     if (!accumulate) std::fill_n(os, m, T(0));
     if (m == n) {
+#pragma omp parallel for if (n > kParallelMin)
       for (int64_t i = 0; i < n; ++i) os[i] += gs[i];
       return;
     }
-    // Common case [rows, cols] -> [cols] (bias gradients): sum whole rows in order.
-    int64_t cols = p.rank ? p.shape[p.rank - 1] : 1;
-    bool trailing = m == cols && p.stride_b[p.rank - 1] == 1;
-    for (int k = 0; trailing && k < p.rank - 1; ++k) trailing = p.stride_b[k] == 0;
-    if (trailing) {
+    // Common case: out is g's trailing dimensions, summed over the leading ones ([rows, cols] ->
+    // [cols], a bias gradient; [B, T, H] -> [T, H], position embeddings). The out strides are
+    // then contiguous over the trailing dimensions and zero over the leading ones.
+    int64_t cols = 1;
+    int k = p.rank - 1;
+    for (; k >= 0 && p.stride_b[k] == cols && cols < m; --k) cols *= p.shape[k];
+    bool leading = cols == m;
+    for (; leading && k >= 0; --k) leading = p.stride_b[k] == 0 || p.shape[k] == 1;
+    if (leading) {
       // Rows in order, each thread owning a block of columns: contiguous reads, fixed sum order.
       const int64_t rows = n / cols, block = 256;
 #pragma omp parallel for if (n > kParallelMin)
@@ -235,7 +240,14 @@ void CpuBackend::sum_to(const Tensor& g, Tensor& out, const BroadcastPlan& p, bo
       }
       return;
     }
-    for (int64_t i = 0; i < n; ++i) os[bcast_offset(p, p.stride_b, i)] += gs[i];
+    // Any other broadcast, row by row over the last axis (one offset per row, not per element);
+    // every output sums its terms in element order, as a loop over all elements would.
+    const int64_t inner = p.rank ? p.shape[p.rank - 1] : 1, sb = p.rank ? p.stride_b[p.rank - 1] : 0;
+    for (int64_t r = 0; r < n / inner; ++r) {
+      T* o = os + bcast_offset(p, p.stride_b, r * inner);
+      const T* gr = gs + r * inner;
+      for (int64_t i = 0; i < inner; ++i) o[i * sb] += gr[i];
+    }
   });
 }
 

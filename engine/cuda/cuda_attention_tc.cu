@@ -352,7 +352,8 @@ void dispatch_operands(TcOperands ops, F&& f) {
 
 // The device must run bf16/TF32 wmma (compute 8.0 or later, and this build must carry such code:
 // a build for older targets has empty kernels) and give a block the backward's shared memory (at
-// head size 128, 106 KB in bf16 and 164 KB in TF32: compute 8.6 and 8.9 allow 99 KB, 8.0 163 KB).
+// head size 128, 108 KB in bf16 and 164 KB in TF32; 100 KB in TF32 at 64: compute 8.6 and 8.9 allow
+// 99 KB, 8.0 163 KB).
 bool attention_tc_supported(int64_t d, TcOperands ops) {
   if (d > 128) return false;
   int dev = 0;
@@ -411,3 +412,12 @@ void attention_backward_tc(TcOperands ops, cudaStream_t stream, const float* q, 
 }
 
 }  // namespace sa::cudak
+
+namespace sa::cuda {
+
+bool fused_attention_on_tensor_cores(int device, int64_t head_dim, bool bf16) {
+  backend_uncounted(Device::cuda(device));  // binds the device
+  return cudak::attention_tc_supported(head_dim, bf16 ? cudak::TcOperands::Bf16 : cudak::TcOperands::Tf32);
+}
+
+}  // namespace sa::cuda

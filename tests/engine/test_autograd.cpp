@@ -1,6 +1,9 @@
 // The tape: reuse and accumulation, no-grad scopes, row-sparse gradients, NaN detection.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <functional>
+
 #include <limits>
 #include <random>
 
@@ -180,6 +183,40 @@ TEST(CandidateSoftmax, KeptLogProbabilitiesGiveTheRecomputedGradients) {
       for (const Tensor& g : {gx, gwt, gbt, gWc, gbc}) grads[kept].push_back(g.values());
     }
     EXPECT_EQ(grads[0], grads[1]) << dtype_name(dt);
+  }
+}
+
+}  // namespace
+}  // namespace sa
+
+namespace sa {
+namespace {
+
+// Broadcast additions sum their gradient back over the broadcast axes: leading ones ([B, T, H] +
+// [T, H], position embeddings; [N, C] + [C], a bias) through the CPU's column-block loop, any
+// other (a middle axis, [B, 1, H]) row by row. f64 and terms added in element order: exactly the
+// sums of explicit loops.
+TEST(Broadcast, GradientsSumOverLeadingAndMiddleAxesExactly) {
+  const int64_t B = 3, T = 5, H = 7;
+  std::vector<double> xv(B * T * H), wv(B * T * H);
+  for (size_t i = 0; i < xv.size(); ++i) xv[i] = 0.01 * double(i), wv[i] = std::sin(double(i)) * 1e3 + 1e-3 * double(i);
+  struct Case {
+    Shape shape;
+    std::function<int64_t(int64_t, int64_t, int64_t)> at;  // the broadcast operand's element for (b, t, h)
+  };
+  const std::vector<Case> cases = {{{T, H}, [&](int64_t, int64_t t, int64_t h) { return t * H + h; }},
+                                   {{H}, [&](int64_t, int64_t, int64_t h) { return h; }},
+                                   {{B, 1, H}, [&](int64_t b, int64_t, int64_t h) { return b * H + h; }},
+                                   {{B, T, 1}, [&](int64_t b, int64_t t, int64_t) { return b * T + t; }}};
+  for (const Case& c : cases) {
+    Tensor x = Tensor::of(xv, {B, T, H}, DType::F64);
+    Tensor y = Tensor::zeros(c.shape, DType::F64).set_requires_grad();
+    backward(ops::sum(ops::mul(ops::add(x, y), Tensor::of(wv, {B, T, H}, DType::F64))));
+    std::vector<double> want(static_cast<size_t>(numel(c.shape)), 0.0);
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t h = 0; h < H; ++h) want[static_cast<size_t>(c.at(b, t, h))] += wv[static_cast<size_t>((b * T + t) * H + h)];
+    EXPECT_EQ(y.grad().values(), want) << to_string(c.shape);
   }
 }
 

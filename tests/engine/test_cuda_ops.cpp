@@ -99,6 +99,10 @@ TEST(CudaAttention, FusedOnTensorCoresUnderTf32IsAsCloseAsTheGemmPath) {
     int64_t T, d;
   };
   for (const Case c : {Case{128, 64}, Case{512, 64}, Case{128, 128}, Case{70, 20}}) {
+    if (!cuda::fused_attention_on_tensor_cores(0, c.d, false)) {  // H100 and H200 take every case
+      std::printf("[ SKIP     ] head size %ld: this GPU runs no tensor-core attention in TF32\n", long(c.d));
+      continue;
+    }
     const int64_t B = 2, H = 2, T = c.T, d = c.d;
     const Shape s{B, H, T, d};
     std::mt19937_64 rng(static_cast<uint64_t>(T * 7 + d));

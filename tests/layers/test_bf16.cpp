@@ -225,6 +225,10 @@ TEST(Bf16Matmuls, CudaFusedAttentionOnTensorCoresStaysWithinBf16OfTheCpu) {
     int64_t T, d;
   };
   for (const Case c : {Case{128, 64}, Case{512, 64}, Case{128, 128}, Case{70, 20}, Case{40, 16}}) {
+    if (!cuda::fused_attention_on_tensor_cores(0, c.d, true)) {  // H100 and H200 take every case
+      std::printf("[ SKIP     ] head size %ld: this GPU runs no tensor-core attention in bf16\n", long(c.d));
+      continue;
+    }
     const int64_t B = 3, H = 2, T = c.T, d = c.d, n = B * H * T * d;
     std::mt19937_64 rng(static_cast<uint64_t>(T * 1000 + d));
     const std::vector<double> qv = random_values(rng, n), kv = random_values(rng, n), vv = random_values(rng, n),
