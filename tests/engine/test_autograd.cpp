@@ -222,3 +222,34 @@ TEST(Broadcast, GradientsSumOverLeadingAndMiddleAxesExactly) {
 
 }  // namespace
 }  // namespace sa
+
+namespace sa {
+namespace {
+
+// A batch of small products (attention's heads) runs its items side by side on the CPU: each item
+// equals the same product on its own, bit for bit, forward and gradients.
+TEST(Bmm, SmallItemsSideBySideEqualEachItemAlone) {
+  const int64_t batch = 24, m = 16, k = 8, n = 12;
+  std::vector<double> av(batch * m * k), bv(batch * k * n);
+  for (size_t i = 0; i < av.size(); ++i) av[i] = std::sin(0.37 * double(i));
+  for (size_t i = 0; i < bv.size(); ++i) bv[i] = std::cos(0.11 * double(i));
+  Tensor a = Tensor::of(av, {batch, m, k}, DType::F32).set_requires_grad();
+  Tensor b = Tensor::of(bv, {batch, k, n}, DType::F32).set_requires_grad();
+  const Tensor c = ops::bmm(a, b);
+  backward(ops::sum(ops::square(c)));
+  for (int64_t i = 0; i < batch; ++i) {
+    Tensor ai = Tensor::of(std::vector<double>(av.begin() + i * m * k, av.begin() + (i + 1) * m * k), {m, k}, DType::F32)
+                    .set_requires_grad();
+    Tensor bi = Tensor::of(std::vector<double>(bv.begin() + i * k * n, bv.begin() + (i + 1) * k * n), {k, n}, DType::F32)
+                    .set_requires_grad();
+    const Tensor ci = ops::matmul(ai, bi);
+    backward(ops::sum(ops::square(ci)));
+    auto item = [&](const Tensor& x) { return ops::slice(x.detach(), 0, i, i + 1).values(); };
+    EXPECT_EQ(item(c), ci.values()) << "item " << i;
+    EXPECT_EQ(item(a.grad()), ai.grad().values()) << "item " << i;
+    EXPECT_EQ(item(b.grad()), bi.grad().values()) << "item " << i;
+  }
+}
+
+}  // namespace
+}  // namespace sa
