@@ -1,5 +1,6 @@
 // CPU GEMM through OpenBLAS (row-major cblas).
 #include <cblas.h>
+#include <omp.h>
 
 #include <chrono>
 #include <vector>
@@ -42,9 +43,12 @@ void CpuBackend::gemm(const GemmArgs& g, const Tensor& a, const Tensor& b, Tenso
     // Many small items (attention's heads: 64 x 64 x 32 each in bert-small) take OpenBLAS's
     // single-threaded path one after another; side by side, one item a thread, they use every
     // core (OpenBLAS runs single-threaded inside a parallel region). Each item's sums are the same.
-    // Other calls stay outside any parallel region, even an inactive one: OpenBLAS's own threads
-    // would be a nested region there, and run as one.
-    if (g.batch > 1 && g.m * g.n * g.k <= (int64_t{1} << 21)) {
+    // Larger items go side by side only when there are enough for every thread (else OpenBLAS
+    // threads each), and never when they all add into one C (stride_c 0). Other calls stay
+    // outside any parallel region, even an inactive one: OpenBLAS's own threads would be a nested
+    // region there, and run as one.
+    const bool small = g.m * g.n * g.k <= (int64_t{1} << 18);
+    if (g.batch > 1 && g.stride_c != 0 && (small || g.batch >= omp_get_max_threads())) {
 #pragma omp parallel for schedule(static)
       for (int64_t i = 0; i < g.batch; ++i) item(i);
     } else {

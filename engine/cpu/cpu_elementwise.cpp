@@ -214,6 +214,7 @@ void CpuBackend::sum_to(const Tensor& g, Tensor& out, const BroadcastPlan& p, bo
     T* os = out.data<T>();
     int64_t n = g.numel(), m = out.numel();
     if (!accumulate) std::fill_n(os, m, T(0));
+    if (n == 0) return;  // nothing to add (and no rows to divide into)
     if (m == n) {
 #pragma omp parallel for if (n > kParallelMin)
       for (int64_t i = 0; i < n; ++i) os[i] += gs[i];

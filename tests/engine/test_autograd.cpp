@@ -206,6 +206,8 @@ TEST(Broadcast, GradientsSumOverLeadingAndMiddleAxesExactly) {
   };
   const std::vector<Case> cases = {{{T, H}, [&](int64_t, int64_t t, int64_t h) { return t * H + h; }},
                                    {{H}, [&](int64_t, int64_t, int64_t h) { return h; }},
+                                   {{1, H}, [&](int64_t, int64_t, int64_t h) { return h; }},
+                                   {{T, 1}, [&](int64_t, int64_t t, int64_t) { return t; }},
                                    {{B, 1, H}, [&](int64_t b, int64_t, int64_t h) { return b * H + h; }},
                                    {{B, T, 1}, [&](int64_t b, int64_t t, int64_t) { return b * T + t; }}};
   for (const Case& c : cases) {
@@ -218,6 +220,16 @@ TEST(Broadcast, GradientsSumOverLeadingAndMiddleAxesExactly) {
         for (int64_t h = 0; h < H; ++h) want[static_cast<size_t>(c.at(b, t, h))] += wv[static_cast<size_t>((b * T + t) * H + h)];
     EXPECT_EQ(y.grad().values(), want) << to_string(c.shape);
   }
+  // Past the size at which the column blocks run on several threads: still the same sums.
+  const int64_t R = 300, C = 600;
+  std::vector<double> big(R * C);
+  for (size_t i = 0; i < big.size(); ++i) big[i] = std::cos(double(i)) * 1e3 + 1e-4 * double(i);
+  Tensor y = Tensor::zeros({C}, DType::F64).set_requires_grad();
+  backward(ops::sum(ops::mul(ops::add(Tensor::zeros({R, C}, DType::F64), y), Tensor::of(big, {R, C}, DType::F64))));
+  std::vector<double> want(C, 0.0);
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t c = 0; c < C; ++c) want[c] += big[r * C + c];
+  EXPECT_EQ(y.grad().values(), want);
 }
 
 }  // namespace
