@@ -473,6 +473,12 @@ std::vector<OpCase> build() {
         return std::vector<CaseInput>{in(uniform(r, {700, d})), in(uniform(r, {d}, 0.5, 1.5)), in(uniform(r, {d}))};
       },
       [](const In& x) { return Out{ops::layer_norm(x[0], x[1], x[2], 1e-5)}; });
+  // LayerNorm wider than the CPU's 64-column blocks for dgamma and dbeta, the last one partial.
+  add(Op::layer_norm, "layer_norm_wide",
+      [](Rng& r) {
+        return std::vector<CaseInput>{in(uniform(r, {6, 100})), in(uniform(r, {100}, 0.5, 1.5)), in(uniform(r, {100}))};
+      },
+      [](const In& x) { return Out{ops::layer_norm(x[0], x[1], x[2], 1e-5)}; });
   return c;
 }
 
