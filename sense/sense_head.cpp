@@ -113,7 +113,7 @@ Tensor sense_direction_loss(SenseHead& h, const Tensor& top, const LmBatch& b, c
       negatives = uniform();
       return Tensor::from(negatives, {static_cast<int64_t>(negatives.size())}, flat.device());
     }
-    return drawn = ops::draw_distinct(h.enabled_rows_on_device(), n_negatives, rng());
+    return drawn = h.uniform_negatives(n_negatives, rng());
   };
   auto log_uniform = [&] {
     return sample_log_uniform_senses(table, n_negatives, targets, rng, o.negative_budget, o.negative_rows_max);

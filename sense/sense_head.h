@@ -29,6 +29,8 @@ struct SenseHead {
   // on restore. Whatever else changes table.enabled must reset it.
   Tensor enabled_list;
   const Tensor& enabled_rows_on_device();
+  // `n` distinct enabled rows (all of them when fewer), drawn on the table's device with `key`.
+  Tensor uniform_negatives(int64_t n, uint64_t key) { return ops::draw_distinct(enabled_rows_on_device(), n, key); }
   // `first_sense_seed`: sense 0's rows start as ELMo's softmax rows of that seed (SenseTable).
   SenseHead(int vocab, const SenseOptions& o, int dim, uint64_t seed, Device dev, DType dt = DType::F32,
             TableShard shard = {}, std::optional<uint64_t> first_sense_seed = std::nullopt);

@@ -4,7 +4,6 @@
 #include <sys/wait.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <limits>
@@ -12,6 +11,7 @@
 #include <vector>
 
 #include "engine/core/error.h"
+#include "engine/core/scoped_env.h"
 #include "engine/engine.h"
 #include "layers/elmo_options.h"
 #include "tests/tiny_elmo.h"
@@ -43,25 +43,7 @@ inline ToolRun run_tool(const std::string& cmd) {
   return r;
 }
 
-// An environment variable set (or, with nullptr, removed) for a scope; its previous value, or its
-// absence, is put back at the end.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    const char* before = std::getenv(name);
-    had_ = before != nullptr;
-    if (had_) saved_ = before;
-    set(value);
-  }
-  ~ScopedEnv() { set(had_ ? saved_.c_str() : nullptr); }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-  void set(const char* value) { value ? ::setenv(name_.c_str(), value, 1) : ::unsetenv(name_.c_str()); }
-
- private:
-  std::string name_, saved_;
-  bool had_ = false;
-};
+using sa::ScopedEnv;  // engine/core/scoped_env.h
 
 // The CPU, and the first GPU when there is one (a skip line names `what` otherwise).
 inline std::vector<Device> cpu_and_gpu(const char* what) {

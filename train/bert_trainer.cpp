@@ -121,7 +121,7 @@ Tensor mlm_loss(BertState& s, const TrainConfig& c, const MlmBatch& b, Generator
   // Uniform negatives drawn on the device from the head's list of enabled rows (after_step renews it).
   const Tensor negatives = o.negatives == SenseOptions::Negatives::Full
                                ? Tensor()
-                               : ops::draw_distinct(head.enabled_rows_on_device(), c.n_negative_samples_batch, (*rng)());
+                               : head.uniform_negatives(c.n_negative_samples_batch, (*rng)());
   Tensor per_row = negatives.defined() ? sense_sampled_loss(x, head.table, sel, negatives)
                                        : sense_full_loss(x, head.table, sel);
   *step = {ctx, sel, b.labels, {}, negatives};

@@ -31,31 +31,24 @@ constexpr int kScoreStride = kTile + 4, kOutPad = 4;
 #define SA_TC_BODY 1  // bf16 and TF32 wmma need compute 8.0; older targets compile empty kernels, never launched
 #endif
 
-#ifdef SA_TC_BODY
 // The operands as the tensor cores take them: bf16 (rounded to 8 bits of mantissa, products of
 // depth 16) or TF32 (f32 in shared memory rounded to 10 bits, depth 8).
 struct Bf16Operands {
   using Elem = bf16;
+  static constexpr int K = 16, kProbStride = kTile + 8;
+#ifdef SA_TC_BODY
   using Frag = bf16;
-  static constexpr int K = 16, kProbStride = kTile + 8;
   __device__ static Elem round(float x) { return __float2bfloat16_rn(x); }
-};
-struct Tf32Operands {
-  using Elem = float;
-  using Frag = wmma::precision::tf32;
-  static constexpr int K = 8, kProbStride = kTile + 4;
-  __device__ static Elem round(float x) { return wmma::__float_to_tf32(x); }
-};
-#else
-struct Bf16Operands {
-  using Elem = bf16;
-  static constexpr int K = 16, kProbStride = kTile + 8;
-};
-struct Tf32Operands {
-  using Elem = float;
-  static constexpr int K = 8, kProbStride = kTile + 4;
-};
 #endif
+};
+struct Tf32Operands {
+  using Elem = float;
+  static constexpr int K = 8, kProbStride = kTile + 4;
+#ifdef SA_TC_BODY
+  using Frag = wmma::precision::tf32;
+  __device__ static Elem round(float x) { return wmma::__float_to_tf32(x); }
+#endif
+};
 
 #ifdef SA_TC_BODY
 template <typename Op>

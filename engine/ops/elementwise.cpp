@@ -113,6 +113,8 @@ Tensor draw_distinct(const Tensor& list, int64_t n, uint64_t key) {
            describe(list));
   SA_CHECK(list.numel() < (int64_t{1} << 31), "draw_distinct: {} entries (at most 2^31 - 1)", list.numel());
   SA_CHECK(n >= 0, "draw_distinct: {} draws", n);
+  // No more draws than entries: the backends' permuted_index walks a cycle until it lands below the
+  // list's size, which ends only for positions below it.
   Tensor out = Tensor::empty({std::min(n, list.numel())}, DType::I32, list.device());
   be(list).draw_distinct(list, key, out);
   return out;

@@ -287,9 +287,10 @@ TEST(DataParallel, NcclIsLookedForInPipsPackageToo) {
   const std::string lib = root + "/python3.11/site-packages/nvidia/nccl/lib";
   fs::create_directories(lib);
   std::ofstream(lib + "/libnccl.so.2") << "";
-  ::setenv("SA_NCCL_LIBRARY", "/opt/x/libnccl.so.2", 1);
-  const std::vector<std::string> c = sa::dist::nccl_library_candidates({root, root + "/none"});
-  ::unsetenv("SA_NCCL_LIBRARY");
+  const std::vector<std::string> c = [&] {
+    sa::ScopedEnv library("SA_NCCL_LIBRARY", "/opt/x/libnccl.so.2");
+    return sa::dist::nccl_library_candidates({root, root + "/none"});
+  }();
   ASSERT_EQ(c.size(), 4u);
   EXPECT_EQ(c[0], "/opt/x/libnccl.so.2");
   EXPECT_EQ(c[1], "libnccl.so.2");

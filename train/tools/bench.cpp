@@ -20,6 +20,7 @@
 
 #include "engine/bench_support.h"
 #include "engine/core/philox.h"
+#include "engine/core/scoped_env.h"
 #include "engine/engine.h"
 #include "layers/bilstm.h"
 #include "layers/lstm.h"
@@ -122,11 +123,10 @@ void bench_lstm_sequence(Device d, bool quick, int iters, const std::string& dev
   std::printf("%-7s %-34s %-18s %9.3f ms %9.3f ms %7.2f\n", dev.c_str(), "2 directions stacked vs separate",
               shape.c_str(), tk * 1e3, ts2 * 1e3, ts2 / tk);
   if (d.is_cuda()) {  // each direction on a stream of its own (SA_LSTM_STREAMS=1) against one stream
-    const char* before = std::getenv("SA_LSTM_STREAMS");
-    const std::string saved = before ? before : "";
-    setenv("SA_LSTM_STREAMS", "1", 1);
-    const double tl = time_it(d, iters, [&] { directions(ops::LstmPath::Steps); });
-    before ? setenv("SA_LSTM_STREAMS", saved.c_str(), 1) : unsetenv("SA_LSTM_STREAMS");
+    const double tl = [&] {
+      ScopedEnv streams("SA_LSTM_STREAMS", "1");
+      return time_it(d, iters, [&] { directions(ops::LstmPath::Steps); });
+    }();
     std::printf("%-7s %-34s %-18s %9.3f ms %9.3f ms %7.2f\n", dev.c_str(), "2 directions: 2 streams vs 1",
                 shape.c_str(), tl * 1e3, ts2 * 1e3, ts2 / tl);
   }
@@ -299,9 +299,10 @@ void bench_char_cnn(Device d, bool quick, int iters, const std::string& dev) {
   const std::string shape = std::to_string(N) + "x" + std::to_string(L) + "x16 w7x1024";
   if (d.is_cuda()) {
     const double tiled = time_it(d, iters, fwd_bwd);
-    setenv("SA_CONV_GW_UNTILED", "1", 1);
-    const double untiled = time_it(d, iters, fwd_bwd);
-    unsetenv("SA_CONV_GW_UNTILED");
+    const double untiled = [&] {
+      ScopedEnv untiled_gw("SA_CONV_GW_UNTILED", "1");
+      return time_it(d, iters, fwd_bwd);
+    }();
     std::printf("%-7s %-34s %-18s %9.3f ms %9.3f ms %7.2f\n", dev.c_str(), "conv1d_max f+b: tiled gw vs per-output",
                 shape.c_str(), tiled * 1e3, untiled * 1e3, untiled / tiled);
   } else {
@@ -368,10 +369,9 @@ void bench_attention_tc(Device d, bool quick, int iters, const std::string& dev)
     for (int64_t t = T - T / 4; t < T; ++t) keys[b * T + t] = 0;
   Tensor mask = Tensor::from(keys, {B, T}, d);
   const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
-  const char* before = std::getenv("SA_ATTENTION");
-  const std::string saved = before ? before : "";
+  ScopedEnv path_env("SA_ATTENTION", nullptr);
   auto timed = [&](const char* path) {
-    setenv("SA_ATTENTION", path, 1);
+    path_env.set(path);
     return time_it(d, iters, [&] { backward(ops::sum(ops::attention(q, k, v, mask, scale))); });
   };
   const std::string shape = std::to_string(B) + "x" + std::to_string(H) + "x" + std::to_string(T) + "x" + std::to_string(dh);
@@ -383,7 +383,6 @@ void bench_attention_tc(Device d, bool quick, int iters, const std::string& dev)
                 bf16 ? "attention bf16 f+b: tc fused vs GEMMs" : "attention tf32 f+b: tc fused vs GEMMs", shape.c_str(),
                 tc * 1e3, tg * 1e3, tg / tc);
   }
-  before ? setenv("SA_ATTENTION", saved.c_str(), 1) : unsetenv("SA_ATTENTION");
 }
 
 // GEMMs against raw BLAS/cuBLAS and at bf16/tf32, elementwise bandwidth, the clip and optimizer
