@@ -1,6 +1,9 @@
 // CUDA: row gathers/scatters and the char-CNN convolution with max over positions.
 #include <algorithm>
+#include <type_traits>
 
+#include "engine/core/bf16.h"
+#include "engine/core/precision.h"
 #include "engine/cuda/cuda_backend.cuh"
 
 namespace sa {
@@ -50,12 +53,14 @@ void CudaBackend::scatter_add_rows(const Tensor& src, const Tensor& idx, Tensor&
   CUDA_LAUNCHED("scatter_add_rows");
 }
 
-// Windows of W*Cin consecutive values of x, one row per (sample, position).
-template <typename T>
-__global__ void im2col_kernel(const T* x, T* cols, int64_t nn, int64_t L, int64_t Cin, int64_t P, int64_t K) {
+// Windows of W*Cin consecutive values of x, one row per (sample, position); C = uint16_t writes
+// them as bf16 (x already rounded to bf16 under precision = "bf16", so the cast is exact).
+template <typename T, typename C>
+__global__ void im2col_kernel(const T* x, C* cols, int64_t nn, int64_t L, int64_t Cin, int64_t P, int64_t K) {
   CUDA_LOOP(e, nn * P * K) {
     int64_t k = e % K, row = e / K, p = row % P, s = row / P;
-    cols[e] = x[(s * L + p) * Cin + k];
+    if constexpr (std::is_same_v<C, uint16_t>) cols[e] = float_to_bf16(static_cast<float>(x[(s * L + p) * Cin + k]));
+    else cols[e] = x[(s * L + p) * Cin + k];
   }
 }
 
@@ -82,14 +87,23 @@ void CudaBackend::conv1d_max(const Tensor& x, const Tensor& w, const Tensor& b, 
   // Chunks of samples bound the im2col and convolution buffers (about 64 MiB of f32 each).
   const int64_t chunk = std::max<int64_t>(1, (int64_t(1) << 24) / std::max<int64_t>(1, P * std::max(K, Cout)));
   const int64_t cn = std::min(chunk, N);
-  Tensor cols = Tensor::empty({cn * P, K}, x.dtype(), device());
+  // Under precision = "bf16" the op hands x and w rounded to bf16 in f32: the product runs as a
+  // bf16 GEMM (tensor cores; an f32 GEMM's speed otherwise, since tf32 is off), its products exact
+  // and summed in f32 as before, so only the summation order changes.
+  const bool bf16 = bf16_matmuls() && x.dtype() == DType::F32;
+  const Tensor wg = bf16 ? w.to(DType::BF16) : w;
+  Tensor cols = Tensor::empty({cn * P, K}, bf16 ? DType::BF16 : x.dtype(), device());
   Tensor conv = Tensor::empty({cn * P, Cout}, x.dtype(), device());
   for (int64_t n0 = 0; n0 < N; n0 += chunk) {
     const int64_t nn = std::min(chunk, N - n0);
     dispatch(x.dtype(), "conv1d_max", [&](auto tag) {
       using T = decltype(tag);
-      im2col_kernel<<<blocks_for(nn * P * K), kThreads, 0, stream()>>>(x.data<T>() + n0 * L * Cin, cols.data<T>(), nn,
-                                                                      L, Cin, P, K);
+      const T* xs = x.data<T>() + n0 * L * Cin;
+      if (bf16)
+        im2col_kernel<<<blocks_for(nn * P * K), kThreads, 0, stream()>>>(xs, static_cast<uint16_t*>(cols.raw()), nn, L,
+                                                                        Cin, P, K);
+      else
+        im2col_kernel<<<blocks_for(nn * P * K), kThreads, 0, stream()>>>(xs, cols.data<T>(), nn, L, Cin, P, K);
     });
     CUDA_LAUNCHED("conv1d_max/im2col");
     GemmArgs g;
@@ -97,7 +111,7 @@ void CudaBackend::conv1d_max(const Tensor& x, const Tensor& w, const Tensor& b, 
     g.n = Cout;
     g.k = K;
     Tensor cv = conv.rows(0, nn * P), cl = cols.rows(0, nn * P);
-    gemm(g, cl, w, cv);
+    gemm(g, cl, wg, cv);
     dispatch(x.dtype(), "conv1d_max", [&](auto tag) {
       using T = decltype(tag);
       max_over_positions_kernel<<<blocks_for(nn * Cout), kThreads, 0, stream()>>>(

@@ -91,7 +91,7 @@ TEST(Autograd, SparseTableGetsOnlyTouchedRows) {
 
 // A negative id is a padding slot (a GPU's padded coalescing): every backend drops it, so an
 // exact coalesce of padded entries gives the distinct ids alone.
-TEST(Autograd, CoalescingDropsPaddingIds) {
+TEST(Autograd, CoalescingDropsPaddingIdsOnCpuAndGpu) {
   for (Device d : testing::cpu_and_gpu("coalescing with padding ids")) {
     SparseGrad g;
     g.indices.push_back(Tensor::from(std::vector<int32_t>{-1, 2, 0, -1, 2}, {5}).to(d));

@@ -119,8 +119,9 @@ TEST(Bf16Matmuls, LstmSequenceRoundsWhereItsStepCompositionDoes) {
 
 // The char CNN's convolution does its products in its own kernel: under bf16 it takes x and w
 // rounded forward, and the gradient rounded with w (for x) and with x (for w) backward, as a GEMM
-// would; the bias gradient sums the unrounded gradient. Against the f32 op on rounded inputs.
-TEST(Bf16Matmuls, CharCnnConvolutionRoundsItsOperands) {
+// would; the bias gradient sums the unrounded gradient. Against the f32 op on rounded inputs, on
+// each device (CUDA's forward is then a bf16 GEMM: exact products, f32 sums in another order).
+TEST(Bf16Matmuls, CharCnnConvolutionRoundsItsOperandsOnCpuAndGpu) {
   std::mt19937_64 rng(11);
   const int64_t N = 4, L = 9, Cin = 3, W = 3, Cout = 5;
   const std::vector<double> x = random_values(rng, N * L * Cin), w = random_values(rng, W * Cin * Cout, 0.5),
@@ -129,30 +130,34 @@ TEST(Bf16Matmuls, CharCnnConvolutionRoundsItsOperands) {
     for (double& e : v) e = round_bf16(e);
     return v;
   };
-  auto run = [&](bool bf16, const std::vector<double>& xv, const std::vector<double>& wv, const std::vector<double>& gv) {
-    std::optional<Bf16On> scope;
-    if (bf16) scope.emplace();
-    Tensor tx = Tensor::of(xv, {N, L, Cin}, DType::F32).set_requires_grad();
-    Tensor tw = Tensor::of(wv, {W, Cin, Cout}, DType::F32).set_requires_grad();
-    Tensor tb = Tensor::of(b, {Cout}, DType::F32).set_requires_grad();
-    Tensor y = ops::conv1d_max(tx, tw, tb);
-    backward(ops::sum(ops::mul(y, Tensor::of(gv, {N, Cout}, DType::F32))));
-    return std::vector<std::vector<double>>{y.values(), tx.grad().values(), tw.grad().values(), tb.grad().values()};
-  };
-  const auto on = run(true, x, w, gy), f32 = run(false, x, w, gy);
-  const auto want = run(false, rounded(x), rounded(w), rounded(gy));
-  // The forward, gx and gw are the f32 op's on rounded operands; argmax positions are the same
-  // (the rounded forward picks them); gb is the unrounded gradient's sum.
-  testing::expect_outputs_near({on[0], on[1], on[2]}, {want[0], want[1], want[2]}, 1e-6);
-  testing::expect_outputs_near({on[3]}, {f32[3]}, 1e-6);
-  double off = 0;
-  for (size_t i = 0; i < on[0].size(); ++i) off = std::max(off, std::abs(on[0][i] - f32[0][i]));
-  EXPECT_GT(off, 1e-4) << "bf16 should change the convolution";
+  for (Device d : testing::cpu_and_gpu("the bf16 char CNN convolution")) {
+    auto run = [&](bool bf16, const std::vector<double>& xv, const std::vector<double>& wv,
+                   const std::vector<double>& gv) {
+      std::optional<Bf16On> scope;
+      if (bf16) scope.emplace();
+      Tensor tx = Tensor::of(xv, {N, L, Cin}, DType::F32, d).set_requires_grad();
+      Tensor tw = Tensor::of(wv, {W, Cin, Cout}, DType::F32, d).set_requires_grad();
+      Tensor tb = Tensor::of(b, {Cout}, DType::F32, d).set_requires_grad();
+      Tensor y = ops::conv1d_max(tx, tw, tb);
+      backward(ops::sum(ops::mul(y, Tensor::of(gv, {N, Cout}, DType::F32, d))));
+      return std::vector<std::vector<double>>{y.values(), tx.grad().values(), tw.grad().values(), tb.grad().values()};
+    };
+    const auto on = run(true, x, w, gy), f32 = run(false, x, w, gy);
+    const auto want = run(false, rounded(x), rounded(w), rounded(gy));
+    // The forward, gx and gw are the f32 op's on rounded operands; argmax positions are the same
+    // (the rounded forward picks them); gb is the unrounded gradient's sum.
+    SCOPED_TRACE(d.str());
+    testing::expect_outputs_near({on[0], on[1], on[2]}, {want[0], want[1], want[2]}, 1e-6);
+    testing::expect_outputs_near({on[3]}, {f32[3]}, 1e-6);
+    double off = 0;
+    for (size_t i = 0; i < on[0].size(); ++i) off = std::max(off, std::abs(on[0][i] - f32[0][i]));
+    EXPECT_GT(off, 1e-4) << "bf16 should change the convolution";
+  }
 }
 
 // bf16_rounded (the char CNN's operands) is one kernel: the same bits as a cast to bf16 and back,
 // ties to even, infinities and NaN included, on the CPU and on CUDA.
-TEST(Bf16Matmuls, TheRoundingKernelEqualsTheCastThereAndBack) {
+TEST(Bf16Matmuls, TheRoundingKernelEqualsTheCastThereAndBackOnCpuAndGpu) {
   std::vector<float> v = {0.f, -0.f, 1.f, 1.00390625f /* 1 + 2^-8: a tie, stays 1 */, 1.01171875f /* 1 + 3 * 2^-8: a tie, rounds up */,
                           3.14159265f, -2.718281828f, 1e-40f, 3.3e38f, std::numeric_limits<float>::infinity(),
                           -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()};
@@ -177,7 +182,7 @@ TEST(Bf16Matmuls, TheRoundingKernelEqualsTheCastThereAndBack) {
 // BERT's attention op under bf16 rounds the operands of its products (q k^T, P v, and the
 // backward's four) where the unfused ops (bmm, softmax, dropout, bmm) round them: both agree to
 // f32 sums, forward and gradients, on each device (CUDA: the batched-GEMM path).
-TEST(Bf16Matmuls, AttentionRoundsWhereTheUnfusedOpsDo) {
+TEST(Bf16Matmuls, AttentionRoundsWhereTheUnfusedOpsDoOnCpuAndGpu) {
   const int64_t B = 2, H = 2, T = 7, d = 8;
   std::mt19937_64 rng(13);
   const std::vector<double> qv = random_values(rng, B * H * T * d), kv = random_values(rng, B * H * T * d),
@@ -280,7 +285,7 @@ TEST(Bf16Matmuls, CudaFusedAttentionOnTensorCoresStaysWithinBf16OfTheCpu) {
 // The fused candidate softmax (the sampled softmax's and SaBERT's path) under bf16 rounds x and
 // the candidates' rows for its logits, and dL, Wc and x for its gradient products, as the unfused
 // ops (ops::matmul) do; the true rows' logits and the bias gradient stay f32 in both.
-TEST(Bf16Matmuls, CandidateSoftmaxRoundsWhereTheUnfusedOpsDo) {
+TEST(Bf16Matmuls, CandidateSoftmaxRoundsWhereTheUnfusedOpsDoOnCpuAndGpu) {
   std::mt19937_64 rng(13);
   const int64_t N = 9, P = 24, V = 40;
   const std::vector<double> xv = random_values(rng, N * P), Wv = random_values(rng, V * P, 0.5), bv = random_values(rng, V, 0.1);

@@ -60,7 +60,7 @@ TEST(SenseSelection, PicksTheNearestEnabledCenterByCosine) {
 // The selection kernel against a plain loop over the same numbers: random candidates, disabled
 // ones, an exact tie (the first wins), a token with none enabled (its first candidate), in f32
 // and f64, on the CPU and (with a GPU) on CUDA. The cosines are summed in double on both.
-TEST(SenseSelection, SelectRowsKernelMatchesALoop) {
+TEST(SenseSelection, SelectRowsKernelMatchesALoopOnCpuAndGpu) {
   std::mt19937_64 rng(17);
   std::normal_distribution<double> g;
   const int64_t N = 300, K = 6, d = 16;
@@ -263,7 +263,7 @@ TEST(SenseCenters, PerTokenUpdateCompoundsTheRate) {
 // A training step hands update_centers the selection on the device. The center update coalesces
 // it there (CUDA pads the distinct rows with id -1 and a zero count, which must move nothing) and
 // reads nothing back; every device lands where the CPU does.
-TEST(SenseCenters, TheUpdateOnEachDeviceReadsNothingAndMatchesTheCpu) {
+TEST(SenseCenters, TheUpdateReadsNothingOnTheGpuAndMatchesTheCpu) {
   using U = SenseOptions::CenterUpdate;
   std::mt19937_64 rng(4);
   std::normal_distribution<double> g(0, 1);
@@ -626,7 +626,7 @@ TEST(SenseSoftmax, LogUniformNegativesTakeWholeWordsWithLogQ) {
 // The fused candidate softmax (chunks on the CPU, a streaming log-sum-exp on CUDA) equals the
 // unfused ops on the loss and on every gradient, with accidental hits and log-Q shifts, for more
 // rows than one CPU chunk.
-TEST(SenseSoftmax, FusedEqualsUnfused) {
+TEST(SenseSoftmax, FusedEqualsUnfusedOnCpuAndGpu) {
   for (Device dev : testing::cpu_and_gpu("FusedEqualsUnfused")) {
     const DType dt = dev.is_cuda() ? DType::F32 : DType::F64;
     // 2,000 candidates: the CPU works in chunks of 2^18 / 2000 = 131 rows, so 150 rows take two.
@@ -663,7 +663,7 @@ TEST(SenseSoftmax, FusedEqualsUnfused) {
 // disabled, the contexts are word-centred, and the negatives hold selected rows (accidental
 // hits) and other senses of the targets. f64 on the CPU (1e-12); with a GPU, f32 CUDA against
 // the CPU's selection-first path (2e-5).
-TEST(SenseSoftmax, SelectionInsideTheFusedOpEqualsSelectingFirst) {
+TEST(SenseSoftmax, SelectionInsideTheFusedOpEqualsSelectingFirstOnCpuAndGpu) {
   for (Device dev : testing::cpu_and_gpu("SelectionInsideTheFusedOp")) {
     const DType dt = dev.is_cuda() ? DType::F32 : DType::F64;
     auto run = [&](Device d, bool fused) {

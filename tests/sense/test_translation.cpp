@@ -202,7 +202,7 @@ TEST(Translation, GradientMatchesFiniteDifferencesAndSelfTranslationHasNoNaN) {
 // The fused translation loss (ops::candidate_softmax with 1 + T*C own rows) equals the unfused
 // reference on the loss and every gradient: random dictionaries with self-translations, absent
 // candidates, negatives that hit a candidate, and more rows than one CPU chunk.
-TEST(Translation, FusedEqualsUnfused) {
+TEST(Translation, FusedEqualsUnfusedOnCpuAndGpu) {
   for (Device dev : testing::cpu_and_gpu("Translation.FusedEqualsUnfused")) {
     const DType dt = dev.is_cuda() ? DType::F32 : DType::F64;
     const int V = 300, C = 3, P = 6, N = 150;
