@@ -58,7 +58,10 @@ TrainResult run_training(ModelFamily& f, const TrainConfig& c, const RunOutput& 
       counted_from = device_counters();
       phases.reset();
     }
-    if (step - first > warm) res.steady_tokens_per_s = static_cast<double>(tokens - tokens_warm) / seconds_since(t_warm);
+    if (step - first > warm) {
+      res.steady_seconds = seconds_since(t_warm);
+      res.steady_tokens_per_s = static_cast<double>(tokens - tokens_warm) / res.steady_seconds;
+    }
     if (logs) {
       const double lv = res.last_loss;
       nlohmann::json line = {{"step", step}, {"loss", lv}, {"perplexity", std::exp(lv)},

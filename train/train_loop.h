@@ -33,6 +33,7 @@ struct TrainResult {
   double heldout_perplexity = 0;  // 0 when no held-out data
   double tokens_per_s = 0;         // over every step of this invocation
   double steady_tokens_per_s = 0;  // after the first 5 steps (allocation warm-up excluded)
+  double steady_seconds = 0;       // wall time of those steps
   int64_t encoded_tokens = 0;      // distinct tokens through the char CNN in those steps (ELMo)
   // Seconds per step phase over the steps after the first 5, when asked for (time_phases).
   std::vector<std::pair<std::string, double>> phase_seconds;

@@ -14,10 +14,14 @@ struct DeviceCounters {
   int64_t launches = 0;    // backend primitives started (each one kernel or library call on a GPU, or more)
   int64_t kernels = 0;     // our CUDA kernels launched (none on the CPU; cuBLAS and cuDNN calls not counted)
   int64_t lanes = 0;       // side streams forked for independent work (Backend::fork_lanes; none on the CPU)
+  // Host time spent blocked on a GPU (reads, synchronizations, a pinned upload slot still in use,
+  // synchronous copies): a step's wall time less this is the host's own work, so a step whose
+  // host work is far below its wall time is bound by the device, not by launches. None on the CPU.
+  int64_t wait_ns = 0;
 
   DeviceCounters operator-(const DeviceCounters& o) const {
     return {host_reads - o.host_reads, uploads - o.uploads, launches - o.launches, kernels - o.kernels,
-            lanes - o.lanes};
+            lanes - o.lanes, wait_ns - o.wait_ns};
   }
 };
 
@@ -30,6 +34,7 @@ void upload(int64_t n = 1);
 void launch(int64_t n = 1);
 void kernel(int64_t n = 1);
 void lanes(int64_t n);
+void waited_ns(int64_t ns);
 }  // namespace counters
 
 }  // namespace sa

@@ -147,7 +147,7 @@ std::pair<Tensor, Tensor> CudaBackend::coalesce_rows(const Tensor& ids, const Te
     int32_t U = 0;
     CUDA_CHECK(cudaMemcpyAsync(&U, run.data<int32_t>() + (M - 1), sizeof U, cudaMemcpyDeviceToHost, stream()));
     counters::host_read();
-    CUDA_CHECK(cudaStreamSynchronize(stream()));
+    CUDA_WAIT(cudaStreamSynchronize(stream()));
     slots = U;
   }
   Tensor partial = Tensor::empty({M, d}, rows.dtype(), dev);  // Q <= M pieces

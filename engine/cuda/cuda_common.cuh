@@ -4,6 +4,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <chrono>
 #include <string>
 
 #include "engine/backend.h"
@@ -27,6 +28,16 @@ namespace sa {
     if (s_ != CUBLAS_STATUS_SUCCESS)                                                                        \
       ::sa::fail_message(std::string("cuBLAS error: ") + cublasGetStatusString(s_) + " in " #call          \
                          " at " __FILE__ ":" + std::to_string(__LINE__));                                   \
+  } while (0)
+
+// A call that blocks the host until the device gets there: checked, and its time counted as the
+// host waiting (DeviceCounters::wait_ns).
+#define CUDA_WAIT(call)                                                                                    \
+  do {                                                                                                     \
+    const auto t0_ = std::chrono::steady_clock::now();                                                     \
+    CUDA_CHECK(call);                                                                                      \
+    ::sa::counters::waited_ns(                                                                             \
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0_).count()); \
   } while (0)
 
 // Checks the last kernel launch; names the kernel.

@@ -49,7 +49,7 @@ CudaBackend::CudaBackend(int device) : device_(device), alloc_(device_raw_alloc,
   CUBLAS_CHECK(cublasSetStream(blas_, stream_));
 }
 
-void CudaBackend::synchronize() { CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+void CudaBackend::synchronize() { CUDA_WAIT(cudaStreamSynchronize(stream_)); }
 
 // cudaMemcpy from pageable memory first waits for every kernel queued before it: the batch's
 // uploads (16 a step for ELMo) each drained the GPU's queue, and the host could not run ahead.
@@ -79,7 +79,7 @@ bool CudaBackend::upload_async(void* dst, const void* src, size_t bytes) {
   }
   const size_t s = next_slot_;
   next_slot_ = (next_slot_ + 1) % kSlots;
-  CUDA_CHECK(cudaEventSynchronize(slot_done_[s]));  // the copy that last read this slot has run
+  CUDA_WAIT(cudaEventSynchronize(slot_done_[s]));  // the copy that last read this slot has run
   char* slot = pinned_ + s * kSlotBytes;
   std::memcpy(slot, src, bytes);
   CUDA_CHECK(cudaMemcpyAsync(dst, slot, bytes, cudaMemcpyHostToDevice, stream()));
@@ -195,7 +195,7 @@ void copy(void* dst, Device dst_dev, const void* src, Device src_dev, size_t byt
     CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, static_cast<CudaBackend&>(be).stream()));
     return;
   }
-  CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault));
+  CUDA_WAIT(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault));
 }
 
 std::string describe_device(int device) {

@@ -360,7 +360,7 @@ int64_t CudaBackend::count_nonfinite(const Tensor& x, bool allow_neg_inf) {
   }
   CUDA_LAUNCHED("count_nonfinite");
   unsigned long long host = 0;
-  CUDA_CHECK(cudaMemcpy(&host, c, sizeof(host), cudaMemcpyDeviceToHost));
+  CUDA_WAIT(cudaMemcpy(&host, c, sizeof(host), cudaMemcpyDeviceToHost));
   counters::host_read();
   return static_cast<int64_t>(host);
 }

@@ -3,6 +3,7 @@
 // The same counters run on CUDA (bin/bench train prints them per step).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -29,6 +30,28 @@ TEST(DeviceCounters, CountReadsUploadsAndLaunches) {
   EXPECT_EQ(d.host_reads, 1);
   EXPECT_GE(d.launches, 2);
   EXPECT_EQ(d.kernels, 0);  // no CUDA kernel on the CPU
+}
+
+// The host's time blocked on a GPU: queued work costs none until the host reads a result, which
+// waits for it; the CPU never waits (it is the device).
+TEST(DeviceCounters, TheHostsWaitForAGpuIsCountedAtReadsOnly) {
+  for (Device d : testing::cpu_and_gpu("the host's wait")) {
+    const int64_t n = d.is_cuda() ? 2048 : 128;  // the CPU's figure is zero at any size
+    const Tensor a = Tensor::full({n, n}, 1e-3, DType::F32, d);
+    ops::sum(ops::matmul(a, a)).item();  // warm-up: the GEMM's handle and workspace
+    const DeviceCounters before = device_counters();
+    Tensor c = a;
+    for (int i = 0; i < 20; ++i) c = ops::matmul(c, a);  // on a GPU ~0.3 TFLOP queued: milliseconds
+    const int64_t queued = (device_counters() - before).wait_ns;
+    const double v = ops::sum(c).item();
+    const int64_t read = (device_counters() - before).wait_ns;
+    EXPECT_TRUE(std::isfinite(v));
+    EXPECT_EQ(queued, 0) << d.str() << ": launching waits for nothing";
+    if (d.is_cuda())
+      EXPECT_GT(read, 0) << "the read waited for the queued products";
+    else
+      EXPECT_EQ(read, 0) << "the CPU never waits for a device";
+  }
 }
 
 // Trains a tiny ELMo or SaELMo for 12 steps with no logging, held-out or checkpoint step after the

@@ -590,6 +590,17 @@ void report_gemm_fraction(const TrainConfig& c, const TrainResult& r, int steps,
               flops / tokens / 1e6, flops / step_s / 1e9, ideal * 1e3, step_s * 1e3, 100 * ideal / step_s);
 }
 
+// Whether a GPU step waits for the host or the host for the GPU: the host's own work per step is
+// the wall time less the time it sat blocked on the device. CUDA graphs and fewer launches save
+// host work; they speed up only a step the host bounds.
+std::string host_time_line(double step_s, double wait_s, bool time_phases) {
+  const double work = step_s - wait_s;
+  std::string line = fmt::format("  host per step: {:.1f} ms of its own work, {:.1f} ms waiting for the GPU, of a {:.1f} ms step",
+                                 work * 1e3, wait_s * 1e3, step_s * 1e3);
+  if (time_phases) return line + " (--phases makes it wait at every phase: no verdict)";
+  return line + (work < 0.7 * step_s ? ": the GPU bounds the step" : ": the host bounds the step (launches, host work)");
+}
+
 int bench_train(const std::string& config, const std::string& corpus, int steps, const std::string& device,
                 const std::string& peer, const std::vector<std::string>& overrides, bool time_phases) {
   std::string dir = (std::filesystem::temp_directory_path() / ("sensealign-bench-" + std::to_string(::getpid()))).string();
@@ -625,6 +636,7 @@ int bench_train(const std::string& config, const std::string& corpus, int steps,
                 d.is_cuda() ? fmt::format(", {:.1f} CUDA kernels of ours", k.kernels / n).c_str() : "",
                 k.lanes > 0 ? fmt::format(", {:.1f} side streams forked", k.lanes / n).c_str() : "");
     if (!r.host_reads_why.empty()) std::printf("  host reads left per step: %s\n", r.host_reads_why.c_str());
+    if (d.is_cuda()) std::printf("%s\n", host_time_line(r.steady_seconds / n, k.wait_ns * 1e-9 / n, time_phases).c_str());
   }
   if (family.gemm_report && r.steady_tokens_per_s > 0) report_gemm_fraction(c, r, steps, d);
   if (time_phases) {
