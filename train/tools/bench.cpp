@@ -287,7 +287,8 @@ void bench_negatives(Device d, bool quick, int iters, const std::string& dev) {
 
 // The char CNN's backward at elmo.cfg's widest filters (width 7, 1024 filters over 50 characters of
 // 16 dims): CUDA's weight gradient tiled in shared memory against a thread per output
-// (SA_CONV_GW_UNTILED=1). The CPU has one form: its line times the backward against the forward.
+// (SA_CONV_GW_UNTILED=1), and its forward under bf16 against tf32. The CPU has one form: its line
+// times the backward against the forward.
 void bench_char_cnn(Device d, bool quick, int iters, const std::string& dev) {
   const int64_t N = quick ? 640 : d.is_cuda() ? 5120 : 1280, L = 50, Cin = 16, W = 7, Cout = 1024;
   Tensor x = randn({N, L, Cin}, d).set_requires_grad(), w = randn({W, Cin, Cout}, d).set_requires_grad();
@@ -305,6 +306,21 @@ void bench_char_cnn(Device d, bool quick, int iters, const std::string& dev) {
     }();
     std::printf("%-7s %-34s %-18s %9.3f ms %9.3f ms %7.2f\n", dev.c_str(), "conv1d_max f+b: tiled gw vs per-output",
                 shape.c_str(), tiled * 1e3, untiled * 1e3, untiled / tiled);
+    // The forward's product under precision = "bf16" (a bf16 GEMM) against tf32's (an f32 GEMM on
+    // TF32 tensor cores); before the bf16 GEMM, bf16 ran it as a plain f32 GEMM.
+    NoGrad ng;
+    auto forward = [&] { Tensor y = ops::conv1d_max(x, w, b); };
+    const double bf16 = [&] {
+      set_bf16_matmuls(true);
+      const double t = time_it(d, iters, forward);
+      set_bf16_matmuls(false);
+      return t;
+    }();
+    backend_uncounted(d).set_tf32(true);
+    const double tf32 = time_it(d, iters, forward);
+    backend_uncounted(d).set_tf32(false);
+    std::printf("%-7s %-34s %-18s %9.3f ms %9.3f ms %7.2f\n", dev.c_str(), "conv1d_max fwd: bf16 vs tf32",
+                shape.c_str(), bf16 * 1e3, tf32 * 1e3, tf32 / bf16);
   } else {
     const double fb = time_it(d, iters, fwd_bwd);
     NoGrad ng;
