@@ -31,4 +31,39 @@ BroadcastPlan make_broadcast_plan(const Shape& out, const Shape& a, const Shape&
   return p;
 }
 
+namespace {
+
+// Whether dims [lo, hi) of the output (size-1 dims aside) are laid out in `st` as a contiguous
+// block scaled by one factor (0: broadcast over all of them; 1: contiguous); sets the factor.
+bool scaled_contiguous(const BroadcastPlan& p, const int64_t* st, int lo, int hi, int64_t* factor) {
+  int64_t span = 1, f = 0;
+  bool found = false;
+  for (int d = hi - 1; d >= lo; --d) {
+    if (p.shape[d] == 1) continue;
+    if (!found) f = st[d], found = true;
+    else if (st[d] != f * span) return false;
+    span *= p.shape[d];
+  }
+  *factor = f;
+  return true;
+}
+
+}  // namespace
+
+bool broadcast_as_rows(const BroadcastPlan& p, BroadcastRows* rows) {
+  const int64_t* st[2] = {p.stride_a, p.stride_b};
+  for (int k = 0; k <= p.rank; ++k) {  // split before dim k; the widest rows (smallest k) first
+    BroadcastRows c;
+    for (int d = k; d < p.rank; ++d) c.inner *= p.shape[d];
+    bool ok = c.inner > 0;
+    for (int s = 0; s < 2 && ok; ++s)
+      ok = scaled_contiguous(p, st[s], k, p.rank, &c.si[s]) && scaled_contiguous(p, st[s], 0, k, &c.so[s]);
+    if (ok) {
+      *rows = c;
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace sa

@@ -35,6 +35,15 @@ struct BroadcastPlan {
   int64_t stride_b[kMaxRank] = {};
 };
 BroadcastPlan make_broadcast_plan(const Shape& out, const Shape& a, const Shape& b);
+// A broadcast as rows: output element i = o * inner + j reads a at o * so[0] + j * si[0] and b at
+// o * so[1] + j * si[1]. Found for the common cases (a bias row [N, D] + [D], a leading-axis
+// broadcast [B, T, H] + [T, H], a column [N, D] * [N, 1]), the widest rows first; not for an
+// operand broadcast on both sides of every split ([P, 1, S] + [Q, 1]). A GPU kernel then divides
+// once per element instead of twice per dimension and operand.
+struct BroadcastRows {
+  int64_t inner = 1, so[2] = {}, si[2] = {};
+};
+bool broadcast_as_rows(const BroadcastPlan& p, BroadcastRows* rows);
 
 // A strided block copy: dst[dst_off + sum i_k*dst_stride_k] = src[src_off + sum i_k*src_stride_k].
 // Serves permute, slice and concat. Offsets/strides in elements; any dtype.

@@ -93,6 +93,21 @@ std::vector<OpCase> build() {
                                         in(div ? uniform(r, {q, 1}, 0.5, 2) : uniform(r, {q, 1}))};
         },
         [=](const In& x) { return Out{b.fn(x[0], x[1])}; });
+    // The broadcasts CUDA runs as rows (broadcast_as_rows): leading axes ([P, Q, S] + [Q, S]) and
+    // a column ([P, Q] op [P, 1]).
+    add(b.op, nm + "_rows",
+        [=](Rng& r) {
+          int64_t p = dim(r), q = dim(r), s = dim(r);
+          return std::vector<CaseInput>{in(uniform(r, {p, q, s})),
+                                        in(div ? uniform(r, {q, s}, 0.5, 2) : uniform(r, {q, s}))};
+        },
+        [=](const In& x) { return Out{b.fn(x[0], x[1])}; });
+    add(b.op, nm + "_columns",
+        [=](Rng& r) {
+          int64_t p = dim(r), q = dim(r);
+          return std::vector<CaseInput>{in(uniform(r, {p, q})), in(div ? uniform(r, {p, 1}, 0.5, 2) : uniform(r, {p, 1}))};
+        },
+        [=](const In& x) { return Out{b.fn(x[0], x[1])}; });
     add(b.op, nm + "_reuse",  // the same tensor on both sides
         [=](Rng& r) { return std::vector<CaseInput>{in(uniform(r, {dim(r), dim(r)}, 0.5, 2))}; },
         [=](const In& x) { return Out{b.fn(x[0], x[0])}; });

@@ -1,5 +1,6 @@
 // CUDA: fills, strided copies, casts and elementwise math.
 #include <algorithm>
+#include <cstdlib>
 
 #include "engine/core/bf16.h"
 #include "engine/core/scalar_math.h"
@@ -162,13 +163,39 @@ __global__ void binary_kernel(BinaryOp op, const T* a, const T* b, T* out, Broad
   }
 }
 
+// The common broadcasts as rows (broadcast_as_rows): element i = o * inner + j of the output is
+// op(a[o * so_a + j * si_a], b[o * so_b + j * si_b]). The general kernel divides twice per dimension
+// and operand for every element (a bias add over [rows, cols]: eight divisions, and a GPU has no
+// divider), which made such adds bound by integer arithmetic, not memory; this one divides once.
+template <typename T>
+__global__ void binary_rows_kernel(BinaryOp op, const T* a, const T* b, T* out, int64_t n, int64_t inner,
+                                   int64_t so_a, int64_t si_a, int64_t so_b, int64_t si_b) {
+  CUDA_LOOP(i, n) {
+    const int64_t o = i / inner, j = i - o * inner;
+    out[i] = math::binary(op, a[o * so_a + j * si_a], b[o * so_b + j * si_b]);
+  }
+}
+
+// SA_BROADCAST_GENERAL=1: every broadcast through the general kernel (bench ops times both; read
+// at each call, broadcasts only).
+static bool general_broadcasts() {
+  const char* e = std::getenv("SA_BROADCAST_GENERAL");
+  return e && e[0] == '1';
+}
+
 void CudaBackend::binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out, const BroadcastPlan& p) {
   int64_t n = out.numel();
   if (n == 0) return;
   bool same = a.numel() == n && b.numel() == n;
+  BroadcastRows r;
+  const bool rows = !same && !general_broadcasts() && broadcast_as_rows(p, &r);
   dispatch(out.dtype(), "binary", [&](auto tag) {
     using T = decltype(tag);
-    binary_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(op, a.data<T>(), b.data<T>(), out.data<T>(), p, n, same);
+    if (rows)
+      binary_rows_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(op, a.data<T>(), b.data<T>(), out.data<T>(), n,
+                                                                  r.inner, r.so[0], r.si[0], r.so[1], r.si[1]);
+    else
+      binary_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(op, a.data<T>(), b.data<T>(), out.data<T>(), p, n, same);
   });
   CUDA_LAUNCHED("binary");
 }
@@ -190,6 +217,11 @@ __device__ T sum_preimage(const T* g, const SumToPlan& p, int64_t j, int64_t r0,
     rem /= p.kept_shape[k];
   }
   T s = 0;
+  if (p.n_red == 1) {  // one reduced dimension (a bias's rows): no index arithmetic per term
+    const int64_t gs = p.red_gstride[0];
+    for (int64_t r = r0; r < r1; ++r) s += g[base + r * gs];
+    return s;
+  }
   for (int64_t r = r0; r < r1; ++r) {
     int64_t rr = r, off = base;
     for (int k = p.n_red - 1; k >= 0; --k) {

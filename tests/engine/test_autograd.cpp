@@ -186,6 +186,47 @@ TEST(CandidateSoftmax, KeptLogProbabilitiesGiveTheRecomputedGradients) {
   }
 }
 
+// broadcast_as_rows (CUDA's one-division kernel for the common broadcasts) reads, for every
+// output element, the elements the general plan reads; it is found for the cases it claims and
+// refused for a broadcast on both sides of one operand.
+TEST(Broadcast, AsRowsReadsWhatTheGeneralPlanReads) {
+  auto general = [](const BroadcastPlan& p, const int64_t* st, int64_t i) {
+    int64_t off = 0;
+    for (int k = p.rank - 1; k >= 0; --k) off += (i % p.shape[k]) * st[k], i /= p.shape[k];
+    return off;
+  };
+  struct Case {
+    Shape out, a, b;
+    bool rows;  // expected to be found
+  };
+  const std::vector<Case> cases = {
+      {{6, 5}, {6, 5}, {5}, true},           // a bias row
+      {{6, 5}, {5}, {6, 5}, true},           // the bias on the left
+      {{3, 4, 5}, {3, 4, 5}, {4, 5}, true},  // position embeddings
+      {{3, 4, 5}, {3, 4, 5}, {1, 4, 5}, true},
+      {{6, 5}, {6, 5}, {6, 1}, true},        // a column
+      {{3, 4, 5}, {3, 4, 5}, {3, 4, 1}, true},
+      {{3, 4, 5}, {3, 4, 5}, {1}, true},     // a scalar
+      {{3, 1, 5}, {3, 1, 5}, {5}, true},     // size-1 dims
+      {{3, 4, 5}, {3, 4, 5}, {3, 1, 5}, false},  // a middle axis: strides 5, 0, 1
+      {{3, 4, 5}, {3, 1, 5}, {4, 1}, false},     // both operands broadcast, crossing
+      {{2, 3, 4, 5}, {2, 3, 4, 5}, {4, 5}, true},
+      {{2, 3, 4, 5}, {2, 3, 4, 5}, {2, 1, 1, 5}, false},
+  };
+  for (const Case& c : cases) {
+    const BroadcastPlan p = make_broadcast_plan(c.out, c.a, c.b);
+    BroadcastRows r;
+    const bool found = broadcast_as_rows(p, &r);
+    EXPECT_EQ(found, c.rows) << to_string(c.out) << " from " << to_string(c.a) << " and " << to_string(c.b);
+    if (!found) continue;
+    for (int64_t i = 0; i < numel(c.out); ++i) {
+      const int64_t o = i / r.inner, j = i % r.inner;
+      ASSERT_EQ(o * r.so[0] + j * r.si[0], general(p, p.stride_a, i)) << to_string(c.out) << " a, element " << i;
+      ASSERT_EQ(o * r.so[1] + j * r.si[1], general(p, p.stride_b, i)) << to_string(c.out) << " b, element " << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace sa
 

@@ -258,9 +258,13 @@ TEST(ToolErrors, BenchOpsRunsOnlyTheGroupsNamed) {
   contains(r.out, {"attention fwd+bwd fused vs unfused", "peak memory in use"});
   EXPECT_EQ(r.out.find("matmul f32 vs raw BLAS"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("lstm_sequence"), std::string::npos) << r.out;
+  r = run("./bin/bench ops --device cpu --quick --only elementwise");
+  EXPECT_EQ(r.rc, 0) << r.out;
+  contains(r.out, {"add (leading-axis broadcast)", "bias gradient (sum over rows)"});
+  EXPECT_EQ(r.out.find("matmul f32 vs raw BLAS"), std::string::npos) << r.out;
   r = run("./bin/bench ops --device cpu --quick --only lstm,bogus");
   EXPECT_NE(r.rc, 0);
-  contains(r.out, {"--only: bogus not in {core,lstm,"});
+  contains(r.out, {"--only: bogus not in {core,elementwise,lstm,"});
 }
 
 TEST(ToolErrors, HdfCreateSaysWhy) {
