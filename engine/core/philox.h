@@ -80,6 +80,18 @@ SA_HD float philox_uniform(uint64_t seed, uint64_t index) {
   return philox_word_uniform(philox(seed, index >> 2).v[index & 3]);
 }
 
+// The values of stream block `block` (indices 4 * block .. 4 * block + 3) that fall in
+// [first, first + n): f(i, value first + i) for each. A GPU thread per block draws each Philox
+// block once, where a thread per value drew it four times.
+template <typename F>
+SA_HD void philox_block_uniforms(uint64_t seed, uint64_t first, uint64_t n, uint64_t block, F&& f) {
+  const Philox4 r = philox(seed, block);
+  for (int w = 0; w < 4; ++w) {
+    const uint64_t index = block * 4 + static_cast<uint64_t>(w);
+    if (index >= first && index - first < n) f(index - first, philox_word_uniform(r.v[w]));
+  }
+}
+
 // Values first .. first + n - 1 of the stream: f(i, value first + i) for each i, one Philox call per
 // block of four (philox_uniform per value draws every block four times). Host loops.
 template <typename F>

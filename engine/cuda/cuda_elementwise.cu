@@ -330,9 +330,14 @@ void CudaBackend::masked_fill(const Tensor& x, const Tensor& mask, double value,
   CUDA_LAUNCHED("masked_fill");
 }
 
+// A thread per Philox block of four values (philox_block_uniforms): one draw for four elements.
 template <typename T>
-__global__ void dropout_kernel(uint64_t seed, uint64_t offset, float p, T keep, T* m, int64_t n) {
-  CUDA_LOOP(i, n) m[i] = philox_uniform(seed, offset + static_cast<uint64_t>(i)) < p ? T(0) : keep;
+__global__ void dropout_kernel(uint64_t seed, uint64_t offset, float p, T keep, T* m, int64_t n, int64_t blocks) {
+  const uint64_t first_block = offset >> 2;
+  CUDA_LOOP(b, blocks) {
+    philox_block_uniforms(seed, offset, static_cast<uint64_t>(n), first_block + static_cast<uint64_t>(b),
+                          [&](uint64_t i, float u) { m[i] = u < p ? T(0) : keep; });
+  }
 }
 
 void CudaBackend::dropout_mask(uint64_t seed, uint64_t offset, double p, Tensor& mask) {
@@ -340,8 +345,9 @@ void CudaBackend::dropout_mask(uint64_t seed, uint64_t offset, double p, Tensor&
   if (n == 0) return;
   dispatch(mask.dtype(), "dropout", [&](auto tag) {
     using T = decltype(tag);
-    dropout_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(seed, offset, static_cast<float>(p), T(1) / (T(1) - T(p)),
-                                                            mask.data<T>(), n);
+    const int64_t blocks = static_cast<int64_t>(((offset + static_cast<uint64_t>(n) - 1) >> 2) - (offset >> 2) + 1);
+    dropout_kernel<<<blocks_for(blocks), kThreads, 0, stream()>>>(seed, offset, static_cast<float>(p),
+                                                                 T(1) / (T(1) - T(p)), mask.data<T>(), n, blocks);
   });
   CUDA_LAUNCHED("dropout");
 }

@@ -80,18 +80,35 @@ TEST(Philox, DropoutMaskIsDeterministicAndHasTheRightRate) {
   EXPECT_NEAR(zeros / 20000.0, 0.25, 0.015);
 }
 
-// The CPU draws a block of four values per Philox call: element i is still value offset + i of
-// the stream (philox_uniform), for offsets and lengths that are not multiples of four.
-TEST(Philox, TheMaskIsTheStreamsValueAtEachOffset) {
-  for (uint64_t offset : {0, 1, 2, 3, 5, 4096}) {
-    for (int64_t n : {1, 3, 4, 13, 1000}) {
-      Tensor mask = Tensor::empty({n}, DType::F32);
-      backend(Device::cpu()).dropout_mask(11, offset, 0.3, mask);
-      const std::vector<double> got = mask.values();
-      for (int64_t i = 0; i < n; ++i) {
-        const double want = philox_uniform(11, offset + static_cast<uint64_t>(i)) < 0.3f ? 0.0 : 1.0 / 0.7f;
-        ASSERT_FLOAT_EQ(got[static_cast<size_t>(i)], want) << "offset " << offset << ", element " << i << " of " << n;
+// Both backends draw a block of four values per Philox call (the CPU in its loop, CUDA a thread per
+// block, philox_block_uniforms): element i is still value offset + i of the stream
+// (philox_uniform), for offsets and lengths that are not multiples of four.
+TEST(Philox, TheMaskIsTheStreamsValueAtEachOffsetOnCpuAndGpu) {
+  for (Device d : testing::cpu_and_gpu("the dropout mask at odd offsets")) {
+    for (uint64_t offset : {0, 1, 2, 3, 5, 4096}) {
+      for (int64_t n : {1, 3, 4, 13, 1000}) {
+        Tensor mask = Tensor::empty({n}, DType::F32, d);
+        backend(d).dropout_mask(11, offset, 0.3, mask);
+        const std::vector<double> got = mask.values();
+        for (int64_t i = 0; i < n; ++i) {
+          const double want = philox_uniform(11, offset + static_cast<uint64_t>(i)) < 0.3f ? 0.0 : 1.0 / 0.7f;
+          ASSERT_FLOAT_EQ(got[static_cast<size_t>(i)], want)
+              << d.str() << ": offset " << offset << ", element " << i << " of " << n;
+        }
       }
+    }
+  }
+  // The per-block form the CUDA kernel runs, here on the host: every value once, the stream's.
+  for (uint64_t first : {0, 1, 3, 6}) {
+    for (uint64_t n : {1, 2, 5, 9}) {
+      std::vector<int> seen(n, 0);
+      for (uint64_t b = first >> 2; b <= (first + n - 1) >> 2; ++b)
+        philox_block_uniforms(11, first, n, b, [&](uint64_t i, float u) {
+          ASSERT_LT(i, n);
+          ++seen[i];
+          EXPECT_EQ(u, philox_uniform(11, first + i)) << "first " << first << ", value " << i;
+        });
+      EXPECT_EQ(seen, std::vector<int>(n, 1)) << "first " << first << ", n " << n;
     }
   }
 }

@@ -437,6 +437,8 @@ void bench_elementwise(Device d, bool quick, int iters, const std::string& dev) 
     pair("add lead: as rows vs general kernel", [&] { Tensor z = ops::add(x3, lead); });
   }
   bw("relu", 8.0 * n, [&] { Tensor z = ops::relu(x); });
+  Generator gen(1);  // the mask (a Philox draw per four values) written, then the product
+  bw("dropout (mask, product)", 16.0 * n, [&] { Tensor z = ops::dropout(x, 0.1, gen); });
   bw("gelu", 8.0 * n, [&] { Tensor z = ops::gelu(x); });
   bw("gelu (erf)", 8.0 * n, [&] { Tensor z = ops::gelu_erf(x); });
   bw("softmax (rows of 1024)", 8.0 * n, [&] { Tensor z = ops::softmax(x); });
