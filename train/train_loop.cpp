@@ -58,9 +58,10 @@ TrainResult run_training(ModelFamily& f, const TrainConfig& c, const RunOutput& 
       counted_from = device_counters();
       phases.reset();
     }
-    if (step - first > warm) {
+    if (step - first > warm) {  // the timed steps' time and counts, both before this step's scoring and saving
       res.steady_seconds = seconds_since(t_warm);
       res.steady_tokens_per_s = static_cast<double>(tokens - tokens_warm) / res.steady_seconds;
+      res.steady_counters = device_counters() - counted_from;
     }
     if (logs) {
       const double lv = res.last_loss;
@@ -96,7 +97,6 @@ TrainResult run_training(ModelFamily& f, const TrainConfig& c, const RunOutput& 
   res.steps_done = f.step();
   res.host_reads_why = f.host_reads_per_step();
   res.steady_steps = std::max<int64_t>(0, f.step() - first - warm);
-  if (res.steady_steps > 0) res.steady_counters = device_counters() - counted_from;
   res.phase_seconds = phases.totals();
   res.backward_op_seconds = phases.backward_ops();
   res.forward_op_seconds = phases.forward_ops();

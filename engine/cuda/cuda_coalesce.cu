@@ -145,7 +145,8 @@ std::pair<Tensor, Tensor> CudaBackend::coalesce_rows(const Tensor& ids, const Te
   int64_t slots = M;
   if (!allow_padding) {
     int32_t U = 0;
-    CUDA_CHECK(cudaMemcpyAsync(&U, run.data<int32_t>() + (M - 1), sizeof U, cudaMemcpyDeviceToHost, stream()));
+    // Into pageable memory: the copy itself waits for the stream.
+    CUDA_WAIT(cudaMemcpyAsync(&U, run.data<int32_t>() + (M - 1), sizeof U, cudaMemcpyDeviceToHost, stream()));
     counters::host_read();
     CUDA_WAIT(cudaStreamSynchronize(stream()));
     slots = U;

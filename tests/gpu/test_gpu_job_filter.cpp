@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <algorithm>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -33,9 +34,9 @@ TEST(GpuJobFilter, EveryTestThatRunsOnAGpuIsInTheQuickJob) {
   if (!fs::exists(script)) GTEST_SKIP() << "no test sources here (run from the repository root)";
   ASSERT_NE(read_all(script).find("--gtest_filter='*Cuda*:*Gpu*:*GPU*:*cuda*:*gpu*'"), std::string::npos)
       << script << ": the quick job's filter changed; update in_quick_job";
-  // A test's body runs on a GPU when it asks for one through these.
+  // A test's body runs on a GPU when it asks for one through these (or names the device).
   const std::regex test_head(R"(\nTEST(?:_F|_P)?\((\w+),\s*(\w+)\))");
-  const std::regex gpu_use(R"(cpu_and_gpu\(|Device::cuda\(|cuda_device_count\(\)|expect_cuda_step_matches_cpu\()");
+  const std::regex gpu_use(R"(cpu_and_gpu\(|Device::cuda\(|cuda_device_count\(\)|expect_cuda_step_matches_cpu\(|"cuda|--device cuda)");
   std::vector<std::string> missing;
   int seen = 0;
   for (const auto& e : fs::recursive_directory_iterator(root)) {
@@ -45,7 +46,9 @@ TEST(GpuJobFilter, EveryTestThatRunsOnAGpuIsInTheQuickJob) {
     for (auto it = std::sregex_iterator(s.begin(), s.end(), test_head); it != std::sregex_iterator(); ++it)
       heads.push_back(*it);
     for (size_t i = 0; i < heads.size(); ++i) {
-      const size_t begin = heads[i].position(0), end = i + 1 < heads.size() ? heads[i + 1].position(0) : s.size();
+      // The body ends at the first line that starts with '}': helpers after it are not the test's.
+      const size_t begin = heads[i].position(0), close = s.find("\n}", begin);
+      const size_t end = std::min(close == std::string::npos ? s.size() : close, i + 1 < heads.size() ? heads[i + 1].position(0) : s.size());
       const std::string body = s.substr(begin, end - begin);
       const std::string name = heads[i][1].str() + "." + heads[i][2].str();
       if (!std::regex_search(body, gpu_use)) continue;

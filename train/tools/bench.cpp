@@ -401,8 +401,6 @@ void bench_attention_tc(Device d, bool quick, int iters, const std::string& dev)
   }
 }
 
-// GEMMs against raw BLAS/cuBLAS and at bf16/tf32, elementwise bandwidth, the clip and optimizer
-// primitives, the fused cells.
 // Memory-bound ops in GB/s (bytes each must move): same-shape and broadcast additions, pointwise
 // ops, softmax rows, sums. On CUDA the common broadcasts (a bias row, a leading-axis broadcast)
 // run as rows, one division per element; SA_BROADCAST_GENERAL=1 times them through the general
@@ -445,6 +443,8 @@ void bench_elementwise(Device d, bool quick, int iters, const std::string& dev) 
   bw("sum (all)", 4.0 * n, [&] { Tensor z = ops::sum(x); });
 }
 
+// GEMMs against raw BLAS/cuBLAS and at bf16/tf32, the clip and optimizer primitives, the fused
+// cells.
 void bench_core(Device d, bool quick, int iters, const std::string& dev) {
   NoGrad ng;  // recording only where a benchmark needs gradients
   // GEMM shapes from the models: char-CNN/highway (tokens x 2048 x 2048), LSTM gates
@@ -737,7 +737,7 @@ int main(int argc, char** argv) {
   ops_cmd->add_option("--device", device, "cpu, cuda, cuda:N or all (cpu and every visible GPU)");
   ops_cmd->add_flag("--quick", quick, "small sizes and few iterations (a smoke run)");
   std::vector<std::string> only_groups;
-  ops_cmd->add_option("--only", only_groups, "run only these groups: core, lstm, bilstm, ner, candidate_softmax, "
+  ops_cmd->add_option("--only", only_groups, "run only these groups: core, elementwise, lstm, bilstm, ner, candidate_softmax, "
                                              "select_rows, negatives, char_cnn, crf, attention")
       ->delimiter(',')
       ->check(CLI::IsMember({"core", "elementwise", "lstm", "bilstm", "ner", "candidate_softmax", "select_rows", "negatives",
