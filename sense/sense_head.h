@@ -66,6 +66,10 @@ struct SenseStep {
   Tensor drawn_rows;                   // or, drawn on the device, those rows there (i32)
   // The negatives' rows wherever they were drawn: a host read for device draws (logging steps only).
   std::vector<int32_t> negatives() const;
+  // How many negatives, read from the shapes alone (0: the full softmax).
+  int64_t negative_count() const {
+    return drawn_rows.defined() ? drawn_rows.numel() : static_cast<int64_t>(negative_rows.size());
+  }
 };
 
 // The host reads a training step with sense heads still makes, and why (bench train prints it).

@@ -4,7 +4,7 @@
 
 namespace sa {
 
-std::vector<StepGemm> elmo_step_gemms(const TrainConfig& c, double encoded_tokens) {
+std::vector<StepGemm> elmo_step_gemms(const TrainConfig& c, double encoded_tokens, double softmax_rows) {
   const ElmoOptions& o = c.model;
   const int64_t B = c.batch_size, T = c.unroll_steps, N = B * T, P = o.projection_dim, H = o.lstm_dim;
   const int64_t u = std::max<int64_t>(1, std::llround(encoded_tokens)), F = o.n_filters();
@@ -22,7 +22,8 @@ std::vector<StepGemm> elmo_step_gemms(const TrainConfig& c, double encoded_token
     g.push_back({"LSTM projection", B, P, H, 2.0 * T});
   }
   // The candidate softmax of each direction: every token against the shared negatives.
-  g.push_back({"softmax logits", N, c.n_negative_samples_batch, P, 2});
+  const int64_t S = softmax_rows > 0 ? std::max<int64_t>(1, std::llround(softmax_rows)) : c.n_negative_samples_batch;
+  g.push_back({"softmax logits", N, S, P, 2});
   return g;
 }
 

@@ -24,7 +24,9 @@ struct StepGemm {
 };
 
 // One step's products. `encoded_tokens` is the number of distinct tokens the char CNN encoded per
-// step (the trainer encodes each once; TrainResult::encoded_tokens over the steps).
-std::vector<StepGemm> elmo_step_gemms(const TrainConfig& c, double encoded_tokens);
+// step (the trainer encodes each once; TrainResult::encoded_tokens over the steps);
+// `softmax_rows` the sampled softmax's candidate rows per direction (SaELMo's sense rows can be
+// several times n_negative_samples_batch), 0 for n_negative_samples_batch.
+std::vector<StepGemm> elmo_step_gemms(const TrainConfig& c, double encoded_tokens, double softmax_rows = 0);
 
 }  // namespace sa

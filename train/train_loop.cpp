@@ -37,7 +37,7 @@ TrainResult run_training(ModelFamily& f, const TrainConfig& c, const RunOutput& 
     const StepStats st = f.train_step(phases);
     const int64_t step = f.step();
     tokens += st.tokens;
-    if (step - first > warm) res.encoded_tokens += st.encoded_tokens;
+    if (step - first > warm) res.encoded_tokens += st.encoded_tokens, res.softmax_rows += st.softmax_rows;
     if (!out.quiet) {  // only the console shows it
       NoGrad ng;
       smooth = step == first + 1 ? st.loss : ops::add(ops::scale(smooth, 0.95), ops::scale(st.loss, 0.05));

@@ -35,6 +35,7 @@ struct TrainResult {
   double steady_tokens_per_s = 0;  // after the first 5 steps (allocation warm-up excluded)
   double steady_seconds = 0;       // wall time of those steps
   int64_t encoded_tokens = 0;      // distinct tokens through the char CNN in those steps (ELMo)
+  double softmax_rows = 0;         // the sampled softmax's candidate rows per direction, summed over those steps
   // Seconds per step phase over the steps after the first 5, when asked for (time_phases).
   std::vector<std::pair<std::string, double>> phase_seconds;
   std::vector<std::pair<std::string, double>> backward_op_seconds;  // the backward phase by op
@@ -83,6 +84,7 @@ struct StepStats {
   Tensor loss;                 // the global batch's mean loss, a scalar on the device (read on logging steps)
   int64_t tokens = 0;          // tokens of the global batch (ELMo: batch x unroll x ranks; BERT: pieces)
   int64_t encoded_tokens = 0;  // distinct tokens through the char CNN (ELMo)
+  double softmax_rows = 0;     // candidate rows of the sampled softmax per direction (ELMo: negatives; SaELMo: sense rows)
 };
 
 class ModelFamily {

@@ -253,6 +253,8 @@ class ElmoFamily final : public ModelFamily {
         dir_loss[d] = direction_loss(lm, d, out.top[d], *batches[d], lo, &*sampler_, &sample_rng, &drawn_[d]);
       }
     }
+    for (int d = 0; d < 2; ++d)
+      st.softmax_rows += static_cast<double>(sense_ ? picked_[d].negative_count() : static_cast<int64_t>(drawn_[d].size())) / 2;
     out = BilmOutputs();  // the tape keeps what backward needs; hold no other activations through it
     Tensor loss = ops::scale(ops::add(dir_loss[0], dir_loss[1]), 0.5);
     // The global batch's loss (equal rows per rank); one process keeps it on the device.

@@ -57,7 +57,7 @@ TEST(DeviceCounters, TheHostsWaitForAGpuIsCountedAtReadsOnly) {
 // Trains a tiny ELMo or SaELMo for 12 steps with no logging, held-out or checkpoint step after the
 // warm-up; returns the counts per step of the last 7.
 DeviceCounters per_step(const std::string& name, const std::string& extra, const std::string& device = "cpu",
-                        std::string* why = nullptr, int unroll = 6) {
+                        std::string* why = nullptr, int unroll = 6, double* softmax_rows = nullptr) {
   const std::string dir = ::testing::TempDir() + "/counters-" + name;
   fs::remove_all(dir);
   fs::create_directories(dir);
@@ -79,6 +79,7 @@ DeviceCounters per_step(const std::string& name, const std::string& extra, const
   const TrainResult r = train_model(TrainConfig::load(dir + "/tiny.cfg"), o);
   EXPECT_EQ(r.steady_steps, 6);
   if (why) *why = r.host_reads_why;
+  if (softmax_rows) *softmax_rows = r.softmax_rows / static_cast<double>(r.steady_steps);
   DeviceCounters k = r.steady_counters;
   k.host_reads /= r.steady_steps, k.uploads /= r.steady_steps, k.launches /= r.steady_steps;
   return k;
@@ -90,7 +91,9 @@ DeviceCounters per_step(const std::string& name, const std::string& extra, const
 // an ELMo step never waits for the host.
 TEST(DeviceCounters, AnElmoStepNeverReadsBetweenLoggingSteps) {
   std::string why;
-  const DeviceCounters k = per_step("elmo", "", "cpu", &why);
+  double rows = 0;
+  const DeviceCounters k = per_step("elmo", "", "cpu", &why, 6, &rows);
+  EXPECT_DOUBLE_EQ(rows, 8);  // the softmax's candidates a direction, which bench train's FLOP count takes
   EXPECT_EQ(k.host_reads, 0);
   EXPECT_EQ(why, "");  // bench train says why only where reads remain
   EXPECT_LE(k.uploads, 16);     // the batch's char ids and targets, the sampled negatives
@@ -135,16 +138,26 @@ TEST(DeviceCounters, ASaelmoStepNeverReadsBetweenLoggingSteps) {
   for (const auto& [negatives, uploads, launches] : {Budget{"uniform", 22, 410}, Budget{"log_uniform", 28, 416}}) {
     SCOPED_TRACE(negatives);
     std::string why;
+    double rows = 0;
     const DeviceCounters k =
         per_step(std::string("saelmo-") + negatives,
                  std::string("n_context = 3\ncontextual_warmup = 2\ncluster_proj_dim = 4\npca_sample = 40\n"
                              "pca_every = 20\nsense_negatives = \"") + negatives + "\"\n",
-                 "cpu", &why);
+                 "cpu", &why, 6, &rows);
+    EXPECT_DOUBLE_EQ(rows, 8);          // n_negative_samples_batch sense rows
     EXPECT_EQ(k.host_reads, 0);         // 2 (the selection of each head) before
     EXPECT_LE(k.uploads, uploads);      // the batch, the sampled rows and the selection's candidates
     EXPECT_LE(k.launches, launches);    // every primitive counted, as in ELMo's budget
     EXPECT_NE(why.find("refit"), std::string::npos) << why;  // the reads left, named
   }
+  // saelmo.cfg's budget: 8 log-uniform words, each with every live sense (3 after the warm-up).
+  double rows = 0;
+  per_step("saelmo-words",
+           "n_context = 3\ncontextual_warmup = 2\ncluster_proj_dim = 4\npca_sample = 40\npca_every = 20\n"
+           "sense_negatives = \"log_uniform\"\nsense_negative_budget = \"words\"\n",
+           "cpu", nullptr, 6, &rows);
+  EXPECT_GT(rows, 8);
+  EXPECT_LE(rows, 24);
 }
 
 // On CUDA too: the center update coalesces the selection on the device (padded, no size read back).

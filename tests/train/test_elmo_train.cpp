@@ -373,4 +373,8 @@ TEST(StepFlops, CountsEveryProductOfAStep) {
   // (2/50 and 2/49 of its forward).
   const double products = 1620 + 360 + 2 * (2304 + 2304 + 576) + 672;
   EXPECT_DOUBLE_EQ(step, 3 * products + 6000 * (1 + 2.0 / 50) + 14700 * (1 + 2.0 / 49));
+  // SaELMo's candidate rows, as the trainer counted them (11.4 a direction): 11 rows, not 7.
+  double sense_step = 0;
+  for (const sa::StepGemm& g : sa::elmo_step_gemms(c, 5, 11.4)) sense_step += g.flops();
+  EXPECT_DOUBLE_EQ(sense_step - step, 3 * 2.0 * 6 * (11 - 7) * 4 * 2);
 }

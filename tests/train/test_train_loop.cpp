@@ -31,7 +31,7 @@ class ToyFamily final : public ModelFamily {
   StepStats train_step(StepPhases& phases) override {
     ++step_;
     phases.mark("work");
-    return {Tensor::full({1}, 1.0 / static_cast<double>(step_), DType::F64), 10, 3};
+    return {Tensor::full({1}, 1.0 / static_cast<double>(step_), DType::F64), 10, 3, 2.5};
   }
   nlohmann::json step_metrics() const override { return {{"toy_key", step_ * 2}}; }
   bool scores_heldout() const override { return true; }
@@ -80,8 +80,9 @@ TEST(TrainLoop, LogsScoresAndSavesOnTheirStepsAndOnceAtTheEnd) {
   EXPECT_EQ(f.scored, (std::vector<int64_t>{5, 10, 13}));
   EXPECT_EQ(f.saved, (std::vector<int64_t>{6, 12, 13}));
   EXPECT_DOUBLE_EQ(res.heldout_perplexity, 113);
-  // 13 steps, the first 5 not timed as steady: 8 steps of 3 encoded tokens.
+  // 13 steps, the first 5 not timed as steady: 8 steps of 3 encoded tokens and 2.5 softmax rows.
   EXPECT_EQ(res.encoded_tokens, 24);
+  EXPECT_DOUBLE_EQ(res.softmax_rows, 20);
   EXPECT_GT(res.tokens_per_s, 0);
   std::vector<int64_t> loss_steps, heldout_steps;
   for (const nlohmann::json& j : metric_lines(r.dir)) {

@@ -609,7 +609,8 @@ double peak_rss_mib(int who) {
 // reaches: each product of a step (train/step_flops.h) timed through the raw BLAS at its shape,
 // its backward as StepGemm::backward times its forward, against the step's measured time.
 void report_gemm_fraction(const TrainConfig& c, const TrainResult& r, int steps, Device d) {
-  const std::vector<StepGemm> gemms = elmo_step_gemms(c, static_cast<double>(r.encoded_tokens) / steps);
+  const std::vector<StepGemm> gemms =
+      elmo_step_gemms(c, static_cast<double>(r.encoded_tokens) / steps, r.softmax_rows / steps);
   const double tokens = static_cast<double>(c.batch_size) * c.unroll_steps;
   double flops = 0, ideal = 0;
   std::map<std::array<int64_t, 3>, double> seconds;  // per shape, timed once over about 0.3 s of calls
