@@ -66,4 +66,35 @@ bool broadcast_as_rows(const BroadcastPlan& p, BroadcastRows* rows) {
   return false;
 }
 
+CopyPlan collapse_copy_plan(const CopyPlan& p) {
+  CopyPlan c;
+  c.src_offset = p.src_offset, c.dst_offset = p.dst_offset;
+  for (int k = 0; k < p.rank; ++k) {
+    if (p.shape[k] == 1) continue;
+    const int last = c.rank - 1;
+    if (last >= 0 && c.src_stride[last] == p.src_stride[k] * p.shape[k] &&
+        c.dst_stride[last] == p.dst_stride[k] * p.shape[k]) {  // dim k continues the previous one on both sides
+      c.shape[last] *= p.shape[k];
+      c.src_stride[last] = p.src_stride[k], c.dst_stride[last] = p.dst_stride[k];
+      continue;
+    }
+    c.shape[c.rank] = p.shape[k], c.src_stride[c.rank] = p.src_stride[k], c.dst_stride[c.rank] = p.dst_stride[k];
+    ++c.rank;
+  }
+  if (c.rank == 0) c.rank = 1, c.shape[0] = 1, c.src_stride[0] = 1, c.dst_stride[0] = 1;  // one element
+  return c;
+}
+
+int copy_vector_width(const CopyPlan& p, size_t elem_size, const void* src, const void* dst) {
+  if (elem_size == 0 || 16 % elem_size != 0 || p.rank < 1) return 1;
+  const int64_t v = static_cast<int64_t>(16 / elem_size);
+  const int r = p.rank - 1;
+  if (p.src_stride[r] != 1 || p.dst_stride[r] != 1 || p.shape[r] % v != 0) return 1;
+  if (p.src_offset % v != 0 || p.dst_offset % v != 0) return 1;
+  for (int k = 0; k < r; ++k)
+    if (p.shape[k] > 1 && (p.src_stride[k] % v != 0 || p.dst_stride[k] % v != 0)) return 1;
+  if (reinterpret_cast<uintptr_t>(src) % 16 != 0 || reinterpret_cast<uintptr_t>(dst) % 16 != 0) return 1;
+  return static_cast<int>(v);
+}
+
 }  // namespace sa

@@ -22,6 +22,7 @@
 
 #include "engine/core/allocator.h"
 #include "engine/core/op_kinds.h"
+#include "engine/core/copy_plan.h"
 #include "engine/core/tensor.h"
 
 namespace sa {
@@ -44,18 +45,6 @@ struct BroadcastRows {
   int64_t inner = 1, so[2] = {}, si[2] = {};
 };
 bool broadcast_as_rows(const BroadcastPlan& p, BroadcastRows* rows);
-
-// A strided block copy: dst[dst_off + sum i_k*dst_stride_k] = src[src_off + sum i_k*src_stride_k].
-// Serves permute, slice and concat. Offsets/strides in elements; any dtype.
-struct CopyPlan {
-  static constexpr int kMaxRank = 6;
-  int rank = 0;
-  int64_t shape[kMaxRank] = {};
-  int64_t src_stride[kMaxRank] = {};
-  int64_t dst_stride[kMaxRank] = {};
-  int64_t src_offset = 0;
-  int64_t dst_offset = 0;
-};
 
 struct GemmArgs {
   bool trans_a = false, trans_b = false;

@@ -32,13 +32,8 @@ void CpuBackend::copy_strided(const Tensor& src, Tensor& dst, const CopyPlan& p)
   const int64_t outer = inner ? total / inner : 0;
 #pragma omp parallel for if (total > kParallelMin)
   for (int64_t o = 0; o < outer; ++o) {
-    int64_t so = p.src_offset, dof = p.dst_offset, rem = o;
-    for (int k = p.rank - 2; k >= 0; --k) {
-      int64_t i = rem % p.shape[k];
-      rem /= p.shape[k];
-      so += i * p.src_stride[k];
-      dof += i * p.dst_stride[k];
-    }
+    int64_t so, dof;
+    copy_row_offsets(p, o, &so, &dof);
     if (inner_contig) {
       std::memcpy(d + dof * es, s + so * es, static_cast<size_t>(inner) * es);
     } else {

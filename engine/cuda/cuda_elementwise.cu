@@ -32,6 +32,13 @@ void CudaBackend::fill(Tensor& t, double value) {
   }
 }
 
+// SA_GENERAL_KERNELS=1: broadcasts and strided copies through their general kernels, not the row
+// forms below (bench ops times both; read at each call that would take a row form).
+static bool general_kernels() {
+  const char* e = std::getenv("SA_GENERAL_KERNELS");
+  return e && e[0] == '1';
+}
+
 template <typename E>
 __global__ void copy_strided_kernel(const E* src, E* dst, CopyPlan p, int64_t total) {
   CUDA_LOOP(i, total) {
@@ -46,12 +53,38 @@ __global__ void copy_strided_kernel(const E* src, E* dst, CopyPlan p, int64_t to
   }
 }
 
-void CudaBackend::copy_strided(const Tensor& src, Tensor& dst, const CopyPlan& p) {
+// Contiguous rows moved 16 bytes at a time (the plan in units of 16 bytes): the divisions that
+// find a row's offsets serve 16 bytes, where the general kernel divides once per dimension for
+// every element (BERT's head permutes: five divisions per element, more time than the memory).
+__global__ void copy_rows_16b_kernel(const uint4* src, uint4* dst, CopyPlan p, int64_t per_row, int64_t pieces) {
+  CUDA_LOOP(c, pieces) {
+    const int64_t row = c / per_row, j = c - row * per_row;
+    int64_t so, d;
+    copy_row_offsets(p, row, &so, &d);
+    dst[d + j] = src[so + j];
+  }
+}
+
+void CudaBackend::copy_strided(const Tensor& src, Tensor& dst, const CopyPlan& plan) {
+  const CopyPlan p = collapse_copy_plan(plan);
   int64_t total = 1;
   for (int k = 0; k < p.rank; ++k) total *= p.shape[k];
   if (total == 0) return;
+  const size_t es = dtype_size(src.dtype());
+  if (const int w = copy_vector_width(p, es, src.raw(), dst.raw()); w > 1 && !general_kernels()) {
+    CopyPlan q = p;  // in 16-byte pieces: the rows' lengths, offsets and outer strides divided by w
+    const int r = q.rank - 1;
+    q.shape[r] /= w, q.src_offset /= w, q.dst_offset /= w;
+    for (int k = 0; k < r; ++k) q.src_stride[k] /= w, q.dst_stride[k] /= w;
+    const int64_t pieces = total / w;
+    copy_rows_16b_kernel<<<blocks_for(pieces), kThreads, 0, stream()>>>(static_cast<const uint4*>(src.raw()),
+                                                                        static_cast<uint4*>(dst.raw()), q, q.shape[r],
+                                                                        pieces);
+    CUDA_LAUNCHED("copy_strided");
+    return;
+  }
   unsigned b = blocks_for(total);
-  switch (dtype_size(src.dtype())) {
+  switch (es) {
     case 1: copy_strided_kernel<<<b, kThreads, 0, stream()>>>(static_cast<const uint8_t*>(src.raw()), static_cast<uint8_t*>(dst.raw()), p, total); break;
     case 2: copy_strided_kernel<<<b, kThreads, 0, stream()>>>(static_cast<const uint16_t*>(src.raw()), static_cast<uint16_t*>(dst.raw()), p, total); break;
     case 4: copy_strided_kernel<<<b, kThreads, 0, stream()>>>(static_cast<const uint32_t*>(src.raw()), static_cast<uint32_t*>(dst.raw()), p, total); break;
@@ -176,19 +209,12 @@ __global__ void binary_rows_kernel(BinaryOp op, const T* a, const T* b, T* out, 
   }
 }
 
-// SA_BROADCAST_GENERAL=1: every broadcast through the general kernel (bench ops times both; read
-// at each call, broadcasts only).
-static bool general_broadcasts() {
-  const char* e = std::getenv("SA_BROADCAST_GENERAL");
-  return e && e[0] == '1';
-}
-
 void CudaBackend::binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out, const BroadcastPlan& p) {
   int64_t n = out.numel();
   if (n == 0) return;
   bool same = a.numel() == n && b.numel() == n;
   BroadcastRows r;
-  const bool rows = !same && !general_broadcasts() && broadcast_as_rows(p, &r);
+  const bool rows = !same && !general_kernels() && broadcast_as_rows(p, &r);
   dispatch(out.dtype(), "binary", [&](auto tag) {
     using T = decltype(tag);
     if (rows)

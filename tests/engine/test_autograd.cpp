@@ -1,6 +1,7 @@
 // The tape: reuse and accumulation, no-grad scopes, row-sparse gradients, NaN detection.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 
@@ -224,6 +225,104 @@ TEST(Broadcast, AsRowsReadsWhatTheGeneralPlanReads) {
       ASSERT_EQ(o * r.so[0] + j * r.si[0], general(p, p.stride_a, i)) << to_string(c.out) << " a, element " << i;
       ASSERT_EQ(o * r.so[1] + j * r.si[1], general(p, p.stride_b, i)) << to_string(c.out) << " b, element " << i;
     }
+  }
+}
+
+// The element offsets of a copy plan in row-major order of its index, as (source, destination).
+std::vector<std::pair<int64_t, int64_t>> copy_offsets(const CopyPlan& p) {
+  int64_t total = 1;
+  for (int k = 0; k < p.rank; ++k) total *= p.shape[k];
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (int64_t i = 0; i < total; ++i) {
+    int64_t rem = i, s = p.src_offset, d = p.dst_offset;
+    for (int k = p.rank - 1; k >= 0; --k) s += (rem % p.shape[k]) * p.src_stride[k], d += (rem % p.shape[k]) * p.dst_stride[k], rem /= p.shape[k];
+    out.emplace_back(s, d);
+  }
+  return out;
+}
+
+// A permute of `shape` by `perm` (contiguous source and destination), as ops::permute plans it.
+CopyPlan permute_plan(const Shape& shape, const std::vector<int>& perm) {
+  CopyPlan p;
+  p.rank = static_cast<int>(shape.size());
+  Shape os(shape.size());
+  for (size_t k = 0; k < perm.size(); ++k) os[k] = shape[perm[k]];
+  const Shape xs = strides_of(shape), ys = strides_of(os);
+  for (int k = 0; k < p.rank; ++k) p.shape[k] = os[k], p.src_stride[k] = xs[perm[k]], p.dst_stride[k] = ys[k];
+  return p;
+}
+
+// collapse_copy_plan (both backends' copies) drops size-1 dims and merges dims contiguous on both
+// sides: the same (source, destination) pairs in the same order, with fewer dims where it can.
+TEST(CopyPlan, CollapsedPlansCopyTheSameElementsInOrder) {
+  std::mt19937_64 rng(3);
+  int merged = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    const int rank = 1 + static_cast<int>(rng() % 5);
+    Shape shape(rank);
+    for (int64_t& d : shape) d = 1 + static_cast<int64_t>(rng() % 4);
+    std::vector<int> perm(rank);
+    for (int k = 0; k < rank; ++k) perm[k] = k;
+    std::shuffle(perm.begin(), perm.end(), rng);
+    CopyPlan p = permute_plan(shape, perm);
+    if (trial % 3 == 0) {  // a block of a bigger tensor along an axis, as slice and concat copy
+      const int axis = static_cast<int>(rng() % rank);
+      Shape big = shape;
+      big[axis] += 2;
+      const Shape bs = strides_of(big), ss = strides_of(shape);
+      for (int k = 0; k < rank; ++k) p.shape[k] = shape[k], p.src_stride[k] = bs[k], p.dst_stride[k] = ss[k];
+      p.src_offset = bs[axis];
+      p.dst_offset = 0;
+    }
+    const CopyPlan c = collapse_copy_plan(p);
+    ASSERT_EQ(copy_offsets(c), copy_offsets(p)) << "trial " << trial;
+    EXPECT_LE(c.rank, p.rank);
+    merged += c.rank < p.rank;
+  }
+  EXPECT_GT(merged, 100);  // most random plans lose a dim
+  // A copy of whole rows is one run; BERT's head permute keeps the dims it moves.
+  CopyPlan rows;
+  rows.rank = 2, rows.shape[0] = 5, rows.shape[1] = 8, rows.src_stride[0] = 8, rows.src_stride[1] = 1;
+  rows.dst_stride[0] = 8, rows.dst_stride[1] = 1, rows.src_offset = 16;
+  EXPECT_EQ(collapse_copy_plan(rows).rank, 1);
+  EXPECT_EQ(collapse_copy_plan(permute_plan({4, 6, 3, 2, 8}, {2, 0, 3, 1, 4})).rank, 5);
+  EXPECT_EQ(collapse_copy_plan(permute_plan({4, 6, 2, 8}, {0, 2, 1, 3})).rank, 4);
+}
+
+// The GPU's 16-byte path: taken only where every row splits into aligned 16-byte pieces, and the
+// pieces, found the way its kernel finds them (copy_row_offsets on the plan in pieces), cover the
+// plan's elements in order.
+TEST(CopyPlan, SixteenBytePiecesOnlyWhereEveryRowIsAligned) {
+  alignas(16) static float buf[64];
+  const void* a = buf;
+  const void* off = buf + 1;  // 4 bytes in: not 16-byte aligned
+  const CopyPlan heads = collapse_copy_plan(permute_plan({2, 3, 3, 2, 8}, {2, 0, 3, 1, 4}));
+  EXPECT_EQ(copy_vector_width(heads, 4, a, a), 4);
+  EXPECT_EQ(copy_vector_width(heads, 2, a, a), 8);  // bf16
+  EXPECT_EQ(copy_vector_width(heads, 4, off, a), 1);
+  EXPECT_EQ(copy_vector_width(heads, 4, a, off), 1);
+  EXPECT_EQ(copy_vector_width(collapse_copy_plan(permute_plan({2, 3, 3, 2, 6}, {2, 0, 3, 1, 4})), 4, a, a), 1);  // rows of 6
+  EXPECT_EQ(copy_vector_width(collapse_copy_plan(permute_plan({4, 8}, {1, 0})), 4, a, a), 1);  // a transpose
+  CopyPlan shifted = heads;
+  shifted.src_offset = 2;
+  EXPECT_EQ(copy_vector_width(shifted, 4, a, a), 1);
+  for (const CopyPlan& p : {heads, collapse_copy_plan(permute_plan({3, 4, 16}, {1, 0, 2}))}) {
+    const int w = copy_vector_width(p, 4, a, a);
+    ASSERT_EQ(w, 4);
+    CopyPlan q = p;  // as CudaBackend::copy_strided scales it
+    const int r = q.rank - 1;
+    q.shape[r] /= w, q.src_offset /= w, q.dst_offset /= w;
+    for (int k = 0; k < r; ++k) q.src_stride[k] /= w, q.dst_stride[k] /= w;
+    std::vector<std::pair<int64_t, int64_t>> got;
+    int64_t total = 1;
+    for (int k = 0; k < q.rank; ++k) total *= q.shape[k];
+    for (int64_t c = 0; c < total; ++c) {
+      const int64_t row = c / q.shape[r], j = c - row * q.shape[r];
+      int64_t s, d;
+      copy_row_offsets(q, row, &s, &d);
+      for (int e = 0; e < w; ++e) got.emplace_back((s + j) * w + e, (d + j) * w + e);
+    }
+    EXPECT_EQ(got, copy_offsets(p));
   }
 }
 

@@ -403,9 +403,10 @@ void bench_attention_tc(Device d, bool quick, int iters, const std::string& dev)
 
 // Memory-bound ops in GB/s (bytes each must move): same-shape and broadcast additions, pointwise
 // ops, softmax rows, sums. On CUDA the common broadcasts (a bias row, a leading-axis broadcast)
-// run as rows, one division per element; SA_BROADCAST_GENERAL=1 times them through the general
-// kernel (two divisions per dimension and operand), which an H100 ran at 867 GB/s against 2,051
-// for the same-shape add.
+// run as rows, one division per element, and strided copies with contiguous rows (BERT's head
+// permutes) move 16 bytes a thread; SA_GENERAL_KERNELS=1 times both through their general kernels
+// (divisions per dimension for every element: an H100 ran a bias add at 867 GB/s against 2,051
+// for the same-shape add).
 void bench_elementwise(Device d, bool quick, int iters, const std::string& dev) {
   NoGrad ng;
   const int64_t n = quick ? (1 << 20) : (1 << 24);
@@ -420,20 +421,24 @@ void bench_elementwise(Device d, bool quick, int iters, const std::string& dev) 
   bw("add", 12.0 * n, [&] { Tensor z = ops::add(x, y); });
   bw("add (broadcast row)", 8.0 * n, [&] { Tensor z = ops::add(x, row); });
   bw("add (leading-axis broadcast)", 8.0 * n, [&] { Tensor z = ops::add(x3, lead); });
+  // BERT's head split: [B, T, heads, 64] -> [B, heads, T, 64]
+  const Tensor heads = x.view({n / (128 * 8 * 64), 128, 8, 64});
   Tensor bias_grad = Tensor::empty({1024}, DType::F32, d);
   const BroadcastPlan rows_plan = make_broadcast_plan(x.shape(), x.shape(), {1024});
   bw("bias gradient (sum over rows)", 4.0 * n, [&] { backend(d).sum_to(x, bias_grad, rows_plan, false); });
   if (d.is_cuda()) {
     auto pair = [&](const char* name, const std::function<void()>& f) {
       const double rows = time_it(d, iters, f);
-      ScopedEnv general("SA_BROADCAST_GENERAL", "1");
+      ScopedEnv general("SA_GENERAL_KERNELS", "1");
       const double gen = time_it(d, iters, f);
       std::printf("%-7s %-34s %-18s %9.3f ms %9.3f ms %7.2f\n", dev.c_str(), name, shape.c_str(), rows * 1e3, gen * 1e3,
                   gen / rows);
     };
     pair("add row: as rows vs general kernel", [&] { Tensor z = ops::add(x, row); });
     pair("add lead: as rows vs general kernel", [&] { Tensor z = ops::add(x3, lead); });
+    pair("permute heads: 16B rows vs general", [&] { Tensor z = ops::permute(heads, {0, 2, 1, 3}); });
   }
+  bw("permute (BERT heads)", 8.0 * n, [&] { Tensor z = ops::permute(heads, {0, 2, 1, 3}); });
   bw("relu", 8.0 * n, [&] { Tensor z = ops::relu(x); });
   Generator gen(1);  // the mask (a Philox draw per four values) written, then the product
   bw("dropout (mask, product)", 16.0 * n, [&] { Tensor z = ops::dropout(x, 0.1, gen); });
