@@ -326,6 +326,34 @@ TEST(CopyPlan, SixteenBytePiecesOnlyWhereEveryRowIsAligned) {
   }
 }
 
+// CUDA's copies (the 16-byte row path and the general kernel) equal the CPU's for every element
+// size: permutes and slices whose rows split into 16-byte pieces (f64, f32, bf16, u8: 2 to 16
+// elements a piece), a concat into a block of a bigger tensor, and a view that starts off the
+// 16-byte grid (the general kernel).
+TEST(CopyPlan, CudaCopiesEqualTheCpusForEveryElementSizeAndAlignment) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU present: CUDA's copies not compared";
+  std::mt19937_64 rng(8);
+  std::vector<double> v(4 * 8 * 3 * 16);
+  for (double& e : v) e = static_cast<double>(rng() % 200) - 100;  // exact in bf16 and u8 (after the shift)
+  for (DType dt : {DType::F64, DType::F32, DType::BF16, DType::U8}) {
+    std::vector<double> w = v;
+    if (dt == DType::U8)
+      for (double& e : w) e += 100;
+    // Through f32, which casts to and from each of them.
+    const Tensor x = Tensor::of(w, {4, 8, 3, 16}, DType::F32).to(dt), xg = x.to(Device::cuda(0));
+    auto same = [&](const Tensor& cpu, const Tensor& gpu, const char* what) {
+      EXPECT_EQ(cpu.to(DType::F32).values(), gpu.to(Device::cpu()).to(DType::F32).values()) << what << ", " << describe(x);
+    };
+    same(ops::permute(x, {0, 2, 1, 3}), ops::permute(xg, {0, 2, 1, 3}), "permute");
+    same(ops::permute(x, {2, 0, 1, 3}), ops::permute(xg, {2, 0, 1, 3}), "permute of three dims");
+    same(ops::slice(x, 1, 2, 6), ops::slice(xg, 1, 2, 6), "slice");
+    same(ops::concat({x, x}, 2), ops::concat({xg, xg}, 2), "concat");
+    const Tensor flat = x.view({4 * 8 * 3 * 16}), flatg = xg.view({4 * 8 * 3 * 16});
+    const Tensor off = flat.rows(1, 1 + 8 * 3 * 16).view({8, 3, 16}), offg = flatg.rows(1, 1 + 8 * 3 * 16).view({8, 3, 16});
+    same(ops::permute(off, {1, 0, 2}), ops::permute(offg, {1, 0, 2}), "permute of an unaligned view");
+  }
+}
+
 }  // namespace
 }  // namespace sa
 
