@@ -155,7 +155,7 @@ __global__ void attention_dq_kernel(const T* q, const T* k, const T* v, const ui
 // 0 over the masked; with `dropped`, Pd = P * keep into it (else P itself is dropped in place).
 template <typename T>
 __global__ void attention_rows_kernel(T* S, const uint8_t* mask, AttnShape s, T* lse, bool compute_lse, T* dropped) {
-  const int64_t r = blockIdx.x, b = r / (s.H * s.T), bh = r / s.T, i = r % s.T;
+  const int64_t r = blockIdx.x, b = r / (s.H * s.T);
   const uint8_t* keys = mask + b * s.T;
   T* row = S + r * s.T;
   if (compute_lse) {
@@ -171,28 +171,27 @@ __global__ void attention_rows_kernel(T* S, const uint8_t* mask, AttnShape s, T*
     __syncthreads();
   }
   const double L = static_cast<double>(lse[r]);
-  for (int64_t j = threadIdx.x; j < s.T; j += blockDim.x) {
+  for_row_keeps<T>(s, r, [&](int64_t j, T keep) {
     const T P = keys[j] ? static_cast<T>(exp(static_cast<double>(row[j]) - L)) : T(0);
     if (dropped) {
       row[j] = P;
-      dropped[r * s.T + j] = P * keep_factor<T>(s, bh, i, j);
+      dropped[r * s.T + j] = P * keep;
     } else {
-      row[j] = P * keep_factor<T>(s, bh, i, j);
+      row[j] = P * keep;
     }
-  }
+  });
 }
 
 // G holds gPd (= gout v^T); becomes dS = P * (keep * gPd - D), D = sum_j Pd_j gPd_j (row r).
 template <typename T>
 __global__ void attention_dscores_kernel(const T* P, const T* Pd, T* G, AttnShape s) {
-  const int64_t r = blockIdx.x, bh = r / s.T, i = r % s.T;
+  const int64_t r = blockIdx.x;
   double D = 0;
   for (int64_t j = threadIdx.x; j < s.T; j += blockDim.x) D += static_cast<double>(Pd[r * s.T + j]) * G[r * s.T + j];
   D = block_reduce<double, false>(D);
-  for (int64_t j = threadIdx.x; j < s.T; j += blockDim.x) {
-    const T keep = keep_factor<T>(s, bh, i, j);
+  for_row_keeps<T>(s, r, [&](int64_t j, T keep) {
     G[r * s.T + j] = static_cast<T>(P[r * s.T + j] * (keep * static_cast<double>(G[r * s.T + j]) - D));
-  }
+  });
 }
 
 // Threads per score row: a warp multiple, no more than the row needs (half of 256 idled at T = 128).
