@@ -75,7 +75,7 @@ rates() {
     "saelmo.cfg 20 tf32 --set contextual_warmup=2"
   grep -E "^== |tokens/s|launches|host reads|host per step" "$out/bench-train.log" | tail -70
 }
-# The tests that need a GPU (122 at the last count; the rest ran on the development machine).
+# The tests that need a GPU (131 at the last count; the rest ran on the development machine).
 gpu_tests() {
   step ${T_TESTS:-120} tests.log ./bin/tests --gtest_filter='*Cuda*:*Gpu*:*GPU*:*cuda*:*gpu*'
   grep -E "^\[  (FAILED|PASSED) |tests? (ran|passed)" "$out/tests.log" | tail -20
