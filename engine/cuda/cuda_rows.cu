@@ -90,8 +90,8 @@ void CudaBackend::conv1d_max(const Tensor& x, const Tensor& w, const Tensor& b, 
   // Under precision = "bf16" the op hands x and w rounded to bf16 in f32: the product runs as a
   // bf16 GEMM (tensor cores; an f32 GEMM's speed otherwise, since tf32 is off), its products exact
   // and summed in f32 as before, so only the summation order changes.
-  const bool bf16 = bf16_matmuls() && x.dtype() == DType::F32;
-  const Tensor wg = bf16 ? w.to(DType::BF16) : w;
+  const Tensor wg = gemm_operand(w);
+  const bool bf16 = wg.dtype() == DType::BF16;
   Tensor cols = Tensor::empty({cn * P, K}, bf16 ? DType::BF16 : x.dtype(), device());
   Tensor conv = Tensor::empty({cn * P, Cout}, x.dtype(), device());
   for (int64_t n0 = 0; n0 < N; n0 += chunk) {

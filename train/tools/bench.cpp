@@ -310,15 +310,11 @@ void bench_char_cnn(Device d, bool quick, int iters, const std::string& dev) {
     // TF32 tensor cores); before the bf16 GEMM, bf16 ran it as a plain f32 GEMM.
     NoGrad ng;
     auto forward = [&] { Tensor y = ops::conv1d_max(x, w, b); };
-    const double bf16 = [&] {
-      set_bf16_matmuls(true);
-      const double t = time_it(d, iters, forward);
-      set_bf16_matmuls(false);
-      return t;
-    }();
-    backend_uncounted(d).set_tf32(true);
-    const double tf32 = time_it(d, iters, forward);
-    backend_uncounted(d).set_tf32(false);
+    auto timed = [&](const char* precision) {
+      PrecisionScope scope(d, precision, true);
+      return time_it(d, iters, forward);
+    };
+    const double bf16 = timed("bf16"), tf32 = timed("tf32");
     std::printf("%-7s %-34s %-18s %9.3f ms %9.3f ms %7.2f\n", dev.c_str(), "conv1d_max fwd: bf16 vs tf32",
                 shape.c_str(), bf16 * 1e3, tf32 * 1e3, tf32 / bf16);
   } else {
@@ -391,13 +387,12 @@ void bench_attention_tc(Device d, bool quick, int iters, const std::string& dev)
     return time_it(d, iters, [&] { backward(ops::sum(ops::attention(q, k, v, mask, scale))); });
   };
   const std::string shape = std::to_string(B) + "x" + std::to_string(H) + "x" + std::to_string(T) + "x" + std::to_string(dh);
-  for (const bool bf16 : {true, false}) {
-    bf16 ? set_bf16_matmuls(true) : backend_uncounted(d).set_tf32(true);
+  for (const std::string precision : {"bf16", "tf32"}) {
+    PrecisionScope scope(d, precision, true);
     const double tc = timed("fused"), tg = timed("gemm");
-    bf16 ? set_bf16_matmuls(false) : backend_uncounted(d).set_tf32(false);
     std::printf("%-7s %-34s %-18s %9.3f ms %9.3f ms %7.2f\n", dev.c_str(),
-                bf16 ? "attention bf16 f+b: tc fused vs GEMMs" : "attention tf32 f+b: tc fused vs GEMMs", shape.c_str(),
-                tc * 1e3, tg * 1e3, tg / tc);
+                ("attention " + precision + " f+b: tc fused vs GEMMs").c_str(), shape.c_str(), tc * 1e3, tg * 1e3,
+                tg / tc);
   }
 }
 
