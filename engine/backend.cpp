@@ -1,6 +1,9 @@
 // The backend registry and the plans both backends use.
 #include "engine/backend.h"
 
+#include <cstdlib>
+#include <string>
+
 #include "engine/core/device_counters.h"
 
 #include "engine/core/error.h"
@@ -12,6 +15,18 @@ Backend& backend_uncounted(Device d) { return d.is_cuda() ? cuda::backend(d.inde
 Backend& backend(Device d) {
   counters::launch();
   return backend_uncounted(d);
+}
+
+bool Backend::cuda_graphs_enabled() {
+  const char* e = std::getenv("SA_CUDA_GRAPHS");
+  return e && std::string(e) == "1";
+}
+
+void run_as_graph(Device d, uint64_t key, const std::function<void()>& body) {
+  const DeviceCounters before = thread_device_counters();
+  const bool graph = backend_uncounted(d).run_as_graph(key, body);
+  const DeviceCounters in = thread_device_counters() - before;
+  if (graph) counters::graph(in.launches, in.host_reads > 0 || in.uploads > 0);
 }
 
 BroadcastPlan make_broadcast_plan(const Shape& out, const Shape& a, const Shape& b) {

@@ -18,6 +18,7 @@
 //  8. train/tools/bench.cpp: a bench_ops line when the op is on the training hot path.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "engine/core/allocator.h"
@@ -76,6 +77,16 @@ class Backend {
   virtual void fork_lanes(int n) {}
   virtual void use_lane(int i) {}
   virtual void join_lanes() {}
+  // Runs `body`, a fixed chain of primitives (the LSTM's step loop), and returns whether the device
+  // started it as one recorded graph instead of launch by launch (CUDA with SA_CUDA_GRAPHS=1: the
+  // launches are recorded, the graph made for `key` is updated with them and started). `body` must
+  // not read from or upload to the device, and may run twice (once more, launch by launch, when
+  // the recording fails). The CPU runs it and answers as a GPU would, so counts compare.
+  virtual bool run_as_graph(uint64_t key, const std::function<void()>& body) {
+    body();
+    return cuda_graphs_enabled();
+  }
+  static bool cuda_graphs_enabled();  // SA_CUDA_GRAPHS=1, read at each call (tests compare both)
 
   // memory and conversion (any dtype)
   virtual void fill(Tensor& t, double value) = 0;
@@ -344,12 +355,18 @@ Backend& backend(Device d);
 // The same backend for what starts no work: its allocator, synchronize, settings.
 Backend& backend_uncounted(Device d);
 Backend& cpu_backend();
+// Backend::run_as_graph on the device of `d`, counted (device_counters.h: graphs, in_graphs, and a
+// graph_break when `body` read or uploaded). `key` names the chain: the same key, the same kernels.
+void run_as_graph(Device d, uint64_t key, const std::function<void()>& body);
 
 // CUDA entry points; with CUDA=0 these are stubs (built() false, others fail).
 namespace cuda {
 bool built();
 int device_count();
 Backend& backend(int device);
+// The stream (a cudaStream_t) the backend of `device` queues the calling thread's work on, for the
+// libraries that take one (cuDNN, NCCL).
+void* stream_of(int device);
 // host<->device and device<->device copies of `bytes` bytes
 void copy(void* dst, Device dst_dev, const void* src, Device src_dev, size_t bytes);
 // A short description ("NVIDIA H100 80GB HBM3, compute 9.0, 79 GiB, CUDA runtime 12.4, cuDNN 9.1.0").

@@ -18,15 +18,25 @@ struct DeviceCounters {
   // synchronous copies): a step's wall time less this is the host's own work, so a step whose
   // host work is far below its wall time is bound by the device, not by launches. None on the CPU.
   int64_t wait_ns = 0;
+  // Runs of work a GPU records as one CUDA graph (run_as_graph in engine/backend.h): `graphs` of
+  // them held `in_graphs` of the launches above, which the GPU started as one launch each run. On
+  // the CPU they count what a GPU would record with the same setting (SA_CUDA_GRAPHS).
+  // `graph_breaks` counts runs that read from or uploaded to the device, which no graph can hold.
+  int64_t graphs = 0, in_graphs = 0, graph_breaks = 0;
 
+  // What the GPU starts: each graph once, each launch outside a graph once.
+  int64_t gpu_launches() const { return launches - in_graphs + graphs; }
   DeviceCounters operator-(const DeviceCounters& o) const {
-    return {host_reads - o.host_reads, uploads - o.uploads, launches - o.launches, kernels - o.kernels,
-            lanes - o.lanes, wait_ns - o.wait_ns};
+    return {host_reads - o.host_reads, uploads - o.uploads,   launches - o.launches,
+            kernels - o.kernels,       lanes - o.lanes,       wait_ns - o.wait_ns,
+            graphs - o.graphs,         in_graphs - o.in_graphs, graph_breaks - o.graph_breaks};
   }
 };
 
 // The counts since the process started (all threads).
 DeviceCounters device_counters();
+// The calling thread's part of them (the CPU runs the LSTM's sequences on threads of their own).
+DeviceCounters thread_device_counters();
 
 namespace counters {
 void host_read(int64_t n = 1);
@@ -35,6 +45,7 @@ void launch(int64_t n = 1);
 void kernel(int64_t n = 1);
 void lanes(int64_t n);
 void waited_ns(int64_t ns);
+void graph(int64_t launches_inside, bool broken);
 }  // namespace counters
 
 }  // namespace sa

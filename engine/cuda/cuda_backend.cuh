@@ -2,7 +2,9 @@
 // Included only by engine/cuda/*.cu.
 #pragma once
 #include <atomic>
+#include <map>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "engine/cuda/cuda_common.cuh"
@@ -19,6 +21,7 @@ class CudaBackend final : public Backend {
   void fork_lanes(int n) override;
   void use_lane(int i) override;
   void join_lanes() override;
+  bool run_as_graph(uint64_t key, const std::function<void()>& body) override;
   // The stream and cuBLAS handle this thread's work goes to: its lane's between fork_lanes and
   // join_lanes, else the backend's own.
   cudaStream_t stream() const { return in_lane() ? lanes_[static_cast<size_t>(lane_)].stream : stream_; }
@@ -32,8 +35,18 @@ class CudaBackend final : public Backend {
  private:
   int device_;
   CachingAllocator alloc_;
-  cudaStream_t stream_ = nullptr;  // the legacy default stream: ordered with cudaMemcpy
+  // The backend's own stream: a blocking one, so work on the legacy default stream (cudaMemcpy,
+  // libraries that default to it) still orders with it; its own, so it can be recorded as a graph.
+  cudaStream_t stream_ = nullptr;
   cublasHandle_t blas_ = nullptr;
+  // Every cuBLAS handle gets a workspace of its own: without one, cuBLAS allocates a fresh one
+  // inside each recorded graph, and a graph holding allocations cannot be updated in place.
+  static constexpr size_t kBlasWorkspaceBytes = size_t{32} << 20;
+  void give_workspace(cublasHandle_t h);
+  // The graphs of run_as_graph, one per key and stream, each updated with every new recording.
+  std::map<std::pair<uint64_t, cudaStream_t>, cudaGraphExec_t> graphs_;
+  std::mutex graphs_mu_;
+  std::atomic<bool> graphs_failed_{false};  // a recording failed once: launch by launch from then on
   bool tf32_ = false;
   // Side streams (blocking ones: the legacy stream's copies still wait for them), each with its
   // own cuBLAS handle and an event for the join; made on first use, kept.

@@ -45,8 +45,18 @@ static void device_raw_free(void* p, int device) {
 
 CudaBackend::CudaBackend(int device) : device_(device), alloc_(device_raw_alloc, device_raw_free, device) {
   CUDA_CHECK(cudaSetDevice(device));
+  CUDA_CHECK(cudaStreamCreate(&stream_));
   CUBLAS_CHECK(cublasCreate(&blas_));
   CUBLAS_CHECK(cublasSetStream(blas_, stream_));
+  give_workspace(blas_);
+}
+
+// After cublasSetStream, which resets a handle's workspace to cuBLAS's own pool. Kept for the
+// process's life, like the handles.
+void CudaBackend::give_workspace(cublasHandle_t h) {
+  void* w = nullptr;
+  CUDA_CHECK(cudaMalloc(&w, kBlasWorkspaceBytes));
+  CUBLAS_CHECK(cublasSetWorkspace(h, w, kBlasWorkspaceBytes));
 }
 
 void CudaBackend::synchronize() { CUDA_WAIT(cudaStreamSynchronize(stream_)); }
@@ -103,6 +113,7 @@ thread_local const CudaBackend* CudaBackend::lane_owner_ = nullptr;
 // lane's allocation would take it. The lanes are blocking streams, and the backend's stream is the
 // legacy one: a synchronous copy or host read in between still waits for every lane (a barrier,
 // but never a race). Non-blocking lanes would need every such copy on the lanes' streams first.
+// The backend's stream is a blocking one too.
 void CudaBackend::fork_lanes(int n) {
   if (forked_lanes_ > 0) fail_message("fork_lanes: lanes already forked (they do not nest)");
   if (!forked_) CUDA_CHECK(cudaEventCreateWithFlags(&forked_, cudaEventDisableTiming));
@@ -111,6 +122,7 @@ void CudaBackend::fork_lanes(int n) {
     CUDA_CHECK(cudaStreamCreate(&l.stream));
     CUBLAS_CHECK(cublasCreate(&l.blas));
     CUBLAS_CHECK(cublasSetStream(l.blas, l.stream));
+    give_workspace(l.blas);
     CUBLAS_CHECK(cublasSetMathMode(l.blas, tf32_ ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
     CUDA_CHECK(cudaEventCreateWithFlags(&l.done, cudaEventDisableTiming));
     lanes_.push_back(l);
@@ -181,6 +193,8 @@ Backend& backend(int device) {
   }
   return *s.backend;
 }
+
+void* stream_of(int device) { return static_cast<CudaBackend&>(backend(device)).stream(); }
 
 void copy(void* dst, Device dst_dev, const void* src, Device src_dev, size_t bytes) {
   if (bytes == 0) return;

@@ -7,6 +7,7 @@ namespace sa::cuda {
 bool built() { return false; }
 int device_count() { return 0; }
 Backend& backend(int device) { fail("cuda:{} requested, but this binary was built without CUDA (make CUDA=0)", device); }
+void* stream_of(int device) { fail("cuda:{} stream requested, but this binary was built without CUDA", device); }
 void copy(void*, Device, const void*, Device, size_t) { fail("CUDA copy requested, but this binary was built without CUDA"); }
 std::string describe_device(int) { return "no CUDA (built with CUDA=0)"; }
 bool fused_attention_on_tensor_cores(int, int64_t, bool) { return false; }

@@ -33,7 +33,7 @@ namespace sa::cudnn_lstm {
 
 namespace {
 
-// One cuDNN handle per device, on the legacy default stream the CUDA backend runs on, and the
+// One cuDNN handle per device (set to the calling thread's stream of the backend at each call), and the
 // dropout descriptor cuDNN's RNN wants even for one layer (where it applies no dropout). Both live
 // until the process ends.
 struct Context {
@@ -192,6 +192,7 @@ Forward forward(const ops::LstmSequenceArgs& a) {
   sa::backend_uncounted(dev);  // binds the thread to the device (and records it, engine/cuda/cuda_device.cu)
   const Context& c = context(dev.index);
   s->handle = c.handle;
+  CUDNN_CHECK(cudnnSetStream(s->handle, static_cast<cudaStream_t>(cuda::stream_of(dev.index))));
   const cudnnDataType_t dt = data_type(s->dtype);
   CUDNN_CHECK(cudnnCreateRNNDescriptor(&s->rnn));
   // f32 with FMA math: no TF32, so results stay comparable with the CPU and the step path.
@@ -237,6 +238,7 @@ Grads backward(const Saved& s, const Tensor& gy, const Tensor& gc_last, const Te
   NoGrad ng;
   const Device dev = s.a.x.device();
   sa::backend_uncounted(dev);  // binds the thread to the device (and records it, engine/cuda/cuda_device.cu)
+  CUDNN_CHECK(cudnnSetStream(s.handle, static_cast<cudaStream_t>(cuda::stream_of(dev.index))));
   const int64_t T = s.T, B = s.B, in = s.in, D = s.D, P = s.P;
   const Tensor dy = gy.defined() ? gy : Tensor::zeros({T, B, P}, s.dtype, dev);
   const Tensor dhy = gm_last.defined() ? gm_last : Tensor::zeros({B, P}, s.dtype, dev);

@@ -71,9 +71,9 @@ void nccl_allreduce_sum(int device, void* data, int64_t n, DType dt) {
            device);
   SA_CHECK(dt == DType::F32 || dt == DType::F64, "NCCL all-reduce: {} is not f32 or f64", dtype_name(dt));
   if (n == 0) return;
-  // The backend runs on the legacy default stream (0): the reduce is ordered after the backward.
+  // On the backend's stream: the reduce is ordered after the backward that wrote the gradients.
   library().check(library().all_reduce(data, data, static_cast<size_t>(n), dt == DType::F32 ? ncclFloat32 : ncclFloat64,
-                                       ncclSum, c.comm, nullptr),
+                                       ncclSum, c.comm, static_cast<cudaStream_t>(cuda::stream_of(device))),
                   "ncclAllReduce");
 }
 

@@ -254,6 +254,20 @@ void backward_one(const Seq& s, const Tensor& gy_in, Grads& g) {
 }
 
 
+// A sequence's forward or backward launches a fixed chain of ~4 small kernels a step: on CUDA
+// with SA_CUDA_GRAPHS=1 it is recorded and started as one graph (Backend::run_as_graph). The key
+// holds what decides which kernels the chain launches, so each shape keeps a graph of its own.
+template <typename F>
+void as_one_graph(const Seq& s, uint64_t pass, F f) {
+  uint64_t key = 0xcbf29ce484222325ULL ^ pass;
+  auto mix = [&](int64_t v) { key = (key ^ static_cast<uint64_t>(v)) * 0x100000001b3ULL; };
+  for (int64_t v : {s.T, s.N, s.B, s.in, s.D, s.P, static_cast<int64_t>(s.a.x.dtype()), int64_t{s.rounds},
+                    int64_t{s.projected}, int64_t{s.a.proj_clip > 0}, int64_t{s.a.cell_clip > 0}, int64_t{s.bf16_saved()}})
+    mix(v);
+  for (int64_t n : s.n) mix(n);
+  run_as_graph(s.a.x.device(), key, f);
+}
+
 // Whether CUDA runs a call's sequences side by side, each on a stream of its own
 // (SA_LSTM_STREAMS=1; read at each call, so tests and benchmarks compare both): the steps of
 // one sequence are a chain of small dependent kernels that leaves most of the GPU idle.
@@ -523,7 +537,7 @@ std::vector<std::vector<Tensor>> lstm_sequences(const std::vector<LstmSequenceAr
   for (const LstmSequenceArgs& a : args) seqs.push_back(prepare(a));
   {
     NoGrad ng;
-    for_each_sequence(seqs, [&](int i) { forward(seqs[i]); });
+    for_each_sequence(seqs, [&](int i) { as_one_graph(seqs[i], 1, [&] { forward(seqs[i]); }); });
   }
   std::vector<std::vector<Tensor>> outs;
   std::vector<Tensor> inputs, flat_outs;
@@ -537,7 +551,9 @@ std::vector<std::vector<Tensor>> lstm_sequences(const std::vector<LstmSequenceAr
   record(Op::lstm_sequence, inputs, flat_outs, [=](const std::vector<Tensor>& gs) {
     std::vector<Grads> grads;
     for (size_t i = 0; i < seqs.size(); ++i) grads.push_back(alloc_grads(seqs[i], gs[3 * i + 1], gs[3 * i + 2]));
-    for_each_sequence(seqs, [&](int i) { backward_one(seqs[i], gs[3 * i], grads[i]); });
+    for_each_sequence(seqs, [&](int i) {
+      as_one_graph(seqs[i], gs[3 * i].defined() ? 2 : 3, [&] { backward_one(seqs[i], gs[3 * i], grads[i]); });
+    });
     for (size_t i = 0; i < seqs.size(); ++i) accumulate_grads(seqs[i], grads[i]);
   });
   return outs;

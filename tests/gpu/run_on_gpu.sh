@@ -64,16 +64,21 @@ bench_runs() {
       --set precision=$p "$@" $extra
   done
 }
-# The training rates the goals name, bf16 first, then tf32 and the stacked LSTM directions beside
-# them, then the LSTM's directions each on a stream of its own (SA_LSTM_STREAMS=1).
+# The training rates the goals name, bf16 first, then tf32 beside them, then the switches still
+# off by default: the LSTM's directions each on a stream of its own (SA_LSTM_STREAMS=1), its step
+# loops as CUDA graphs (SA_CUDA_GRAPHS=1), and both.
 rates() {
   bench_runs bench-train.log "" "elmo.cfg 20 bf16" "saelmo.cfg 20 bf16 --set contextual_warmup=2" "bert-tiny.cfg 40 bf16" \
-    "elmo.cfg 20 tf32" "bert-tiny.cfg 40 tf32" "elmo.cfg 20 tf32 --set lstm.cudnn=stacked" \
-    "saelmo.cfg 20 tf32 --set contextual_warmup=2"
+    "elmo.cfg 20 tf32" "bert-tiny.cfg 40 tf32" "saelmo.cfg 20 tf32 --set contextual_warmup=2"
   echo "== SA_LSTM_STREAMS=1" >> "$out/bench-train.log"
   SA_LSTM_STREAMS=1 bench_runs bench-train.log "" "elmo.cfg 20 tf32" \
     "saelmo.cfg 20 tf32 --set contextual_warmup=2"
-  grep -E "^== |tokens/s|launches|host reads|host per step" "$out/bench-train.log" | tail -70
+  echo "== SA_CUDA_GRAPHS=1" >> "$out/bench-train.log"
+  SA_CUDA_GRAPHS=1 bench_runs bench-train.log "" "elmo.cfg 20 tf32" "elmo.cfg 20 bf16" \
+    "saelmo.cfg 20 tf32 --set contextual_warmup=2"
+  echo "== SA_CUDA_GRAPHS=1 SA_LSTM_STREAMS=1" >> "$out/bench-train.log"
+  SA_CUDA_GRAPHS=1 SA_LSTM_STREAMS=1 bench_runs bench-train.log "" "elmo.cfg 20 tf32"
+  grep -E "^== |tokens/s|launches|host reads|host per step|graphs" "$out/bench-train.log" | tail -90
 }
 # The tests that need a GPU (131 at the last count; the rest ran on the development machine).
 gpu_tests() {

@@ -82,6 +82,7 @@ DeviceCounters per_step(const std::string& name, const std::string& extra, const
   if (softmax_rows) *softmax_rows = r.softmax_rows / static_cast<double>(r.steady_steps);
   DeviceCounters k = r.steady_counters;
   k.host_reads /= r.steady_steps, k.uploads /= r.steady_steps, k.launches /= r.steady_steps;
+  k.graphs /= r.steady_steps, k.in_graphs /= r.steady_steps, k.graph_breaks /= r.steady_steps;
   return k;
 }
 
@@ -116,6 +117,22 @@ TEST(DeviceCounters, UnderBf16AnElmoStepAddsNoLaunchPerLstmStep) {
   const DeviceCounters f32_long = per_step("elmo-f32-long", "", "cpu", nullptr, 12),
                        bf16_long = per_step("elmo-bf16-long", "precision = \"bf16\"\n", "cpu", nullptr, 12);
   EXPECT_EQ(bf16_long.launches - f32_long.launches, bf16.launches - f32.launches);
+}
+
+// With the LSTM's step loops recorded as graphs (SA_CUDA_GRAPHS=1), what a GPU starts per step no
+// longer grows with the steps per batch: each of the 4 sequences (2 layers, 2 directions) is one
+// graph forward and one backward, and none of them reads or uploads.
+TEST(DeviceCounters, WithGraphsAnElmoStepStartsAsManyGpuLaunchesAtAnyUnroll) {
+  testing::ScopedEnv graphs("SA_CUDA_GRAPHS", "1");
+  const DeviceCounters k6 = per_step("elmo-graphs", ""), k12 = per_step("elmo-graphs-long", "", "cpu", nullptr, 12);
+  for (const DeviceCounters& k : {k6, k12}) {
+    EXPECT_EQ(k.graphs, 8);
+    EXPECT_EQ(k.graph_breaks, 0);
+    EXPECT_EQ(k.host_reads, 0);
+  }
+  EXPECT_GT(k12.launches, k6.launches) << "launch by launch, twice the steps launch more";
+  EXPECT_EQ(k12.gpu_launches(), k6.gpu_launches());
+  EXPECT_LE(k6.gpu_launches(), 154) << k6.launches << " launches, " << k6.in_graphs << " of them in graphs";
 }
 
 // On CUDA too: the loss, the clip and the sparse gradients' coalescing stay on the device.

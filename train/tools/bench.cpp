@@ -682,6 +682,10 @@ int bench_train(const std::string& config, const std::string& corpus, int steps,
                 k.host_reads / n, k.uploads / n, k.launches / n,
                 d.is_cuda() ? fmt::format(", {:.1f} CUDA kernels of ours", k.kernels / n).c_str() : "",
                 k.lanes > 0 ? fmt::format(", {:.1f} side streams forked", k.lanes / n).c_str() : "");
+    if (k.graphs > 0)  // on the CPU: what a GPU would record with the same setting (SA_CUDA_GRAPHS)
+      std::printf("  %.1f of those launches in %.1f CUDA graphs%s: %.1f launches a step %s\n", k.in_graphs / n,
+                  k.graphs / n, k.graph_breaks > 0 ? fmt::format(" ({:.1f} read or upload)", k.graph_breaks / n).c_str() : "",
+                  k.gpu_launches() / n, d.is_cuda() ? "started on the GPU" : "a GPU would start");
     if (!r.host_reads_why.empty()) std::printf("  host reads left per step: %s\n", r.host_reads_why.c_str());
     if (d.is_cuda()) std::printf("%s\n", host_time_line(r.steady_seconds / n, k.wait_ns * 1e-9 / n, time_phases).c_str());
   }
