@@ -26,7 +26,11 @@ void run_as_graph(Device d, uint64_t key, const std::function<void()>& body) {
   const DeviceCounters before = thread_device_counters();
   const bool graph = backend_uncounted(d).run_as_graph(key, body);
   const DeviceCounters in = thread_device_counters() - before;
-  if (graph) counters::graph(in.launches, in.host_reads > 0 || in.uploads > 0);
+  if (!graph) return;
+  if (in.host_reads > 0 || in.uploads > 0)
+    counters::graph_break();  // a GPU fails to record it, and launches it kernel by kernel
+  else
+    counters::graph(in.launches);
 }
 
 BroadcastPlan make_broadcast_plan(const Shape& out, const Shape& a, const Shape& b) {

@@ -5,6 +5,7 @@
 #include <iterator>
 
 #include "engine/core/error.h"
+#include "engine/core/recording_scope.h"
 
 namespace sa {
 
@@ -46,7 +47,8 @@ void* CachingAllocator::allocate(size_t bytes) {
         free_.erase(largest);
       }
     p = raw_alloc_(sz, device_);
-    if (!p && (!free_.empty() || !held_.empty())) {  // out of memory: give the cache back and try once more
+    // out of memory: give the cache back and try once more (not while recording a graph)
+    if (!p && !RecordingScope::active() && (!free_.empty() || !held_.empty())) {
       // Held blocks too: cudaFree waits for the whole device, so no queue still reads them.
       for (auto& [s, q] : free_) {
         raw_free_(q, device_);
@@ -114,6 +116,14 @@ void CachingAllocator::reset_peak() {
   std::lock_guard<std::mutex> lock(mu_);
   st_.peak_in_use = st_.in_use;
 }
+
+namespace {
+thread_local int t_recording = 0;
+}  // namespace
+
+RecordingScope::RecordingScope() { ++t_recording; }
+RecordingScope::~RecordingScope() { --t_recording; }
+bool RecordingScope::active() { return t_recording > 0; }
 
 static void* host_raw_alloc(size_t bytes, int) { return std::aligned_alloc(64, bytes); }
 static void host_raw_free(void* p, int) { std::free(p); }

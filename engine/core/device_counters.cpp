@@ -27,9 +27,13 @@ void launch(int64_t n) { add(g_launches, n), t_counts.launches += n; }
 void kernel(int64_t n) { add(g_kernels, n), t_counts.kernels += n; }
 void lanes(int64_t n) { add(g_lanes, n), t_counts.lanes += n; }
 void waited_ns(int64_t ns) { add(g_wait_ns, ns), t_counts.wait_ns += ns; }
-void graph(int64_t launches_inside, bool broken) {
-  add(g_graphs, 1), add(g_in_graphs, launches_inside), add(g_graph_breaks, broken ? 1 : 0);
-  t_counts.graphs += 1, t_counts.in_graphs += launches_inside, t_counts.graph_breaks += broken ? 1 : 0;
+void graph(int64_t launches_inside) {
+  add(g_graphs, 1), add(g_in_graphs, launches_inside);
+  t_counts.graphs += 1, t_counts.in_graphs += launches_inside;
+}
+void graph_break() { add(g_graph_breaks, 1), t_counts.graph_breaks += 1; }
+void take_back(const DeviceCounters& k) {
+  host_read(-k.host_reads), upload(-k.uploads), launch(-k.launches), kernel(-k.kernels), lanes(-k.lanes);
 }
 }  // namespace counters
 

@@ -21,7 +21,8 @@ struct DeviceCounters {
   // Runs of work a GPU records as one CUDA graph (run_as_graph in engine/backend.h): `graphs` of
   // them held `in_graphs` of the launches above, which the GPU started as one launch each run. On
   // the CPU they count what a GPU would record with the same setting (SA_CUDA_GRAPHS).
-  // `graph_breaks` counts runs that read from or uploaded to the device, which no graph can hold.
+  // `graph_breaks` counts runs that read from or uploaded to the device: no graph can hold them,
+  // so they count as launched one by one.
   int64_t graphs = 0, in_graphs = 0, graph_breaks = 0;
 
   // What the GPU starts: each graph once, each launch outside a graph once.
@@ -45,7 +46,10 @@ void launch(int64_t n = 1);
 void kernel(int64_t n = 1);
 void lanes(int64_t n);
 void waited_ns(int64_t ns);
-void graph(int64_t launches_inside, bool broken);
+void graph(int64_t launches_inside);
+void graph_break();
+// Takes counts back: a recording that failed queued nothing, and its rerun counts again.
+void take_back(const DeviceCounters& k);
 }  // namespace counters
 
 }  // namespace sa

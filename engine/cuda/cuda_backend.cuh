@@ -1,9 +1,11 @@
-// The CUDA backend: cuBLAS GEMMs and hand-written kernels, on one device and one stream.
+// The CUDA backend: cuBLAS GEMMs and hand-written kernels, on one device: its own stream, and
+// side streams (lanes) for independent work.
 // Included only by engine/cuda/*.cu.
 #pragma once
 #include <atomic>
 #include <map>
 #include <mutex>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -44,9 +46,26 @@ class CudaBackend final : public Backend {
   static constexpr size_t kBlasWorkspaceBytes = size_t{32} << 20;
   void give_workspace(cublasHandle_t h);
   // The graphs of run_as_graph, one per key and stream, each updated with every new recording.
-  std::map<std::pair<uint64_t, cudaStream_t>, cudaGraphExec_t> graphs_;
+  // A key's first run is launched (a shape seen once is not worth a graph: made, it would cost
+  // more than its launches); at most kGraphs are kept, the least recently used going first.
+  struct Graph {
+    cudaGraphExec_t exec = nullptr;  // none until the key's second run
+    uint64_t used = 0;               // when last run (graph_clock_)
+  };
+  static constexpr size_t kGraphs = 64;
+  std::map<std::pair<uint64_t, cudaStream_t>, Graph> graphs_;
+  uint64_t graph_clock_ = 0;
   std::mutex graphs_mu_;
   std::atomic<bool> graphs_failed_{false};  // a recording failed once: launch by launch from then on
+  void graphs_off(const std::string& why);
+ public:
+  // Called when a thread starts using this backend (cuda::backend). Graphs are recorded only while
+  // one thread has: another thread's launches on the shared stream would land in the recording.
+  void note_thread();
+ private:
+  std::mutex threads_mu_;
+  std::vector<std::thread::id> threads_;
+  std::atomic<int> n_threads_{0};
   bool tf32_ = false;
   // Side streams (blocking ones: the legacy stream's copies still wait for them), each with its
   // own cuBLAS handle and an event for the join; made on first use, kept.

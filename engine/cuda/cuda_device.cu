@@ -68,6 +68,13 @@ void CudaBackend::synchronize() { CUDA_WAIT(cudaStreamSynchronize(stream_)); }
 // refuses the pinned memory: both say so once.
 bool CudaBackend::upload_async(void* dst, const void* src, size_t bytes) {
   if (bytes > kSlotBytes || staging_off_) return false;
+  // Not into a recording: the slot's event would become the recording's, and the next wait on it
+  // fail. The plain copy then ends the recording cleanly (run_as_graph launches the chain instead).
+  cudaStreamCaptureStatus recording = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream(), &recording) != cudaSuccess || recording != cudaStreamCaptureStatusNone) {
+    cudaGetLastError();
+    return false;
+  }
   std::lock_guard<std::mutex> lock(upload_mu_);
   if (!pinned_) {  // set last: a failed setup is never half used
     const char* off = std::getenv("SA_SYNC_UPLOADS");
@@ -97,6 +104,15 @@ bool CudaBackend::upload_async(void* dst, const void* src, size_t bytes) {
   return true;
 }
 
+void CudaBackend::note_thread() {
+  std::lock_guard<std::mutex> lock(threads_mu_);
+  const std::thread::id me = std::this_thread::get_id();
+  for (const std::thread::id& t : threads_)
+    if (t == me) return;
+  threads_.push_back(me);
+  n_threads_ = static_cast<int>(threads_.size());
+}
+
 void CudaBackend::set_tf32(bool on) {
   tf32_ = on;
   const cublasMath_t mode = on ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH;
@@ -110,10 +126,10 @@ thread_local const CudaBackend* CudaBackend::lane_owner_ = nullptr;
 // Each lane waits for what the backend's stream has queued (forked_), runs its own work, and the
 // join makes the backend's stream wait for every lane's last event. Frees are held meanwhile: a
 // block one lane's host code frees may still be read by that lane's queued kernels when another
-// lane's allocation would take it. The lanes are blocking streams, and the backend's stream is the
-// legacy one: a synchronous copy or host read in between still waits for every lane (a barrier,
-// but never a race). Non-blocking lanes would need every such copy on the lanes' streams first.
-// The backend's stream is a blocking one too.
+// lane's allocation would take it. The lanes, like the backend's stream, are blocking streams: a
+// synchronous copy or host read (on the legacy stream) in between still waits for every lane (a
+// barrier, but never a race). Non-blocking lanes would need every such copy on the lanes' streams
+// first.
 void CudaBackend::fork_lanes(int n) {
   if (forked_lanes_ > 0) fail_message("fork_lanes: lanes already forked (they do not nest)");
   if (!forked_) CUDA_CHECK(cudaEventCreateWithFlags(&forked_, cudaEventDisableTiming));
@@ -190,6 +206,7 @@ Backend& backend(int device) {
   if (bound != device) {
     CUDA_CHECK(cudaSetDevice(device));
     bound = device;
+    s.backend->note_thread();
   }
   return *s.backend;
 }

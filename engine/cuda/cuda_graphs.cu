@@ -4,10 +4,11 @@
 //
 // Each run records the chain anew (the host code runs as before, but queues nothing) and updates
 // the graph made for the key in place with the new pointers and values, so a run never replays
-// stale arguments; only the first run of a key, or a chain whose kernels changed, instantiates.
+// stale arguments; only a key's second run, or a chain whose kernels changed, instantiates.
 #include <cstdio>
 #include <string>
 
+#include "engine/core/recording_scope.h"
 #include "engine/cuda/cuda_backend.cuh"
 
 namespace sa {
@@ -15,66 +16,106 @@ namespace sa {
 namespace {
 
 // Ends the recording on `s` whatever happened, and hands back what it holds (null if nothing).
+// Clears any error the recording left, so the rerun's first launch does not report it.
 cudaGraph_t end_recording(cudaStream_t s) {
   cudaGraph_t g = nullptr;
-  if (cudaStreamEndCapture(s, &g) != cudaSuccess) {
-    cudaGetLastError();  // an invalidated recording: not an error of the device, clear it
-    if (g) cudaGraphDestroy(g);
-    return nullptr;
+  if (cudaStreamEndCapture(s, &g) != cudaSuccess && g) {
+    cudaGraphDestroy(g);
+    g = nullptr;
   }
+  cudaGetLastError();
   return g;
+}
+
+bool recording_invalidated(cudaStream_t s) {
+  cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+  const cudaError_t e = cudaStreamIsCapturing(s, &st);
+  cudaGetLastError();
+  return e != cudaSuccess || st == cudaStreamCaptureStatusInvalidated;
 }
 
 }  // namespace
 
+void CudaBackend::graphs_off(const std::string& why) {
+  if (!graphs_failed_.exchange(true))
+    std::fprintf(stderr, "sensealign: SA_CUDA_GRAPHS=1, but a chain could not be recorded as a graph (%s); "
+                 "launching kernel by kernel from now on\n", why.c_str());
+}
+
 bool CudaBackend::run_as_graph(uint64_t key, const std::function<void()>& body) {
-  if (!cuda_graphs_enabled() || graphs_failed_) {
+  if (!cuda_graphs_enabled() || graphs_failed_ || n_threads_ > 1) {
     body();
     return false;
   }
   const cudaStream_t s = stream();
-  // A failed recording queued nothing: the chain runs again launch by launch, and so does every
-  // later one (a recording that fails once would fail each time, and cost a run each time).
-  auto launch_by_launch = [&](const std::string& why) {
-    if (!graphs_failed_.exchange(true))
-      std::fprintf(stderr, "sensealign: SA_CUDA_GRAPHS=1, but a chain could not be recorded as a graph (%s); "
-                   "launching kernel by kernel\n", why.c_str());
+  bool first = false;
+  {
+    std::lock_guard<std::mutex> lock(graphs_mu_);
+    auto [it, fresh] = graphs_.try_emplace({key, s});
+    it->second.used = ++graph_clock_;
+    first = fresh;
+    if (graphs_.size() > kGraphs) {  // the least recently used goes
+      auto oldest = graphs_.begin();
+      for (auto j = graphs_.begin(); j != graphs_.end(); ++j)
+        if (j->second.used < oldest->second.used) oldest = j;
+      if (oldest->second.exec) cudaGraphExecDestroy(oldest->second.exec);  // one still running is freed when it ends
+      graphs_.erase(oldest);
+    }
+  }
+  if (first) {  // a key's first run is launched: a shape seen once is not worth making a graph
+    body();
+    return false;
+  }
+  // A failed recording queued nothing: its counts are taken back and the chain is launched.
+  const DeviceCounters at_start = thread_device_counters();
+  auto launch_instead = [&] {
+    counters::take_back(thread_device_counters() - at_start);
     body();
     return false;
   };
-  // Relaxed: the allocator may still call cudaMalloc for a block the chain asks for; each run
-  // records its own pointers, so nothing depends on an allocation being replayed.
-  CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));
-  try {
+  if (cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed) != cudaSuccess) {
+    cudaGetLastError();
+    graphs_off("the driver refused to record");
     body();
-  } catch (const std::exception& e) {
+    return false;
+  }
+  try {
+    RecordingScope recording;  // out of memory fails at once; the rerun gives the cache back
+    body();
+  } catch (...) {
+    // A primitive the recording forbids (a read, a synchronous copy) invalidates it: graphs go
+    // off. Any other error (out of memory, a failed check) is the chain's own, and its rerun
+    // raises it again, with its own message.
+    const bool invalidated = recording_invalidated(s);
     if (cudaGraph_t g = end_recording(s)) cudaGraphDestroy(g);
-    return launch_by_launch(e.what());
+    if (invalidated) graphs_off("a primitive of the chain cannot be recorded");
+    return launch_instead();
   }
   cudaGraph_t g = end_recording(s);
-  if (!g) return launch_by_launch("the recording was invalidated");
-  cudaGraphExec_t exec = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(graphs_mu_);
-    cudaGraphExec_t& slot = graphs_[{key, s}];
-    if (slot) {
-      cudaGraphExecUpdateResultInfo info{};
-      if (cudaGraphExecUpdate(slot, g, &info) != cudaSuccess) {  // other kernels: made anew below
-        cudaGetLastError();
-        cudaGraphExecDestroy(slot);
-        slot = nullptr;
-      }
+  if (!g) {
+    graphs_off("the recording was invalidated");
+    return launch_instead();
+  }
+  std::unique_lock<std::mutex> lock(graphs_mu_);
+  Graph& slot = graphs_[{key, s}];
+  if (slot.exec) {
+    cudaGraphExecUpdateResultInfo info{};
+    if (cudaGraphExecUpdate(slot.exec, g, &info) != cudaSuccess) {  // other kernels: made anew below
+      cudaGetLastError();
+      cudaGraphExecDestroy(slot.exec);  // one still running is freed when it ends
+      slot.exec = nullptr;
     }
-    if (!slot && cudaGraphInstantiate(&slot, g, 0) != cudaSuccess) {
-      const std::string why = cudaGetErrorString(cudaGetLastError());
-      slot = nullptr;
-      cudaGraphDestroy(g);
-      return launch_by_launch("instantiating: " + why);
-    }
-    exec = slot;
+  }
+  if (!slot.exec && cudaGraphInstantiate(&slot.exec, g, 0) != cudaSuccess) {
+    const std::string why = cudaGetErrorString(cudaGetLastError());
+    slot.exec = nullptr;
+    cudaGraphDestroy(g);
+    lock.unlock();
+    graphs_off("instantiating: " + why);
+    return launch_instead();
   }
   cudaGraphDestroy(g);
-  CUDA_CHECK(cudaGraphLaunch(exec, s));
+  CUDA_CHECK(cudaGraphLaunch(slot.exec, s));  // under the lock: no update between it and the launch
   return true;
 }
 

@@ -78,30 +78,36 @@ int main(int argc, char** argv) {
     std::unique_ptr<EncoderState> state = stateful ? enc->new_state(batch) : nullptr;
     // Written to a temporary file and put in place only when complete and closed without error.
     write_hdf5_atomically(output, [&](H5File& out) {
-      nlohmann::json index = nlohmann::json::object();
-      auto t0 = std::chrono::steady_clock::now();
-      ProgressLine progress;
-      size_t tokens = 0;
-      for (size_t b = 0; b < sents.size(); b += static_cast<size_t>(batch)) {
-        std::vector<std::vector<std::string>> chunk(sents.begin() + static_cast<long>(b),
-                                                    sents.begin() + static_cast<long>(std::min(sents.size(), b + batch)));
-        std::vector<Tensor> embs = enc->embed(chunk, state.get());
-        for (size_t i = 0; i < embs.size(); ++i) {
-          NoGrad ng;
-          Tensor e = embs[i];
-          if (!align.empty()) e = apply_alignment(e, maps);
-          if (layers == "top") e = ops::reshape(ops::slice(e, 0, e.dim(0) - 1, e.dim(0)), {e.dim(1), e.dim(2)});
-          if (layers == "average") e = ops::mean(e, 0);
-          std::string key = std::to_string(b + i);
-          out.write(key, e);
-          index[lines[b + i]] = key;
-          tokens += chunk[i].size();
+      auto write = [&](size_t i, const Tensor& emb) {
+        NoGrad ng;
+        Tensor e = emb;
+        if (!align.empty()) e = apply_alignment(e, maps);
+        if (layers == "top") e = ops::reshape(ops::slice(e, 0, e.dim(0) - 1, e.dim(0)), {e.dim(1), e.dim(2)});
+        if (layers == "average") e = ops::mean(e, 0);
+        out.write(std::to_string(i), e);
+      };
+      if (stateful) {  // batch k's row r carries on from batch k - 1's row r: the file's order
+        auto t0 = std::chrono::steady_clock::now();
+        ProgressLine progress;
+        size_t tokens = 0;
+        for (size_t b = 0; b < sents.size(); b += static_cast<size_t>(batch)) {
+          std::vector<std::vector<std::string>> chunk(sents.begin() + static_cast<long>(b),
+                                                      sents.begin() + static_cast<long>(std::min(sents.size(), b + batch)));
+          std::vector<Tensor> embs = enc->embed(chunk, state.get());
+          for (size_t i = 0; i < embs.size(); ++i) write(b + i, embs[i]), tokens += chunk[i].size();
+          double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          const size_t done = std::min(sents.size(), b + batch);
+          progress.update(fmt::format("embed: {}/{} sentences, {:.0f} tokens/s", done, sents.size(), tokens / std::max(el, 1e-9)),
+                          done == sents.size());
         }
-        double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        const size_t done = std::min(sents.size(), b + batch);
-        progress.update(fmt::format("embed: {}/{} sentences, {:.0f} tokens/s", done, sents.size(), tokens / std::max(el, 1e-9)),
-                        done == sents.size());
+      } else {
+        // Batches of similar length, as every other tool (and the Python module) embeds: a
+        // sentence's vectors depend on its batch in the last bits (the BLAS's kernels differ
+        // with a product's rows), so the same batches give the same vectors.
+        embed_all(*enc, sents, batch, "embed", write);
       }
+      nlohmann::json index = nlohmann::json::object();  // in line order: a repeated line keys its last copy
+      for (size_t i = 0; i < lines.size(); ++i) index[lines[i]] = std::to_string(i);
       out.write_string("sentence_to_index", index.dump());
     });
   } catch (const std::exception& e) {
