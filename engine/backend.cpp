@@ -26,10 +26,10 @@ void run_as_graph(Device d, uint64_t key, const std::function<void()>& body) {
   const DeviceCounters before = thread_device_counters();
   const bool graph = backend_uncounted(d).run_as_graph(key, body);
   const DeviceCounters in = thread_device_counters() - before;
-  if (!graph) return;
-  if (in.host_reads > 0 || in.uploads > 0)
-    counters::graph_break();  // a GPU fails to record it, and launches it kernel by kernel
-  else
+  const bool breaks = in.host_reads > 0 || in.uploads > 0;  // no graph holds it: launched kernel by kernel
+  if (breaks && Backend::cuda_graphs_enabled())
+    counters::graph_break();
+  else if (graph)
     counters::graph(in.launches);
 }
 

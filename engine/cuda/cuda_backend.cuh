@@ -66,6 +66,7 @@ class CudaBackend final : public Backend {
   std::mutex threads_mu_;
   std::vector<std::thread::id> threads_;
   std::atomic<int> n_threads_{0};
+  std::atomic<bool> threads_said_{false};  // the message that several threads keep graphs off, once
   bool tf32_ = false;
   // Side streams (blocking ones: the legacy stream's copies still wait for them), each with its
   // own cuBLAS handle and an event for the join; made on first use, kept.

@@ -43,7 +43,14 @@ void CudaBackend::graphs_off(const std::string& why) {
 }
 
 bool CudaBackend::run_as_graph(uint64_t key, const std::function<void()>& body) {
-  if (!cuda_graphs_enabled() || graphs_failed_ || n_threads_ > 1) {
+  if (!cuda_graphs_enabled() || graphs_failed_) {
+    body();
+    return false;
+  }
+  if (n_threads_ > 1) {  // another thread's launches on the shared stream would land in the recording
+    if (!threads_said_.exchange(true))
+      std::fprintf(stderr, "sensealign: SA_CUDA_GRAPHS=1, but %d host threads use cuda:%d; launching kernel by "
+                   "kernel\n", n_threads_.load(), device_);
     body();
     return false;
   }
@@ -59,6 +66,7 @@ bool CudaBackend::run_as_graph(uint64_t key, const std::function<void()>& body) 
       for (auto j = graphs_.begin(); j != graphs_.end(); ++j)
         if (j->second.used < oldest->second.used) oldest = j;
       if (oldest->second.exec) cudaGraphExecDestroy(oldest->second.exec);  // one still running is freed when it ends
+      cudaGetLastError();
       graphs_.erase(oldest);
     }
   }
@@ -97,25 +105,36 @@ bool CudaBackend::run_as_graph(uint64_t key, const std::function<void()>& body) 
     return launch_instead();
   }
   std::unique_lock<std::mutex> lock(graphs_mu_);
-  Graph& slot = graphs_[{key, s}];
+  // Made, updated and started under the lock: no other update between the update and the launch.
+  auto fail = [&](const char* what) {
+    const std::string why = std::string(what) + ": " + cudaGetErrorString(cudaGetLastError());
+    const auto it = graphs_.find({key, s});
+    if (it != graphs_.end()) {
+      if (it->second.exec) cudaGraphExecDestroy(it->second.exec);
+      graphs_.erase(it);
+    }
+    cudaGraphDestroy(g);
+    cudaGetLastError();
+    lock.unlock();
+    graphs_off(why);
+    return launch_instead();
+  };
+  const auto it = graphs_.find({key, s});
+  if (it == graphs_.end()) return fail("the chain's graph was dropped while recording");
+  Graph& slot = it->second;
   if (slot.exec) {
     cudaGraphExecUpdateResultInfo info{};
     if (cudaGraphExecUpdate(slot.exec, g, &info) != cudaSuccess) {  // other kernels: made anew below
       cudaGetLastError();
       cudaGraphExecDestroy(slot.exec);  // one still running is freed when it ends
+      cudaGetLastError();
       slot.exec = nullptr;
     }
   }
-  if (!slot.exec && cudaGraphInstantiate(&slot.exec, g, 0) != cudaSuccess) {
-    const std::string why = cudaGetErrorString(cudaGetLastError());
-    slot.exec = nullptr;
-    cudaGraphDestroy(g);
-    lock.unlock();
-    graphs_off("instantiating: " + why);
-    return launch_instead();
-  }
+  if (!slot.exec && cudaGraphInstantiate(&slot.exec, g, 0) != cudaSuccess) return fail("instantiating");
+  if (cudaGraphLaunch(slot.exec, s) != cudaSuccess) return fail("launching");  // nothing was queued
   cudaGraphDestroy(g);
-  CUDA_CHECK(cudaGraphLaunch(slot.exec, s));  // under the lock: no update between it and the launch
+  cudaGetLastError();
   return true;
 }
 

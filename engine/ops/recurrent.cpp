@@ -256,13 +256,16 @@ void backward_one(const Seq& s, const Tensor& gy_in, Grads& g) {
 
 // A sequence's forward or backward launches a fixed chain of ~4 small kernels a step: on CUDA
 // with SA_CUDA_GRAPHS=1 it is recorded and started as one graph (Backend::run_as_graph). The key
-// holds what decides which kernels the chain launches, so each shape keeps a graph of its own.
+// holds what decides which kernels the chain launches, so each shape keeps a graph of its own,
+// and the sequence's place in the call, so that a call's sequences of one shape (a layer's two
+// directions) do not take turns updating one graph, and a shape seen once is never made a graph.
 template <typename F>
-void as_one_graph(const Seq& s, uint64_t pass, F f) {
+void as_one_graph(const Seq& s, int index, uint64_t pass, F f) {
   uint64_t key = 0xcbf29ce484222325ULL ^ pass;
   auto mix = [&](int64_t v) { key = (key ^ static_cast<uint64_t>(v)) * 0x100000001b3ULL; };
-  for (int64_t v : {s.T, s.N, s.B, s.in, s.D, s.P, static_cast<int64_t>(s.a.x.dtype()), int64_t{s.rounds},
-                    int64_t{s.projected}, int64_t{s.a.proj_clip > 0}, int64_t{s.a.cell_clip > 0}, int64_t{s.bf16_saved()}})
+  for (int64_t v : {int64_t{index}, s.T, s.N, s.B, s.in, s.D, s.P, static_cast<int64_t>(s.a.x.dtype()),
+                    int64_t{s.rounds}, int64_t{s.projected}, int64_t{s.a.proj_clip > 0}, int64_t{s.a.cell_clip > 0},
+                    int64_t{s.bf16_saved()}, int64_t{s.a.steps.empty()}})
     mix(v);
   for (int64_t n : s.n) mix(n);
   run_as_graph(s.a.x.device(), key, f);
@@ -537,7 +540,7 @@ std::vector<std::vector<Tensor>> lstm_sequences(const std::vector<LstmSequenceAr
   for (const LstmSequenceArgs& a : args) seqs.push_back(prepare(a));
   {
     NoGrad ng;
-    for_each_sequence(seqs, [&](int i) { as_one_graph(seqs[i], 1, [&] { forward(seqs[i]); }); });
+    for_each_sequence(seqs, [&](int i) { as_one_graph(seqs[i], i, 1, [&] { forward(seqs[i]); }); });
   }
   std::vector<std::vector<Tensor>> outs;
   std::vector<Tensor> inputs, flat_outs;
@@ -552,7 +555,7 @@ std::vector<std::vector<Tensor>> lstm_sequences(const std::vector<LstmSequenceAr
     std::vector<Grads> grads;
     for (size_t i = 0; i < seqs.size(); ++i) grads.push_back(alloc_grads(seqs[i], gs[3 * i + 1], gs[3 * i + 2]));
     for_each_sequence(seqs, [&](int i) {
-      as_one_graph(seqs[i], gs[3 * i].defined() ? 2 : 3, [&] { backward_one(seqs[i], gs[3 * i], grads[i]); });
+      as_one_graph(seqs[i], i, gs[3 * i].defined() ? 2 : 3, [&] { backward_one(seqs[i], gs[3 * i], grads[i]); });
     });
     for (size_t i = 0; i < seqs.size(); ++i) accumulate_grads(seqs[i], grads[i]);
   });

@@ -1,7 +1,7 @@
 // The LSTM's step loops as CUDA graphs (SA_CUDA_GRAPHS=1, Backend::run_as_graph): each sequence's
 // forward and backward is one recorded chain that never reads from or uploads to the device (else
 // it could not be recorded), and on a GPU the recorded chains give the launched chains' results:
-// the first run makes each graph, later runs update it in place.
+// a chain's first run is launched, its second makes the graph, later runs update it in place.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -102,7 +102,7 @@ TEST(LstmGraphs, OnCudaRecordedChainsEqualLaunchedOnes) {
     for (const char* lanes : {static_cast<const char*>(nullptr), "1"}) {
       streams.set(lanes);
       graphs.set("1");
-      two_directions(ops::LstmPath::Steps, bf16, DType::F32, gpu, seed++);  // each key's first run
+      two_directions(ops::LstmPath::Steps, bf16, DType::F32, gpu, seed++);  // each chain's first run: launched
       for (int run = 0; run < 3; ++run) {  // made, then updated in place
         graphs.set(nullptr);
         const Outcome launched = two_directions(ops::LstmPath::Steps, bf16, DType::F32, gpu, seed);
