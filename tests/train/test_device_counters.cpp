@@ -142,6 +142,18 @@ TEST(DeviceCounters, AnElmoStepOnCudaNeverReadsBetweenLoggingSteps) {
   EXPECT_EQ(k.host_reads, 0);
 }
 
+// With graphs on a GPU, in a real training loop: every step records its 8 LSTM chains (none falls
+// back to launching), reads nothing, and starts far fewer launches than it makes.
+TEST(DeviceCounters, AnElmoStepOnCudaWithGraphsRecordsItsLstmChains) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU present: nothing is recorded";
+  testing::ScopedEnv graphs("SA_CUDA_GRAPHS", "1");
+  const DeviceCounters k = per_step("elmo-cuda-graphs", "", "cuda");
+  EXPECT_EQ(k.graphs, 8) << "a chain was launched kernel by kernel (see the message above)";
+  EXPECT_EQ(k.graph_breaks, 0);
+  EXPECT_EQ(k.host_reads, 0);
+  EXPECT_LT(k.gpu_launches(), k.launches / 2) << k.launches << " launches, " << k.in_graphs << " in graphs";
+}
+
 // SaELMo keeps its selections on the device: the loss, the center update and the usage windows
 // take them there (the windows read them on logging steps), so between logging and refit steps a
 // step never waits for the host. With pca_every = 20 the one refit of this run is at step 1.
