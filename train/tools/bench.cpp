@@ -129,6 +129,19 @@ void bench_lstm_sequence(Device d, bool quick, int iters, const std::string& dev
     }();
     std::printf("%-7s %-34s %-18s %9.3f ms %9.3f ms %7.2f\n", dev.c_str(), "2 directions: 2 streams vs 1",
                 shape.c_str(), tl * 1e3, ts2 * 1e3, ts2 / tl);
+    // Each sequence's forward and backward recorded as one CUDA graph (SA_CUDA_GRAPHS=1), on one
+    // stream and on two. A chain's first run is launched and its second makes the graph: both
+    // before the timed runs, which update the graphs in place.
+    auto recorded = [&](const char* lanes) {
+      ScopedEnv graphs("SA_CUDA_GRAPHS", "1"), streams("SA_LSTM_STREAMS", lanes);
+      directions(ops::LstmPath::Steps);
+      return time_it(d, iters, [&] { directions(ops::LstmPath::Steps); });
+    };
+    const double tg = recorded(nullptr), tgl = recorded("1");
+    std::printf("%-7s %-34s %-18s %9.3f ms %9.3f ms %7.2f\n", dev.c_str(), "2 directions: graphs vs launched",
+                shape.c_str(), tg * 1e3, ts2 * 1e3, ts2 / tg);
+    std::printf("%-7s %-34s %-18s %9.3f ms %9.3f ms %7.2f\n", dev.c_str(), "graphs, 2 streams vs launched, 1",
+                shape.c_str(), tgl * 1e3, ts2 * 1e3, ts2 / tgl);
   }
   if (!ops::lstm_uses_cudnn(d, ops::LstmPath::Cudnn, 0.0, 0.0, D, P)) return;
   // cuDNN's RNN against our step kernels on the same layer (no clips, which cuDNN cannot run).
