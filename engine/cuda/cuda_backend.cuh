@@ -29,8 +29,9 @@ class CudaBackend final : public Backend {
   cudaStream_t stream() const { return in_lane() ? lanes_[static_cast<size_t>(lane_)].stream : stream_; }
   cublasHandle_t blas() const { return in_lane() ? lanes_[static_cast<size_t>(lane_)].blas : blas_; }
   // Host -> device without waiting: `bytes` from src are staged in pinned memory and copied on
-  // this backend's stream, in order with the kernels. Returns false (nothing done) when the
-  // upload is larger than a staging slot; the caller then copies synchronously.
+  // this backend's stream, in order with the kernels (with SA_COPY_STREAM=1: on a copy stream,
+  // beside them, then into place in order). Returns false (nothing done) when the upload is
+  // larger than a staging slot; the caller then copies synchronously.
   bool upload_async(void* dst, const void* src, size_t bytes);
 
   SA_BACKEND_OVERRIDES
@@ -89,6 +90,16 @@ class CudaBackend final : public Backend {
   cudaEvent_t slot_done_[kSlots] = {};
   size_t next_slot_ = 0;
   std::mutex upload_mu_;
+  // SA_COPY_STREAM=1: the pinned slot goes to a device slot of its own on copy_stream_ while the
+  // kernels queued before it run, and the stream copies the device slot into place in its turn.
+  // Not straight into place: the destination may be a block that host code has freed but queued
+  // kernels still read. A device slot is reused after its copy into place (slot_done_), which the
+  // host waits for anyway before refilling the pinned slot.
+  bool copy_stream_ready();  // under upload_mu_: made on first use; false when it cannot be
+  cudaStream_t copy_stream_ = nullptr;
+  char* device_slots_ = nullptr;
+  cudaEvent_t slot_arrived_[kSlots] = {};
+  bool copy_stream_failed_ = false;
 };
 
 }  // namespace sa

@@ -65,7 +65,8 @@ void CudaBackend::synchronize() { CUDA_WAIT(cudaStreamSynchronize(stream_)); }
 // uploads (16 a step for ELMo) each drained the GPU's queue, and the host could not run ahead.
 // Staged in pinned memory and copied with cudaMemcpyAsync, an upload returns at once.
 // SA_SYNC_UPLOADS=1 turns it off (every upload a plain cudaMemcpy), and so does a machine that
-// refuses the pinned memory: both say so once.
+// refuses the pinned memory: both say so once. The copy itself still runs in its turn among the
+// kernels; with SA_COPY_STREAM=1 it runs beside the kernels queued before it (copy_stream_ready).
 bool CudaBackend::upload_async(void* dst, const void* src, size_t bytes) {
   if (bytes > kSlotBytes || staging_off_) return false;
   // Not into a recording: the slot's event would become the recording's, and the next wait on it
@@ -99,8 +100,38 @@ bool CudaBackend::upload_async(void* dst, const void* src, size_t bytes) {
   CUDA_WAIT(cudaEventSynchronize(slot_done_[s]));  // the copy that last read this slot has run
   char* slot = pinned_ + s * kSlotBytes;
   std::memcpy(slot, src, bytes);
-  CUDA_CHECK(cudaMemcpyAsync(dst, slot, bytes, cudaMemcpyHostToDevice, stream()));
+  const char* side = std::getenv("SA_COPY_STREAM");  // read at each upload: tests compare both
+  if (side && std::string(side) == "1" && copy_stream_ready()) {
+    char* arrived = device_slots_ + s * kSlotBytes;
+    CUDA_CHECK(cudaMemcpyAsync(arrived, slot, bytes, cudaMemcpyHostToDevice, copy_stream_));
+    CUDA_CHECK(cudaEventRecord(slot_arrived_[s], copy_stream_));
+    CUDA_CHECK(cudaStreamWaitEvent(stream(), slot_arrived_[s], 0));
+    CUDA_CHECK(cudaMemcpyAsync(dst, arrived, bytes, cudaMemcpyDeviceToDevice, stream()));
+  } else {
+    CUDA_CHECK(cudaMemcpyAsync(dst, slot, bytes, cudaMemcpyHostToDevice, stream()));
+  }
   CUDA_CHECK(cudaEventRecord(slot_done_[s], stream()));
+  return true;
+}
+
+// A blocking stream like the backend's own (the legacy stream's synchronous copies still wait for
+// it), and kSlots device slots (64 MiB). A device that refuses the memory keeps the copies on the
+// backend's stream, and says so once.
+bool CudaBackend::copy_stream_ready() {
+  if (copy_stream_) return true;
+  if (copy_stream_failed_) return false;
+  OnDevice on(device_);  // the thread may be bound to another device
+  void* slots = nullptr;
+  if (cudaMalloc(&slots, kSlots * kSlotBytes) != cudaSuccess) {
+    cudaGetLastError();
+    std::fprintf(stderr, "sensealign: SA_COPY_STREAM=1, but no device memory for its staging slots; "
+                         "uploads stay on the compute stream\n");
+    copy_stream_failed_ = true;
+    return false;
+  }
+  for (cudaEvent_t& e : slot_arrived_) CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  device_slots_ = static_cast<char*>(slots);
+  CUDA_CHECK(cudaStreamCreate(&copy_stream_));  // set last: a failed setup is never half used
   return true;
 }
 
