@@ -84,8 +84,9 @@ void CudaBackend::conv1d_max(const Tensor& x, const Tensor& w, const Tensor& b, 
   const int64_t N = x.dim(0), L = x.dim(1), Cin = x.dim(2), W = w.dim(0), Cout = w.dim(2), P = L - W + 1,
                 K = W * Cin;
   if (N * Cout == 0) return;
-  // Chunks of samples bound the im2col and convolution buffers (about 64 MiB of f32 each).
-  const int64_t chunk = std::max<int64_t>(1, (int64_t(1) << 24) / std::max<int64_t>(1, P * std::max(K, Cout)));
+  // Chunks of samples bound the im2col and convolution buffers (about 256 MiB of f32 each; at
+  // 64 MiB elmo.cfg's widest filters took ~22 chunks of three launches and smaller GEMMs a step).
+  const int64_t chunk = std::max<int64_t>(1, (int64_t(1) << 26) / std::max<int64_t>(1, P * std::max(K, Cout)));
   const int64_t cn = std::min(chunk, N);
   // Under precision = "bf16" the op hands x and w rounded to bf16 in f32: the product runs as a
   // bf16 GEMM (tensor cores; an f32 GEMM's speed otherwise, since tf32 is off), its products exact

@@ -258,6 +258,30 @@ TEST(CudaConv, CharCnnBackwardAtBilmSizesMatchesTheCpu) {
   }
 }
 
+// The CUDA forward runs im2col, a GEMM and the max over positions in chunks of samples (about
+// 256 MiB of f32 per buffer: 1,337 samples of 49 positions and 1,024 filters here): three chunks,
+// the last a partial one, must give the CPU's maxima.
+TEST(CudaConv, CharCnnForwardInSeveralChunksMatchesTheCpu) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU present: CUDA conv check skipped";
+  const int64_t N = 2900, L = 50, Cin = 16, W = 2, Cout = 1024;
+  std::mt19937_64 rng(29);
+  std::uniform_real_distribution<double> u(-1, 1);
+  auto draw = [&](int64_t n) {
+    std::vector<double> v(static_cast<size_t>(n));
+    for (double& e : v) e = u(rng);
+    return v;
+  };
+  const std::vector<double> xv = draw(N * L * Cin), wv = draw(W * Cin * Cout), bv = draw(Cout);
+  auto run = [&](Device d) {
+    const Tensor x = Tensor::of(xv, {N, L, Cin}, DType::F64).to(d);
+    const Tensor w = Tensor::of(wv, {W, Cin, Cout}, DType::F64).to(d), b = Tensor::of(bv, {Cout}, DType::F64).to(d);
+    return ops::conv1d_max(x, w, b).values();
+  };
+  const std::vector<double> cpu = run(Device::cpu()), gpu = run(Device::cuda(0));
+  ASSERT_EQ(cpu.size(), gpu.size());
+  for (size_t i = 0; i < cpu.size(); ++i) ASSERT_NEAR(cpu[i], gpu[i], 1e-9) << "sample " << i / Cout << " filter " << i % Cout;
+}
+
 // A sparse gradient's entries summed per id on the GPU (sorted there) equal the CPU's: the same ids
 // in the same order, and the same sums bit for bit (each adds its rows in their order).
 TEST(CudaRows, CoalesceEqualsTheCpu) {
