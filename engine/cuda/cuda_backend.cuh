@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/cuda/cuda_common.cuh"
+#include "engine/upload_paths.h"
 
 namespace sa {
 
@@ -100,6 +101,13 @@ class CudaBackend final : public Backend {
   char* device_slots_ = nullptr;
   cudaEvent_t slot_arrived_[kSlots] = {};
   bool copy_stream_failed_ = false;
+ public:
+  cuda::UploadPaths upload_paths() {
+    std::lock_guard<std::mutex> lock(upload_mu_);
+    return paths_;
+  }
+ private:
+  cuda::UploadPaths paths_;  // under upload_mu_
 };
 
 }  // namespace sa

@@ -101,16 +101,23 @@ bool CudaBackend::upload_async(void* dst, const void* src, size_t bytes) {
   char* slot = pinned_ + s * kSlotBytes;
   std::memcpy(slot, src, bytes);
   const char* side = std::getenv("SA_COPY_STREAM");  // read at each upload: tests compare both
-  if (side && std::string(side) == "1" && copy_stream_ready()) {
-    char* arrived = device_slots_ + s * kSlotBytes;
-    CUDA_CHECK(cudaMemcpyAsync(arrived, slot, bytes, cudaMemcpyHostToDevice, copy_stream_));
-    CUDA_CHECK(cudaEventRecord(slot_arrived_[s], copy_stream_));
-    CUDA_CHECK(cudaStreamWaitEvent(stream(), slot_arrived_[s], 0));
-    CUDA_CHECK(cudaMemcpyAsync(dst, arrived, bytes, cudaMemcpyDeviceToDevice, stream()));
-  } else {
-    CUDA_CHECK(cudaMemcpyAsync(dst, slot, bytes, cudaMemcpyHostToDevice, stream()));
+  try {
+    if (side && std::string(side) == "1" && copy_stream_ready()) {
+      char* arrived = device_slots_ + s * kSlotBytes;
+      CUDA_CHECK(cudaMemcpyAsync(arrived, slot, bytes, cudaMemcpyHostToDevice, copy_stream_));
+      CUDA_CHECK(cudaEventRecord(slot_arrived_[s], copy_stream_));
+      CUDA_CHECK(cudaStreamWaitEvent(stream(), slot_arrived_[s], 0));
+      CUDA_CHECK(cudaMemcpyAsync(dst, arrived, bytes, cudaMemcpyDeviceToDevice, stream()));
+      ++paths_.on_copy_stream;
+    } else {
+      CUDA_CHECK(cudaMemcpyAsync(dst, slot, bytes, cudaMemcpyHostToDevice, stream()));
+    }
+    CUDA_CHECK(cudaEventRecord(slot_done_[s], stream()));
+  } catch (...) {
+    staging_off_ = true;  // slot s may still be read by a queued copy that no event guards
+    throw;
   }
-  CUDA_CHECK(cudaEventRecord(slot_done_[s], stream()));
+  ++paths_.staged;
   return true;
 }
 
@@ -122,16 +129,21 @@ bool CudaBackend::copy_stream_ready() {
   if (copy_stream_failed_) return false;
   OnDevice on(device_);  // the thread may be bound to another device
   void* slots = nullptr;
-  if (cudaMalloc(&slots, kSlots * kSlotBytes) != cudaSuccess) {
+  cudaStream_t side = nullptr;
+  bool ok = cudaMalloc(&slots, kSlots * kSlotBytes) == cudaSuccess && cudaStreamCreate(&side) == cudaSuccess;
+  for (cudaEvent_t& e : slot_arrived_)
+    ok = ok && (e || cudaEventCreateWithFlags(&e, cudaEventDisableTiming) == cudaSuccess);
+  if (!ok) {  // tried once: the copies stay on the backend's stream
     cudaGetLastError();
-    std::fprintf(stderr, "sensealign: SA_COPY_STREAM=1, but no device memory for its staging slots; "
-                         "uploads stay on the compute stream\n");
+    if (side) cudaStreamDestroy(side);
+    if (slots) cudaFree(slots);
+    std::fprintf(stderr, "sensealign: SA_COPY_STREAM=1, but no copy stream or device memory for its staging "
+                         "slots; uploads stay on the compute stream\n");
     copy_stream_failed_ = true;
     return false;
   }
-  for (cudaEvent_t& e : slot_arrived_) CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
   device_slots_ = static_cast<char*>(slots);
-  CUDA_CHECK(cudaStreamCreate(&copy_stream_));  // set last: a failed setup is never half used
+  copy_stream_ = side;  // set last: a failed setup is never half used
   return true;
 }
 
@@ -243,6 +255,8 @@ Backend& backend(int device) {
 }
 
 void* stream_of(int device) { return static_cast<CudaBackend&>(backend(device)).stream(); }
+
+UploadPaths upload_paths(int device) { return static_cast<CudaBackend&>(backend(device)).upload_paths(); }
 
 void copy(void* dst, Device dst_dev, const void* src, Device src_dev, size_t bytes) {
   if (bytes == 0) return;

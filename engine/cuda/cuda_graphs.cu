@@ -93,11 +93,14 @@ bool CudaBackend::run_as_graph(uint64_t key, const std::function<void()>& body) 
   } catch (...) {
     // A primitive the recording forbids (a read, a synchronous copy) invalidates it: graphs go
     // off. Any other error (out of memory, a failed check) is the chain's own, and its rerun
-    // raises it again, with its own message.
+    // raises it again, with its own message; one the rerun does not raise came from recording,
+    // and would come back at every run: graphs go off then too.
     const bool invalidated = recording_invalidated(s);
     if (cudaGraph_t g = end_recording(s)) cudaGraphDestroy(g);
     if (invalidated) graphs_off("a primitive of the chain cannot be recorded");
-    return launch_instead();
+    launch_instead();
+    graphs_off("the chain failed only while being recorded");  // says nothing if already off
+    return false;
   }
   cudaGraph_t g = end_recording(s);
   if (!g) {
@@ -131,7 +134,11 @@ bool CudaBackend::run_as_graph(uint64_t key, const std::function<void()>& body) 
       slot.exec = nullptr;
     }
   }
-  if (!slot.exec && cudaGraphInstantiate(&slot.exec, g, 0) != cudaSuccess) return fail("instantiating");
+  if (!slot.exec) {  // into a local: a failed instantiation leaves the slot empty
+    cudaGraphExec_t made = nullptr;
+    if (cudaGraphInstantiate(&made, g, 0) != cudaSuccess) return fail("instantiating");
+    slot.exec = made;
+  }
   if (cudaGraphLaunch(slot.exec, s) != cudaSuccess) return fail("launching");  // nothing was queued
   cudaGraphDestroy(g);
   cudaGetLastError();

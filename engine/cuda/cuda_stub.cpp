@@ -15,6 +15,11 @@ bool fused_attention_on_tensor_cores(int, int64_t, bool) { return false; }
 }  // namespace sa::cuda
 
 #include "engine/bench_support.h"
+#include "engine/upload_paths.h"
+
+namespace sa::cuda {
+UploadPaths upload_paths(int) { return {}; }
+}  // namespace sa::cuda
 
 namespace sa::cuda {
 double raw_gemm_seconds(int, int64_t, int64_t, int64_t, int) { fail("CUDA benchmark requested, but built without CUDA"); }

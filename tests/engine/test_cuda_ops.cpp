@@ -7,6 +7,7 @@
 #include <random>
 
 #include "engine/core/device_counters.h"
+#include "engine/upload_paths.h"
 #include "tests/op_runner.h"
 #include "tests/test_util.h"
 
@@ -361,13 +362,14 @@ TEST(CudaCoalesce, PaddedSlotsNeedNoHostRead) {
 // Uploads return before the copy has run (staged in a ring of 16 pinned slots): more uploads
 // than slots, each from a host buffer dropped at once, each used by a kernel right away, one
 // larger than a slot (copied synchronously), all arrive whole and in order. Both ways: copied on
-// the backend's stream, and on the copy stream (SA_COPY_STREAM=1).
+// the backend's stream, and on the copy stream (SA_COPY_STREAM=1), which must have taken them.
 TEST(CudaUpload, StagedUploadsArriveWholeAndInOrder) {
   if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU present: staged uploads not checked";
   const Device gpu = Device::cuda(0);
   for (const char* side : {"0", "1"}) {
     SCOPED_TRACE(std::string("SA_COPY_STREAM=") + side);
     ScopedEnv copy_stream("SA_COPY_STREAM", side);
+    const cuda::UploadPaths before = cuda::upload_paths(0);
     Tensor sum = Tensor::zeros({3000}, DType::F64, gpu);
     std::vector<Tensor> kept;
     double want = 0;
@@ -377,6 +379,10 @@ TEST(CudaUpload, StagedUploadsArriveWholeAndInOrder) {
       want += i;
       if (i % 10 == 0) kept.push_back(up);
     }
+    const cuda::UploadPaths after = cuda::upload_paths(0);
+    EXPECT_EQ(after.staged - before.staged, 100);
+    EXPECT_EQ(after.on_copy_stream - before.on_copy_stream, side[0] == '1' ? 100 : 0)
+        << "(a message above says why the copy stream could not be made)";
     std::vector<double> big(1 << 20);  // 8 MiB: more than a slot
     for (size_t k = 0; k < big.size(); ++k) big[k] = static_cast<double>(k % 977);
     const Tensor tb = Tensor::of(big, {static_cast<int64_t>(big.size())}, DType::F64).to(gpu);
@@ -387,37 +393,66 @@ TEST(CudaUpload, StagedUploadsArriveWholeAndInOrder) {
   }
 }
 
+// Whole slots, each reused with earlier data still in it: 40 uploads of 4 MiB (a slot's size),
+// each different in every element, each read by a kernel at once while the GPU is otherwise
+// idle. A copy into place that ran before its transfer had arrived would leave an earlier
+// upload's values, or a mix, in some of them.
+TEST(CudaUpload, FullSlotsArriveWholeWhenEachIsReadAtOnce) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU present: staged uploads not checked";
+  const Device gpu = Device::cuda(0);
+  const int64_t n = int64_t{1} << 20;  // 4 MiB of f32
+  auto value = [](int i, int64_t k) { return static_cast<double>(i * 4096 + k % 4093); };  // exact in f32
+  for (const char* side : {"0", "1"}) {
+    SCOPED_TRACE(std::string("SA_COPY_STREAM=") + side);
+    ScopedEnv copy_stream("SA_COPY_STREAM", side);
+    std::vector<Tensor> doubled;
+    for (int i = 0; i < 40; ++i) {
+      std::vector<double> v(static_cast<size_t>(n));
+      for (int64_t k = 0; k < n; ++k) v[static_cast<size_t>(k)] = value(i, k);
+      doubled.push_back(ops::scale(Tensor::of(v, {n}, DType::F32).to(gpu), 2.0));
+    }
+    for (int i = 0; i < 40; ++i) {
+      const std::vector<double> got = doubled[static_cast<size_t>(i)].values();
+      for (int64_t k = 0; k < n; ++k)
+        ASSERT_EQ(got[static_cast<size_t>(k)], 2 * value(i, k)) << "upload " << i << " element " << k;
+    }
+  }
+}
+
 // The copy stream's hazard: host code frees a block that queued kernels still read, and the next
 // upload takes that block. Were the copy stream to write it directly, the new values would land
 // before those kernels ran. Slow GEMMs keep the queue long; each reader must still see its own
-// values, and each upload arrive whole.
-TEST(CudaUpload, OnTheCopyStreamAFreedBlockIsRewrittenOnlyAfterItsQueuedReaders) {
+// values, and each upload arrive whole (both ways; the copy stream is the one at risk).
+TEST(CudaUpload, AFreedBlockIsRewrittenOnlyAfterItsQueuedReaders) {
   if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU present: the copy stream not checked";
-  ScopedEnv copy_stream("SA_COPY_STREAM", "1");
   const Device gpu = Device::cuda(0);
-  const int64_t n = 1 << 18;  // 1 MiB of f32: a staging slot's size class
-  const Tensor square = Tensor::zeros({4096, 4096}, DType::F32, gpu);
-  Tensor busy = square;
-  for (int k = 0; k < 12; ++k) busy = ops::matmul(busy, square);  // tens of ms of queued work
-  std::vector<Tensor> read, uploaded;
-  int reused = 0;
-  for (int i = 0; i < 24; ++i) {
-    Tensor x = Tensor::of(std::vector<double>(static_cast<size_t>(n), i), {n}, DType::F32).to(gpu);
-    const void* block = x.raw();
-    read.push_back(ops::add(x, x));  // queued behind the GEMMs: reads x later
-    x = Tensor();                    // freed by the host now
-    Tensor y = Tensor::of(std::vector<double>(static_cast<size_t>(n), 1000 + i), {n}, DType::F32).to(gpu);
-    reused += y.raw() == block;
-    uploaded.push_back(y);
+  const int64_t n = 1 << 18;  // 1 MiB of f32
+  for (const char* side : {"0", "1"}) {
+    SCOPED_TRACE(std::string("SA_COPY_STREAM=") + side);
+    ScopedEnv copy_stream("SA_COPY_STREAM", side);
+    const Tensor square = Tensor::zeros({4096, 4096}, DType::F32, gpu);
+    Tensor busy = square;
+    for (int k = 0; k < 12; ++k) busy = ops::matmul(busy, square);  // tens of ms of queued work
+    std::vector<Tensor> read, uploaded;
+    int reused = 0;
+    for (int i = 0; i < 24; ++i) {
+      Tensor x = Tensor::of(std::vector<double>(static_cast<size_t>(n), i), {n}, DType::F32).to(gpu);
+      const void* block = x.raw();
+      read.push_back(ops::add(x, x));  // queued behind the GEMMs: reads x later
+      x = Tensor();                    // freed by the host now
+      Tensor y = Tensor::of(std::vector<double>(static_cast<size_t>(n), 1000 + i), {n}, DType::F32).to(gpu);
+      reused += y.raw() == block;
+      uploaded.push_back(y);
+    }
+    // Without reuse the test would prove nothing: the allocator hands a freed block to the next
+    // request of its size.
+    ASSERT_GT(reused, 0) << "no upload took a block freed while its reader was queued";
+    for (int i = 0; i < 24; ++i) {
+      for (double v : read[static_cast<size_t>(i)].values()) ASSERT_EQ(v, 2.0 * i) << "reader " << i;
+      for (double v : uploaded[static_cast<size_t>(i)].values()) ASSERT_EQ(v, 1000.0 + i) << "upload " << i;
+    }
+    EXPECT_EQ(busy.shape(), (Shape{4096, 4096}));
   }
-  // Without reuse the test would prove nothing: the allocator hands a freed block to the next
-  // request of its size.
-  ASSERT_GT(reused, 0) << "no upload took a block freed while its reader was queued";
-  for (int i = 0; i < 24; ++i) {
-    for (double v : read[static_cast<size_t>(i)].values()) ASSERT_EQ(v, 2.0 * i) << "reader " << i;
-    for (double v : uploaded[static_cast<size_t>(i)].values()) ASSERT_EQ(v, 1000.0 + i) << "upload " << i;
-  }
-  EXPECT_EQ(busy.shape(), (Shape{4096, 4096}));
 }
 
 INSTANTIATE_TEST_SUITE_P(AllOps, CudaVsCpu, ::testing::Range<size_t>(0, op_cases().size()),

@@ -81,7 +81,7 @@ rates() {
   SA_CUDA_GRAPHS=1 SA_LSTM_STREAMS=1 bench_runs bench-train.log "" "elmo.cfg 20 tf32"
   echo "== SA_COPY_STREAM=1" >> "$out/bench-train.log"
   SA_COPY_STREAM=1 bench_runs bench-train.log "" "elmo.cfg 20 tf32"
-  grep -E "^== |tokens/s|launches|host reads|host per step|graphs" "$out/bench-train.log" | tail -90
+  grep -E "^== |tokens/s|launches|host reads|host per step|graphs|uploads over" "$out/bench-train.log" | tail -100
 }
 # The tests that need a GPU (137 at the last count; the rest ran on the development machine).
 gpu_tests() {

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "engine/bench_support.h"
+#include "engine/upload_paths.h"
 #include "engine/core/philox.h"
 #include "engine/core/scoped_env.h"
 #include "engine/engine.h"
@@ -701,6 +702,11 @@ int bench_train(const std::string& config, const std::string& corpus, int steps,
                   k.gpu_launches() / n, d.is_cuda() ? "started on the GPU" : "a GPU would start");
     if (!r.host_reads_why.empty()) std::printf("  host reads left per step: %s\n", r.host_reads_why.c_str());
     if (d.is_cuda()) std::printf("%s\n", host_time_line(r.steady_seconds / n, k.wait_ns * 1e-9 / n, time_phases).c_str());
+  }
+  if (d.is_cuda()) {  // whether the switches of the upload path took effect (SA_SYNC_UPLOADS, SA_COPY_STREAM)
+    const cuda::UploadPaths u = cuda::upload_paths(d.index);
+    std::printf("  uploads over the run: %ld through pinned slots, %ld of them on the copy stream\n", (long)u.staged,
+                (long)u.on_copy_stream);
   }
   if (family.gemm_report && r.steady_tokens_per_s > 0) report_gemm_fraction(c, r, steps, d);
   if (time_phases) {
