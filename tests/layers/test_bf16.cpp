@@ -55,16 +55,22 @@ TEST(Bf16Matmuls, RoundBothOperandsOfEveryProduct) {
   const std::vector<double> want_c = product(a, b, m, k, n, false, false), want_ga = product(g, b, m, n, k, false, true),
                             want_gb = product(a, g, k, m, n, true, false);
   std::vector<std::vector<double>> got[2];
+  int64_t launches[2] = {0, 0};
   for (int on = 0; on < 2; ++on) {
     std::optional<Bf16On> scope;
     if (on) scope.emplace();
     Tensor ta = Tensor::of(a, {m, k}, DType::F32).set_requires_grad(), tb = Tensor::of(b, {k, n}, DType::F32).set_requires_grad();
+    const Tensor tg = Tensor::of(g, {m, n}, DType::F32);
+    const DeviceCounters before = device_counters();
     Tensor c = ops::matmul(ta, tb);
     EXPECT_EQ(c.dtype(), DType::F32);
-    backward(ops::sum(ops::mul(c, Tensor::of(g, {m, n}, DType::F32))));
+    backward(ops::sum(ops::mul(c, tg)));
+    launches[on] = (device_counters() - before).launches;
     EXPECT_EQ(ta.grad().dtype(), DType::F32);  // master gradients stay f32
     got[on] = {c.values(), ta.grad().values(), tb.grad().values()};
   }
+  // Each of A, B and G rounded once: the forward's roundings of A and B serve the backward too.
+  EXPECT_EQ(launches[1] - launches[0], 3);
   const std::vector<double>* want[] = {&want_c, &want_ga, &want_gb};
   for (int o = 0; o < 3; ++o) {
     double off_f32 = 0;
