@@ -237,6 +237,9 @@ class Backend {
   virtual void multi_adam(const std::vector<Tensor>& w, const std::vector<Tensor>& m, const std::vector<Tensor>& v,
                           const std::vector<Tensor>& g, const std::vector<double>& weight_decay,
                           const AdamHyper& h) = 0;
+  // cast() over lists: dst[i] = src[i] in dst's dtype (a step's bf16 weight copies, one launch for
+  // all; Bf16WeightCopies). Pairs of one size; src of one dtype, dst of another one dtype.
+  virtual void multi_cast(const std::vector<Tensor>& src, const std::vector<Tensor>& dst) = 0;
 
   // Linear-chain CRF over B sentences (engine/core/crf_math.h): em [B, T, K], tags [B, T] and
   // lengths [B] i32 (1 <= length <= T), trans [K, K], start and end [K]. loss [B] = log Z - the
@@ -336,6 +339,7 @@ class Backend {
                      double lr) override; \
   void multi_adam(const std::vector<Tensor>& w, const std::vector<Tensor>& m, const std::vector<Tensor>& v, \
                   const std::vector<Tensor>& g, const std::vector<double>& weight_decay, const AdamHyper& h) override; \
+  void multi_cast(const std::vector<Tensor>& src, const std::vector<Tensor>& dst) override; \
   void crf_nll(const Tensor& em, const Tensor& tags, const Tensor& lengths, const Tensor& trans, const Tensor& start, \
                const Tensor& end, Tensor& loss, Tensor& alpha, Tensor& log_z) override; \
   void crf_nll_backward(const Tensor& em, const Tensor& tags, const Tensor& lengths, const Tensor& trans, \

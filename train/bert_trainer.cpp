@@ -257,11 +257,13 @@ class BertFamily final : public ModelFamily {
     phases.mark("batch");
     phases.profile_forward_ops(true);
     SenseStep picked;
+    Bf16WeightCopies copies(params_, bf16_wanted_);  // under bf16: made at once, taken until the update
     Tensor loss = mlm_loss(s, c, b, &s.dropout, &picked, &sample_rng);
     phases.profile_forward_ops(false);
     phases.mark("forward and loss");
     phases.profile_backward_ops(true);
     backward(loss);
+    copies.close();
     phases.profile_backward_ops(false);
     phases.mark("backward");
     clip_by_global_norm(params_, c.all_clip_norm_val);
@@ -329,6 +331,7 @@ class BertFamily final : public ModelFamily {
   int64_t total_ = 0;
   std::optional<BertState> s_;
   std::vector<Tensor> params_;
+  std::vector<char> bf16_wanted_;  // the weights whose bf16 copies a step takes (Bf16WeightCopies)
 };
 
 }  // namespace

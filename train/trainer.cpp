@@ -227,6 +227,8 @@ class ElmoFamily final : public ModelFamily {
     std::mt19937_64 sample_rng(c.seed * 1000003 + static_cast<uint64_t>(step));
     phases.mark("batch");
     phases.profile_forward_ops(true);
+    // Under bf16 the weights' bf16 copies, made at once and taken by every product until the update.
+    Bf16WeightCopies copies(lm.params(), bf16_wanted_);
     // forward
     StepStats st;
     st.tokens = tokens_per_step_;
@@ -265,6 +267,7 @@ class ElmoFamily final : public ModelFamily {
     // backward (bilm-tf differentiates total_loss * unroll_steps), clip, update
     phases.profile_backward_ops(true);
     backward(loss, Tensor::full(loss.shape(), c.unroll_steps, loss.dtype(), dev_));
+    copies.close();
     phases.profile_backward_ops(false);
     phases.mark("backward");
     std::vector<Tensor> params = lm.params();
@@ -397,6 +400,7 @@ class ElmoFamily final : public ModelFamily {
   LmBatch bf_, bb_;
   SenseStep picked_[2];
   std::vector<int32_t> drawn_[2];  // ELMo's negatives (word ids)
+  std::vector<char> bf16_wanted_;  // the weights whose bf16 copies a step takes (Bf16WeightCopies)
 };
 
 }  // namespace

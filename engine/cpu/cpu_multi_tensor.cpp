@@ -77,4 +77,13 @@ void CpuBackend::multi_adam(const std::vector<Tensor>& w, const std::vector<Tens
     });
 }
 
+void CpuBackend::multi_cast(const std::vector<Tensor>& src, const std::vector<Tensor>& dst) {
+  SA_CHECK(src.size() == dst.size(), "multi_cast: lists of {} and {} tensors", src.size(), dst.size());
+  for (size_t i = 0; i < src.size(); ++i) {
+    SA_CHECK(src[i].numel() == dst[i].numel(), "multi_cast: tensor {} of the lists differs in size", i);
+    Tensor d = dst[i];
+    cast(src[i], d);
+  }
+}
+
 }  // namespace sa

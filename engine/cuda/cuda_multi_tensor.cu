@@ -5,6 +5,7 @@
 #include <array>
 #include <string>
 
+#include "engine/core/bf16.h"
 #include "engine/core/scalar_math.h"
 #include "engine/cuda/cuda_backend.cuh"
 
@@ -80,18 +81,28 @@ __global__ void multi_adam_kernel(TensorLists<4> a, math::AdamConsts<T> k) {
   for (int64_t i = b + threadIdx.x; i < e; i += blockDim.x) w[i] = math::adam_step(w[i], m[i], v[i], g[i], k, wd);
 }
 
+// f32 -> bf16 with the one-tensor cast's rounding (float_to_bf16), so a copy equals x.to(BF16).
+__global__ void multi_to_bf16_kernel(TensorLists<2> a) {
+  int64_t b, e;
+  const int t = locate(a, b, e);
+  const float* x = static_cast<const float*>(a.ptr[0][t]);
+  uint16_t* y = static_cast<uint16_t*>(a.ptr[1][t]);
+  for (int64_t i = b + threadIdx.x; i < e; i += blockDim.x) y[i] = float_to_bf16(x[i]);
+}
+
 // Packs the lists kMaxTensors tensors at a time (empty tensors skipped) and calls
 // launch(args, blocks, blocks before this launch) for each pack.
+// The lists' tensors pair up in size and, unless `one_dtype` is false (a cast), in dtype.
 template <int L, typename Launch>
 void for_each_pack(const char* op, const std::array<const std::vector<Tensor>*, L>& lists,
-                   const std::vector<double>* decay, Launch&& launch) {
+                   const std::vector<double>* decay, Launch&& launch, bool one_dtype = true) {
   const std::vector<Tensor>& first = *lists[0];
   for (int l = 1; l < L; ++l) {
     if (lists[l]->size() != first.size())
       fail_message(std::string(op) + ": lists of " + std::to_string(first.size()) + " and " +
                    std::to_string(lists[l]->size()) + " tensors");
     for (size_t i = 0; i < first.size(); ++i)
-      if ((*lists[l])[i].numel() != first[i].numel() || (*lists[l])[i].dtype() != first[i].dtype())
+      if ((*lists[l])[i].numel() != first[i].numel() || (one_dtype && (*lists[l])[i].dtype() != first[i].dtype()))
         fail_message(std::string(op) + ": tensor " + std::to_string(i) + " of the lists differs in size or dtype");
   }
   TensorLists<L> a{};
@@ -178,6 +189,29 @@ void CudaBackend::multi_adam(const std::vector<Tensor>& w, const std::vector<Ten
                        CUDA_LAUNCHED("multi_adam");
                      });
   });
+}
+
+// The bf16 weight copies of a step in one launch per kMaxTensors; any other conversion tensor by
+// tensor (cast()).
+void CudaBackend::multi_cast(const std::vector<Tensor>& src, const std::vector<Tensor>& dst) {
+  bool to_bf16 = src.size() == dst.size();
+  for (size_t i = 0; to_bf16 && i < src.size(); ++i)
+    to_bf16 = src[i].dtype() == DType::F32 && dst[i].dtype() == DType::BF16;
+  if (!to_bf16) {
+    if (src.size() != dst.size())
+      fail_message("multi_cast: lists of " + std::to_string(src.size()) + " and " + std::to_string(dst.size()) + " tensors");
+    for (size_t i = 0; i < src.size(); ++i) {
+      if (src[i].numel() != dst[i].numel())
+        fail_message("multi_cast: tensor " + std::to_string(i) + " of the lists differs in size");
+      Tensor d = dst[i];
+      cast(src[i], d);
+    }
+    return;
+  }
+  for_each_pack<2>("multi_cast", {&src, &dst}, nullptr, [&](const TensorLists<2>& a, int64_t blocks, int64_t) {
+    multi_to_bf16_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream()>>>(a);
+    CUDA_LAUNCHED("multi_cast");
+  }, false);
 }
 
 }  // namespace sa

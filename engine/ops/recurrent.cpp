@@ -187,8 +187,9 @@ Grads alloc_grads(const Seq& s, const Tensor& gc, const Tensor& gm, bool step_bu
   g.dM_op = bf16_buffer(s.rounds && s.projected, s.B, s.P, s.a.x.device());
   g.dG_op = bf16_buffer(s.rounds, s.B, 4 * s.D, s.a.x.device());
   NoGrad ng;
-  g.WhT = gemm_operand(transpose(s.Wh, 0, 1));
-  if (s.projected) g.WPT = gemm_operand(transpose(s.a.W_P, 0, 1));
+  // Under bf16 the forward's rounded weights transposed: one copy each, not a copy and a rounding.
+  g.WhT = s.Wh_op.defined() ? transpose(s.Wh_op, 0, 1) : transpose(s.Wh, 0, 1);
+  if (s.projected) g.WPT = s.WP_op.defined() ? transpose(s.WP_op, 0, 1) : transpose(s.a.W_P, 0, 1);
   return g;
 }
 

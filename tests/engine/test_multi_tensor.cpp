@@ -72,6 +72,16 @@ TEST(MultiTensor, OnTheCpuEqualsTheOneTensorPrimitivesBitForBit) {
     for (size_t t = 0; t < w1.size(); ++t) be.adagrad(w1[t], acc1[t], g[t], 0.2);
     expect_lists_equal(w, w1, 0, "multi_adagrad weights");
     expect_lists_equal(acc, acc1, 0, "multi_adagrad accumulators");
+    // cast to bf16 (a step's weight copies): each as the one-tensor cast rounds it
+    std::vector<Tensor> copies;
+    for (const Tensor& x : xs) copies.push_back(Tensor::empty(x.shape(), DType::BF16));
+    be.multi_cast(xs, copies);
+    for (size_t t = 0; t < xs.size(); ++t) EXPECT_EQ(copies[t].dtype(), DType::BF16);
+    expect_lists_equal(copies, [&] {
+      std::vector<Tensor> r;
+      for (const Tensor& x : xs) r.push_back(x.to(DType::BF16));
+      return r;
+    }(), 0, "multi_cast");
   }
 }
 
@@ -153,6 +163,14 @@ TEST(MultiTensor, CudaMatchesCpu) {
   backend(gpu).multi_adam(wg, mg, vg, to(g, gpu), decay, h);
   expect_lists_equal(wg, w, 1e-6, "multi_adam");
   expect_lists_equal(vg, v, 1e-6, "multi_adam second moments");
+
+  // f32 -> bf16 copies in packs of 48 (53 tensors, one empty, some of several chunks): the same
+  // rounding as the CPU's cast, bit for bit.
+  std::vector<Tensor> cc, gc;
+  for (const Tensor& x : xs) cc.push_back(Tensor::empty(x.shape(), DType::BF16)), gc.push_back(Tensor::empty(x.shape(), DType::BF16, gpu));
+  backend(Device::cpu()).multi_cast(xs, cc);
+  backend(gpu).multi_cast(to(xs, gpu), gc);
+  expect_lists_equal(gc, cc, 0, "multi_cast");
 }
 
 }  // namespace

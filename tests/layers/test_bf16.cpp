@@ -90,6 +90,52 @@ TEST(Bf16Matmuls, RoundBothOperandsOfEveryProduct) {
   EXPECT_GT(diff, 1e-4);
 }
 
+// f32 master weights, bf16 working copies (Bf16WeightCopies): inside a scope a weight, or a view
+// of at least a quarter of it, reaches a product as its copy, equal bit for bit to rounding it
+// there. A scope learns which weights the products took, and the next makes them all in one
+// launch, from the weights' values when it opens.
+TEST(Bf16WeightCopies, TakeTheRoundingsPlaceBitForBitMadeInOneLaunch) {
+  Bf16On on;
+  testing::ScopedEnv unset("SA_BF16_WEIGHT_COPIES", nullptr);
+  std::mt19937_64 rng(8);
+  Tensor W = Tensor::of(random_values(rng, 8 * 6), {8, 6}, DType::F32).set_requires_grad();
+  Tensor V = Tensor::of(random_values(rng, 16 * 4), {16, 4}, DType::F32).set_requires_grad();
+  const Tensor U = Tensor::of(random_values(rng, 4 * 4), {4, 4}, DType::F32), x = Tensor::of(random_values(rng, 3 * 6), {3, 6});
+  auto launches_of = [](auto f) {
+    const DeviceCounters before = device_counters();
+    f();
+    return (device_counters() - before).launches;
+  };
+  const std::vector<double> xw_alone = ops::matmul(x, W.rows(2, 8), false, true).values();
+  std::vector<char> wanted;
+  {
+    Bf16WeightCopies copies({W, V, U}, wanted);  // nothing wanted yet: nothing made at once
+    Tensor w6;
+    EXPECT_EQ(launches_of([&] { w6 = gemm_operand(W.rows(2, 8)); }), 1) << "W copied when first taken";
+    EXPECT_EQ(w6.dtype(), DType::BF16);
+    EXPECT_EQ(w6.shape(), (Shape{6, 6}));
+    EXPECT_EQ(w6.values(), W.rows(2, 8).to(DType::BF16).values());
+    const std::vector<double> w_rounded = W.to(DType::BF16).values();
+    EXPECT_EQ(launches_of([&] { EXPECT_EQ(gemm_operand(W).values(), w_rounded); }), 0);
+    EXPECT_EQ(launches_of([&] { gemm_operand(V.rows(0, 2)); }), 1) << "2 of V's 16 rows: rounded alone";
+    EXPECT_EQ(launches_of([&] { gemm_operand(x); }), 1) << "not a weight";
+    EXPECT_EQ(ops::matmul(x, W.rows(2, 8), false, true).values(), xw_alone);
+  }
+  EXPECT_EQ(wanted, (std::vector<char>{1, 0, 0}));
+  W.data<float>()[7] += 1.0f;  // an update between steps
+  {
+    const std::vector<double> w_rounded = W.to(DType::BF16).values();
+    std::optional<Bf16WeightCopies> copies;
+    EXPECT_EQ(launches_of([&] { copies.emplace(std::vector<Tensor>{W, V, U}, wanted); }), 1)
+        << "the wanted weights in one multi_cast";
+    EXPECT_EQ(launches_of([&] { EXPECT_EQ(gemm_operand(W).values(), w_rounded); }), 0) << "made from the updated W";
+  }
+  EXPECT_EQ(launches_of([&] { gemm_operand(W); }), 1) << "closed: rounded at each product again";
+  testing::ScopedEnv off("SA_BF16_WEIGHT_COPIES", "0");
+  Bf16WeightCopies none({W, V, U}, wanted);
+  EXPECT_EQ(launches_of([&] { gemm_operand(W); }), 1) << "SA_BF16_WEIGHT_COPIES=0: no copies";
+}
+
 // The whole-sequence LSTM (ops::lstm_sequence, one tape node) against the step-by-step
 // composition of ops (layers/lstm.h): under bf16 both round the same operands (the input, the
 // previous output, the cell output h, and every backward product), so they agree to f32 sums.
