@@ -128,7 +128,8 @@ void forward(const Seq& s) {
   // into one step's scratch, or, saved (Seq::bf16_saved), into M_op and H_op, where step t + 1's
   // rows of M_op are step t's output rounded and h's f32 values are one step's scratch.
   const bool saved = s.bf16_saved();
-  Tensor m_op = saved ? s.M_op : s.rounds ? gemm_operand(s.a.m0) : Tensor();
+  // A buffer of its own (the step kernels write its rows), never a weight's shared bf16 copy.
+  Tensor m_op = saved ? s.M_op : s.rounds ? s.a.m0.to(DType::BF16) : Tensor();
   Tensor h_op = saved ? s.H_op : bf16_buffer(s.rounds && s.projected, s.B, D, s.a.x.device());
   if (saved) {
     Tensor first = m_op.rows(0, s.B);

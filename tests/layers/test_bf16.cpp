@@ -131,6 +131,14 @@ TEST(Bf16WeightCopies, TakeTheRoundingsPlaceBitForBitMadeInOneLaunch) {
     EXPECT_EQ(launches_of([&] { EXPECT_EQ(gemm_operand(W).values(), w_rounded); }), 0) << "made from the updated W";
   }
   EXPECT_EQ(launches_of([&] { gemm_operand(W); }), 1) << "closed: rounded at each product again";
+  {
+    // SA_BF16_WEIGHT_COPIES=verify: a weight written while its copy is in use is caught at close
+    testing::ScopedEnv verify("SA_BF16_WEIGHT_COPIES", "verify");
+    Bf16WeightCopies copies({W, V, U}, wanted);
+    gemm_operand(W);
+    W.data<float>()[3] += 1.0f;
+    EXPECT_THROW(copies.close(), std::exception);
+  }
   testing::ScopedEnv off("SA_BF16_WEIGHT_COPIES", "0");
   Bf16WeightCopies none({W, V, U}, wanted);
   EXPECT_EQ(launches_of([&] { gemm_operand(W); }), 1) << "SA_BF16_WEIGHT_COPIES=0: no copies";

@@ -73,18 +73,22 @@ TEST(Bf16Training, BertEndsWithinOnePercentOfF32) {
 
 // The weights' bf16 copies (Bf16WeightCopies) change no value of a training, only launches: each
 // family, SaELMo through its warm-up's end, refits and pruning, gives the same held-out
-// perplexity with and without them, in fewer launches a step.
+// perplexity with and without them, in fewer launches a step, and no weight changes while a step
+// uses its copy (checked at every step's end).
 void expect_copies_change_only_launches(const std::string& name, const std::string& keys) {
-  TrainResult with, without;
+  TrainResult with, verified, without;
   {
     testing::ScopedEnv on("SA_BF16_WEIGHT_COPIES", nullptr);
     with = train_tiny(name + "-copies", keys, "bf16");
-  }
-  {
-    testing::ScopedEnv off("SA_BF16_WEIGHT_COPIES", "0");
+    // verify: at each step's end every copy a product took must still equal its weight rounded
+    // (its reads add launches, so it is a run of its own)
+    on.set("verify");
+    verified = train_tiny(name + "-copies-verified", keys, "bf16");
+    on.set("0");
     without = train_tiny(name + "-no-copies", keys, "bf16");
   }
   EXPECT_EQ(with.heldout_perplexity, without.heldout_perplexity) << name;
+  EXPECT_EQ(verified.heldout_perplexity, without.heldout_perplexity) << name;
   ASSERT_GT(with.steady_steps, 0);
   ASSERT_EQ(with.steady_steps, without.steady_steps);
   EXPECT_LT(with.steady_counters.launches, without.steady_counters.launches) << name;
