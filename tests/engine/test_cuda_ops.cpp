@@ -230,6 +230,14 @@ TEST(CudaReductions, BroadcastGradientsSplitOverBlocksMatchTheCpu) {
   }
 }
 
+// n values drawn uniformly from (-1, 1).
+std::vector<double> uniform_values(std::mt19937_64& rng, int64_t n) {
+  std::uniform_real_distribution<double> u(-1, 1);
+  std::vector<double> v(static_cast<size_t>(n));
+  for (double& e : v) e = u(rng);
+  return v;
+}
+
 // The char CNN at bilm-tf's sizes (50 characters, 16 dims, width 7, hundreds of filters sharing
 // each position): the CUDA backward buckets filters by position, and sums the weight gradient in
 // tiles of filters and samples (300 samples: parts of more than one tile); it must equal the CPU (f64).
@@ -239,12 +247,7 @@ TEST(CudaConv, CharCnnBackwardAtBilmSizesMatchesTheCpu) {
   SCOPED_TRACE(N);
   const int64_t L = 50, Cin = 16, W = 7, Cout = 300;
   std::mt19937_64 rng(23);
-  std::uniform_real_distribution<double> u(-1, 1);
-  auto draw = [&](int64_t n) {
-    std::vector<double> v(static_cast<size_t>(n));
-    for (double& e : v) e = u(rng);
-    return v;
-  };
+  auto draw = [&](int64_t n) { return uniform_values(rng, n); };
   const std::vector<double> xv = draw(N * L * Cin), wv = draw(W * Cin * Cout), bv = draw(Cout), gv = draw(N * Cout);
   auto run = [&](Device d) {
     Tensor x = Tensor::of(xv, {N, L, Cin}, DType::F64).to(d).set_requires_grad();
@@ -266,12 +269,7 @@ TEST(CudaConv, CharCnnForwardInSeveralChunksMatchesTheCpu) {
   if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU present: CUDA conv check skipped";
   const int64_t N = 2900, L = 50, Cin = 16, W = 2, Cout = 1024;
   std::mt19937_64 rng(29);
-  std::uniform_real_distribution<double> u(-1, 1);
-  auto draw = [&](int64_t n) {
-    std::vector<double> v(static_cast<size_t>(n));
-    for (double& e : v) e = u(rng);
-    return v;
-  };
+  auto draw = [&](int64_t n) { return uniform_values(rng, n); };
   const std::vector<double> xv = draw(N * L * Cin), wv = draw(W * Cin * Cout), bv = draw(Cout);
   auto run = [&](Device d) {
     const Tensor x = Tensor::of(xv, {N, L, Cin}, DType::F64).to(d);
