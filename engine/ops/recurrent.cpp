@@ -188,9 +188,9 @@ Grads alloc_grads(const Seq& s, const Tensor& gc, const Tensor& gm, bool step_bu
   g.dM_op = bf16_buffer(s.rounds && s.projected, s.B, s.P, s.a.x.device());
   g.dG_op = bf16_buffer(s.rounds, s.B, 4 * s.D, s.a.x.device());
   NoGrad ng;
-  // Under bf16 the forward's rounded weights transposed: one copy each, not a copy and a rounding.
-  g.WhT = s.Wh_op.defined() ? transpose(s.Wh_op, 0, 1) : transpose(s.Wh, 0, 1);
-  if (s.projected) g.WPT = s.WP_op.defined() ? transpose(s.WP_op, 0, 1) : transpose(s.a.W_P, 0, 1);
+  // The weights as the forward's GEMMs took them (rounded under bf16), transposed: one copy each.
+  g.WhT = transpose(s.Wh_op.defined() ? s.Wh_op : s.Wh, 0, 1);
+  if (s.projected) g.WPT = transpose(s.WP_op.defined() ? s.WP_op : s.a.W_P, 0, 1);
   return g;
 }
 
@@ -468,8 +468,8 @@ void stack_backward(const Stack& k, const std::vector<Tensor>& gs) {
   Tensor dG = like(k.G), dM = like(k.M), gh = like(k.c0);
   Tensor dM_op = bf16_buffer(f.rounds, S * B, P, dev), dG_op = bf16_buffer(f.rounds, S * B, 4 * D, dev);
   // The members' W_h and W_P transposed (see Grads::WhT).
-  const Tensor WhT = gemm_operand(permute(k.Wh_op.to(dt).view({S, P, 4 * D}), {0, 2, 1}));
-  const Tensor WPT = gemm_operand(permute(k.WP_op.to(dt).view({S, D, P}), {0, 2, 1}));
+  const Tensor WhT = permute(k.Wh_op.view({S, P, 4 * D}), {0, 2, 1});  // already rounded under bf16
+  const Tensor WPT = permute(k.WP_op.view({S, D, P}), {0, 2, 1});
   for (int64_t t = T - 1; t >= 0; --t) {
     Tensor dmt = k.step(dM, t);
     const Tensor gyt = any_gy ? k.step(GY, t) : Tensor();
