@@ -449,7 +449,6 @@ TEST(CudaUpload, AFreedBlockIsRewrittenOnlyAfterItsQueuedReaders) {
       for (double v : read[static_cast<size_t>(i)].values()) ASSERT_EQ(v, 2.0 * i) << "reader " << i;
       for (double v : uploaded[static_cast<size_t>(i)].values()) ASSERT_EQ(v, 1000.0 + i) << "upload " << i;
     }
-    EXPECT_EQ(busy.shape(), (Shape{4096, 4096}));
   }
 }
 
