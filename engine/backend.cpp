@@ -19,10 +19,39 @@ Backend& backend(Device d) {
 
 bool Backend::cuda_graphs_enabled() {
   const char* e = std::getenv("SA_CUDA_GRAPHS");
-  return e && std::string(e) == "1";
+  return e && (std::string(e) == "1" || std::string(e) == "step");
+}
+
+bool Backend::step_graphs_enabled() {
+  const char* e = std::getenv("SA_CUDA_GRAPHS");
+  return e && std::string(e) == "step";
+}
+
+StepGraphs::StepGraphs(Device d, uint64_t key) : d_(d) {
+  if (!Backend::step_graphs_enabled() || counters::in_step()) return;
+  backend_uncounted(d).open_step(key);
+  open_ = true;
+}
+
+void StepGraphs::close() {
+  if (!open_) return;
+  open_ = false;
+  backend_uncounted(d_).close_step(true);
+}
+
+StepGraphs::~StepGraphs() {
+  if (!open_) return;
+  try {
+    backend_uncounted(d_).close_step(false);
+  } catch (...) {  // the error that unwinds says what went wrong
+  }
 }
 
 void run_as_graph(Device d, uint64_t key, const std::function<void()>& body) {
+  if (counters::in_step()) {  // recorded as part of the step's piece (and counted there)
+    body();
+    return;
+  }
   const DeviceCounters before = thread_device_counters();
   const bool graph = backend_uncounted(d).run_as_graph(key, body);
   const DeviceCounters in = thread_device_counters() - before;

@@ -24,6 +24,7 @@
 #include "engine/core/allocator.h"
 #include "engine/core/op_kinds.h"
 #include "engine/core/copy_plan.h"
+#include "engine/core/device_counters.h"
 #include "engine/core/tensor.h"
 
 namespace sa {
@@ -86,7 +87,16 @@ class Backend {
     body();
     return cuda_graphs_enabled();
   }
-  static bool cuda_graphs_enabled();  // SA_CUDA_GRAPHS=1, read at each call (tests compare both)
+  static bool cuda_graphs_enabled();  // SA_CUDA_GRAPHS=1 or step, read at each call (tests compare both)
+  // A training step's work recorded as CUDA graphs (StepGraphs below, with SA_CUDA_GRAPHS=step):
+  // between open_step and close_step, each run of launches between two meetings with the host (a
+  // read, an upload, a wait, cudaFree) is recorded, updated into the graph kept for its place in
+  // the step, and started; the host work runs as before. `key` names the kind of step: a key's
+  // first step is launched kernel by kernel. `completed` false: an error ends the step, and what
+  // was recorded is dropped. The CPU records nothing and counts what a GPU would start.
+  virtual void open_step(uint64_t key) { counters::step_begun(true); }
+  virtual void close_step(bool completed) { counters::step_ended(); }
+  static bool step_graphs_enabled();  // SA_CUDA_GRAPHS=step
 
   // memory and conversion (any dtype)
   virtual void fill(Tensor& t, double value) = 0;
@@ -359,6 +369,22 @@ Backend& backend(Device d);
 // The same backend for what starts no work: its allocator, synchronize, settings.
 Backend& backend_uncounted(Device d);
 Backend& cpu_backend();
+// Records the work from its making to close() as one step of kind `key` on the device of `d`
+// (Backend::open_step) when SA_CUDA_GRAPHS=step; else does nothing. Destroyed unclosed (an error
+// unwinds), it drops what was recorded. Steps do not nest.
+class StepGraphs {
+ public:
+  StepGraphs(Device d, uint64_t key);
+  ~StepGraphs();
+  StepGraphs(const StepGraphs&) = delete;
+  StepGraphs& operator=(const StepGraphs&) = delete;
+  void close();
+
+ private:
+  Device d_;
+  bool open_ = false;
+};
+
 // Backend::run_as_graph on the device of `d`, counted (device_counters.h: graphs, in_graphs, and a
 // graph_break when `body` read or uploaded). `key` names the chain: the same key, the same kernels.
 void run_as_graph(Device d, uint64_t key, const std::function<void()>& body);

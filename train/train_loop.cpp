@@ -1,11 +1,14 @@
 #include "train/train_loop.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
 #include "engine/core/error.h"
+#include "engine/dist/communicator.h"
 #include "engine/engine.h"
 
 namespace sa {
@@ -32,8 +35,17 @@ TrainResult run_training(ModelFamily& f, const TrainConfig& c, const RunOutput& 
   int64_t tokens = 0, tokens_warm = 0;
   DeviceCounters counted_from = device_counters();
   Tensor smooth;  // the console's moving average, on the device
+  // With SA_CUDA_GRAPHS=step each step is recorded as CUDA graphs (StepGraphs), as a kind of its
+  // own for each run: a run's first step is launched. Not while phases are timed (every mark waits
+  // for the device: pieces of an op or two), nor over several ranks (NCCL's all-reduce inside a
+  // recording is untested).
+  static std::atomic<uint64_t> runs{0};
+  const uint64_t step_kind = 0x5354455053ull + ++runs;
+  const bool record_steps = !phases.on() && dist::size() == 1;
   while (f.step() < total && (opts.max_new_steps <= 0 || f.step() - first < opts.max_new_steps)) {
     phases.start();
+    std::optional<StepGraphs> recorded;
+    if (record_steps) recorded.emplace(f.device(), step_kind);
     const StepStats st = f.train_step(phases);
     const int64_t step = f.step();
     tokens += st.tokens;
@@ -42,6 +54,7 @@ TrainResult run_training(ModelFamily& f, const TrainConfig& c, const RunOutput& 
       NoGrad ng;
       smooth = step == first + 1 ? st.loss : ops::add(ops::scale(smooth, 0.95), ops::scale(st.loss, 0.05));
     }
+    if (recorded) recorded->close();
     const bool logs = step % c.log_every == 0 || step == total;
     const bool scores = f.scores_heldout() && ((c.heldout_every > 0 && step % c.heldout_every == 0) || step == total);
     const bool saves = step % c.checkpoint_every == 0 || step == total;

@@ -50,6 +50,17 @@ void graph(int64_t launches_inside);
 void graph_break();
 // Takes counts back: a recording that failed queued nothing, and its rerun counts again.
 void take_back(const DeviceCounters& k);
+// A step recorded as CUDA graphs (StepGraphs, engine/backend.h; one at a time in a process):
+// each run of launches between two meetings with the host is one graph (a piece). A GPU counts
+// the pieces it starts (step_piece); with `count_here` (the CPU) every read and upload ends a
+// piece, where a GPU's recording would have to, so the CPU counts what a GPU starts in a steady
+// step (its launches on every thread: the CPU runs the LSTM's sequences on threads of their own).
+void step_begun(bool count_here);
+// Ends the piece recorded since the last: one graph of its launches, if `started` (a GPU started
+// it) and there were any.
+void step_piece(bool started = true);
+void step_ended();
+bool in_step();  // between step_begun and step_ended
 }  // namespace counters
 
 }  // namespace sa

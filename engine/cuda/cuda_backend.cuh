@@ -5,6 +5,8 @@
 #include <atomic>
 #include <map>
 #include <mutex>
+#include <set>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -25,6 +27,12 @@ class CudaBackend final : public Backend {
   void use_lane(int i) override;
   void join_lanes() override;
   bool run_as_graph(uint64_t key, const std::function<void()>& body) override;
+  void open_step(uint64_t key) override;
+  void close_step(bool completed) override;
+  // The calling thread's recorded step (cuda_graphs.cu), for HostMeeting: the piece recorded so
+  // far ends and is started; then recording goes on.
+  void end_piece();
+  void resume_piece();
   // The stream and cuBLAS handle this thread's work goes to: its lane's between fork_lanes and
   // join_lanes, else the backend's own.
   cudaStream_t stream() const { return in_lane() ? lanes_[static_cast<size_t>(lane_)].stream : stream_; }
@@ -54,12 +62,22 @@ class CudaBackend final : public Backend {
     cudaGraphExec_t exec = nullptr;  // none until the key's second run
     uint64_t used = 0;               // when last run (graph_clock_)
   };
-  static constexpr size_t kGraphs = 64;
+  static constexpr size_t kGraphs = 256;  // a step's pieces and the LSTM's chains
   std::map<std::pair<uint64_t, cudaStream_t>, Graph> graphs_;
   uint64_t graph_clock_ = 0;
   std::mutex graphs_mu_;
   std::atomic<bool> graphs_failed_{false};  // a recording failed once: launch by launch from then on
   void graphs_off(const std::string& why);
+  // Under graphs_mu_: the slot kept for (key, s), made if new (`fresh`), the least recently used
+  // beyond kGraphs dropped.
+  Graph& graph_slot(uint64_t key, cudaStream_t s, bool* fresh);
+  // Updates the graph kept for (key, s) with the recording `g`, or makes it, and starts it on `s`;
+  // takes `g`. False (with why) when it could not: nothing was started, and the slot is dropped.
+  bool start_recording(uint64_t key, cudaStream_t s, cudaGraph_t g, std::string* why);
+  // Recorded steps (open_step): the kinds whose first step was launched, under graphs_mu_.
+  std::set<uint64_t> steps_seen_;
+  std::atomic<bool> steps_failed_{false};  // a step could not be recorded: steps launched from then on
+  void steps_off(const std::string& why);
  public:
   // Called when a thread starts using this backend (cuda::backend). Graphs are recorded only while
   // one thread has: another thread's launches on the shared stream would land in the recording.

@@ -9,6 +9,7 @@
 
 #include "engine/backend.h"
 #include "engine/core/device_counters.h"
+#include "engine/cuda/host_meeting.h"
 
 namespace sa {
 [[noreturn]] void fail_message(const std::string& message);
@@ -31,9 +32,10 @@ namespace sa {
   } while (0)
 
 // A call that blocks the host until the device gets there: checked, and its time counted as the
-// host waiting (DeviceCounters::wait_ns).
+// host waiting (DeviceCounters::wait_ns). A step being recorded pauses for it.
 #define CUDA_WAIT(call)                                                                                    \
   do {                                                                                                     \
+    const ::sa::cuda::HostMeeting meeting_;                                                                \
     const auto t0_ = std::chrono::steady_clock::now();                                                     \
     CUDA_CHECK(call);                                                                                      \
     ::sa::counters::waited_ns(                                                                             \

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,7 @@ static void* device_raw_alloc(size_t bytes, int device) {
 }
 
 static void device_raw_free(void* p, int device) {
+  const cuda::HostMeeting meeting;  // cudaFree waits for the device: no recorded step holds it
   OnDevice on(device);
   cudaFree(p);
 }
@@ -176,6 +178,8 @@ thread_local const CudaBackend* CudaBackend::lane_owner_ = nullptr;
 void CudaBackend::fork_lanes(int n) {
   if (forked_lanes_ > 0) fail_message("fork_lanes: lanes already forked (they do not nest)");
   if (!forked_) CUDA_CHECK(cudaEventCreateWithFlags(&forked_, cudaEventDisableTiming));
+  std::optional<cuda::HostMeeting> setup;  // new lanes' handles and workspaces: no recorded step holds them
+  if (static_cast<int>(lanes_.size()) < n) setup.emplace();
   while (static_cast<int>(lanes_.size()) < n) {
     Lane l;
     CUDA_CHECK(cudaStreamCreate(&l.stream));
@@ -186,6 +190,7 @@ void CudaBackend::fork_lanes(int n) {
     CUDA_CHECK(cudaEventCreateWithFlags(&l.done, cudaEventDisableTiming));
     lanes_.push_back(l);
   }
+  setup.reset();
   CUDA_CHECK(cudaEventRecord(forked_, stream_));
   for (int i = 0; i < n; ++i) CUDA_CHECK(cudaStreamWaitEvent(lanes_[static_cast<size_t>(i)].stream, forked_, 0));
   alloc_.hold_frees();
@@ -260,17 +265,17 @@ UploadPaths upload_paths(int device) { return static_cast<CudaBackend&>(backend(
 
 void copy(void* dst, Device dst_dev, const void* src, Device src_dev, size_t bytes) {
   if (bytes == 0) return;
-  if (dst_dev.is_cuda() && !src_dev.is_cuda() &&
-      static_cast<CudaBackend&>(backend_uncounted(dst_dev)).upload_async(dst, src, bytes))
-    return;
-  // The copy runs on the current device's stream: the source's, so it follows the work queued there.
-  Backend& be = backend_uncounted(src_dev.is_cuda() ? src_dev : dst_dev);
   if (src_dev.is_cuda() && dst_dev == src_dev) {
     // Within a device: on the calling thread's stream (its lane's, between fork and join), so it
     // neither waits for other lanes' work nor makes them wait, as a copy on the legacy stream would.
-    CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, static_cast<CudaBackend&>(be).stream()));
+    CudaBackend& be = static_cast<CudaBackend&>(backend_uncounted(src_dev));
+    CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, be.stream()));
     return;
   }
+  const HostMeeting meeting;  // host memory (or another device's): a recorded step pauses for it
+  if (dst_dev.is_cuda() && !src_dev.is_cuda() &&
+      static_cast<CudaBackend&>(backend_uncounted(dst_dev)).upload_async(dst, src, bytes))
+    return;
   CUDA_WAIT(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault));
 }
 

@@ -5,6 +5,11 @@
 // Each run records the chain anew (the host code runs as before, but queues nothing) and updates
 // the graph made for the key in place with the new pointers and values, so a run never replays
 // stale arguments; only a key's second run, or a chain whose kernels changed, instantiates.
+//
+// A whole training step is recorded the same way (open_step, SA_CUDA_GRAPHS=step), in pieces: a
+// recording cannot hold a read, an upload or a wait, so at each (HostMeeting) the piece recorded
+// so far is started as a graph of its own and recording goes on after. Unlike a chain, a step
+// cannot be rerun: a piece whose recording fails is lost, and the error says so.
 #include <cstdio>
 #include <string>
 
@@ -34,6 +39,27 @@ bool recording_invalidated(cudaStream_t s) {
   return e != cudaSuccess || st == cudaStreamCaptureStatusInvalidated;
 }
 
+// The step the calling thread records (open_step to close_step).
+struct StepRecording {
+  CudaBackend* be = nullptr;  // null: none
+  uint64_t key = 0;
+  int piece = 0;              // the next piece's place in the step
+  int meetings = 0;           // HostMeetings alive
+  bool capturing = false;     // a piece is being recorded
+};
+thread_local StepRecording t_step;
+
+// The graph slot of a step's piece: its place in a step of its kind.
+uint64_t piece_key(uint64_t step, int piece) {
+  return step ^ (0x9e3779b97f4a7c15ull * static_cast<uint64_t>(piece + 1));
+}
+
+// The step ends on this thread (given up, or closed).
+void step_done() {
+  t_step = StepRecording();
+  counters::step_ended();
+}
+
 }  // namespace
 
 void CudaBackend::graphs_off(const std::string& why) {
@@ -43,6 +69,10 @@ void CudaBackend::graphs_off(const std::string& why) {
 }
 
 bool CudaBackend::run_as_graph(uint64_t key, const std::function<void()>& body) {
+  if (t_step.be == this) {  // part of the step's piece
+    body();
+    return true;
+  }
   if (!cuda_graphs_enabled() || graphs_failed_) {
     body();
     return false;
@@ -58,17 +88,7 @@ bool CudaBackend::run_as_graph(uint64_t key, const std::function<void()>& body) 
   bool first = false;
   {
     std::lock_guard<std::mutex> lock(graphs_mu_);
-    auto [it, fresh] = graphs_.try_emplace({key, s});
-    it->second.used = ++graph_clock_;
-    first = fresh;
-    if (graphs_.size() > kGraphs) {  // the least recently used goes
-      auto oldest = graphs_.begin();
-      for (auto j = graphs_.begin(); j != graphs_.end(); ++j)
-        if (j->second.used < oldest->second.used) oldest = j;
-      if (oldest->second.exec) cudaGraphExecDestroy(oldest->second.exec);  // one still running is freed when it ends
-      cudaGetLastError();
-      graphs_.erase(oldest);
-    }
+    graph_slot(key, s, &first);
   }
   if (first) {  // a key's first run is launched: a shape seen once is not worth making a graph
     body();
@@ -107,24 +127,41 @@ bool CudaBackend::run_as_graph(uint64_t key, const std::function<void()>& body) 
     graphs_off("the recording was invalidated");
     return launch_instead();
   }
-  std::unique_lock<std::mutex> lock(graphs_mu_);
-  // Made, updated and started under the lock: no other update between the update and the launch.
-  auto fail = [&](const char* what) {
-    const std::string why = std::string(what) + ": " + cudaGetErrorString(cudaGetLastError());
-    const auto it = graphs_.find({key, s});
-    if (it != graphs_.end()) {
-      if (it->second.exec) cudaGraphExecDestroy(it->second.exec);
-      graphs_.erase(it);
-    }
-    cudaGraphDestroy(g);
-    cudaGetLastError();
-    lock.unlock();
+  std::string why;
+  if (!start_recording(key, s, g, &why)) {
     graphs_off(why);
     return launch_instead();
+  }
+  return true;
+}
+
+CudaBackend::Graph& CudaBackend::graph_slot(uint64_t key, cudaStream_t s, bool* fresh) {
+  auto [it, made] = graphs_.try_emplace({key, s});
+  it->second.used = ++graph_clock_;
+  if (fresh) *fresh = made;
+  if (graphs_.size() > kGraphs) {  // the least recently used goes (never `it`: it was used last)
+    auto oldest = graphs_.begin();
+    for (auto j = graphs_.begin(); j != graphs_.end(); ++j)
+      if (j->second.used < oldest->second.used) oldest = j;
+    if (oldest->second.exec) cudaGraphExecDestroy(oldest->second.exec);  // one still running is freed when it ends
+    cudaGetLastError();
+    graphs_.erase(oldest);
+  }
+  return it->second;
+}
+
+bool CudaBackend::start_recording(uint64_t key, cudaStream_t s, cudaGraph_t g, std::string* why) {
+  // Made, updated and started under the lock: no other update between the update and the launch.
+  std::lock_guard<std::mutex> lock(graphs_mu_);
+  Graph& slot = graph_slot(key, s, nullptr);
+  auto fail = [&](const char* what, cudaError_t e) {
+    *why = std::string(what) + ": " + cudaGetErrorString(e);
+    if (slot.exec) cudaGraphExecDestroy(slot.exec);
+    graphs_.erase({key, s});
+    cudaGraphDestroy(g);
+    cudaGetLastError();
+    return false;
   };
-  const auto it = graphs_.find({key, s});
-  if (it == graphs_.end()) return fail("the chain's graph was dropped while recording");
-  Graph& slot = it->second;
   if (slot.exec) {
     cudaGraphExecUpdateResultInfo info{};
     if (cudaGraphExecUpdate(slot.exec, g, &info) != cudaSuccess) {  // other kernels: made anew below
@@ -136,13 +173,128 @@ bool CudaBackend::run_as_graph(uint64_t key, const std::function<void()>& body) 
   }
   if (!slot.exec) {  // into a local: a failed instantiation leaves the slot empty
     cudaGraphExec_t made = nullptr;
-    if (cudaGraphInstantiate(&made, g, 0) != cudaSuccess) return fail("instantiating");
+    if (const cudaError_t e = cudaGraphInstantiate(&made, g, 0); e != cudaSuccess) return fail("instantiating", e);
     slot.exec = made;
   }
-  if (cudaGraphLaunch(slot.exec, s) != cudaSuccess) return fail("launching");  // nothing was queued
+  if (const cudaError_t e = cudaGraphLaunch(slot.exec, s); e != cudaSuccess) return fail("launching", e);  // nothing was queued
   cudaGraphDestroy(g);
   cudaGetLastError();
   return true;
 }
+
+void CudaBackend::steps_off(const std::string& why) {
+  if (!steps_failed_.exchange(true))
+    std::fprintf(stderr, "sensealign: SA_CUDA_GRAPHS=step, but a step could not be recorded (%s); steps are "
+                 "launched kernel by kernel from now on\n", why.c_str());
+}
+
+// Recorded on the backend's own stream, from the calling thread; the lanes' work joins the
+// recording through their fork and join events. Not recorded: a kind's first step (it makes the
+// handles, streams and cached blocks later steps take; a recording must not), and steps while
+// several host threads use the device (their launches would land in it).
+void CudaBackend::open_step(uint64_t key) {
+  if (t_step.be || graphs_failed_ || steps_failed_ || in_lane() || forked_lanes_ > 0) return;
+  if (n_threads_ > 1) {
+    if (!threads_said_.exchange(true))
+      std::fprintf(stderr, "sensealign: SA_CUDA_GRAPHS=step, but %d host threads use cuda:%d; launching kernel by "
+                   "kernel\n", n_threads_.load(), device_);
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(graphs_mu_);
+    if (steps_seen_.insert(key).second) return;
+  }
+  if (cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed) != cudaSuccess) {
+    cudaGetLastError();
+    steps_off("the driver refused to record");
+    return;
+  }
+  t_step.be = this, t_step.key = key, t_step.capturing = true;
+  counters::step_begun(false);
+}
+
+void CudaBackend::end_piece() {
+  StepRecording& r = t_step;
+  if (forked_lanes_ > 0) {  // their work is not joined yet: no recording can end here
+    if (cudaGraph_t g = end_recording(stream_)) cudaGraphDestroy(g);
+    step_done();
+    steps_off("the host met the device while side streams were forked");
+    fail_message("SA_CUDA_GRAPHS=step: the host met the device while work ran on side streams "
+                 "(SA_LSTM_STREAMS=1), where a recorded step cannot pause; the step's work is lost, so the "
+                 "run stops here (run without one of the two; training resumes from its last checkpoint)");
+  }
+  cudaGraph_t g = nullptr;
+  const cudaError_t e = cudaStreamEndCapture(stream_, &g);
+  r.capturing = false;
+  std::string why;
+  if (e != cudaSuccess || !g) {
+    why = std::string("the recording was invalidated: ") + cudaGetErrorString(e);
+    if (g) cudaGraphDestroy(g);
+    cudaGetLastError();
+  } else {
+    size_t nodes = 1;
+    if (cudaGraphGetNodes(g, nullptr, &nodes) != cudaSuccess) cudaGetLastError(), nodes = 1;
+    if (nodes == 0) {  // nothing queued since the last meeting
+      cudaGraphDestroy(g);
+      counters::step_piece(false);
+      return;
+    }
+    if (start_recording(piece_key(r.key, r.piece), stream_, g, &why)) {
+      ++r.piece;
+      counters::step_piece(true);
+      return;
+    }
+  }
+  step_done();
+  steps_off(why);
+  fail_message("SA_CUDA_GRAPHS=step: a piece of a recorded step could not be started (" + why +
+               "); its work is lost, so the run stops here (run without SA_CUDA_GRAPHS=step; training "
+               "resumes from its last checkpoint)");
+}
+
+void CudaBackend::resume_piece() {
+  if (cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed) != cudaSuccess) {
+    cudaGetLastError();
+    step_done();  // nothing is lost: the rest of the step is launched kernel by kernel
+    steps_off("the driver refused to record");
+    return;
+  }
+  t_step.capturing = true;
+}
+
+void CudaBackend::close_step(bool completed) {
+  if (t_step.be != this) return;  // not recorded, or given up
+  struct Done {
+    ~Done() { step_done(); }
+  } done;
+  if (completed) {
+    if (t_step.capturing) end_piece();  // the last piece
+    return;
+  }
+  // An error ends the step: the piece being recorded is dropped (the error says what failed).
+  if (t_step.capturing) {
+    const bool invalidated = recording_invalidated(stream_);
+    if (cudaGraph_t g = end_recording(stream_)) cudaGraphDestroy(g);
+    if (invalidated) steps_off("a call in the step cannot be recorded");
+  }
+}
+
+namespace cuda {
+
+HostMeeting::HostMeeting() {
+  StepRecording& r = t_step;
+  if (!r.be) return;
+  if (r.meetings == 0 && r.capturing) r.be->end_piece();  // may throw: then nothing is paused
+  ++r.meetings;
+  paused_ = true;
+}
+
+HostMeeting::~HostMeeting() {
+  StepRecording& r = t_step;
+  if (!paused_ || !r.be) return;  // the step ended meanwhile
+  if (--r.meetings == 0 && !r.capturing) r.be->resume_piece();
+}
+
+}  // namespace cuda
 
 }  // namespace sa

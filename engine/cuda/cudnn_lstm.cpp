@@ -14,6 +14,7 @@
 #include "engine/backend.h"
 #include "engine/core/autograd.h"
 #include "engine/core/error.h"
+#include "engine/cuda/host_meeting.h"
 
 #define CUDNN_CHECK(call)                                                                                     \
   do {                                                                                                        \
@@ -47,6 +48,7 @@ Context& context(int device) {
   std::lock_guard<std::mutex> lock(mu);
   auto it = contexts.find(device);
   if (it != contexts.end()) return it->second;
+  const cuda::HostMeeting meeting;  // the handle's setup launches on a stream of its own
   Context c;
   CUDNN_CHECK(cudnnCreate(&c.handle));
   CUDNN_CHECK(cudnnCreateDropoutDescriptor(&c.dropout));

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <tuple>
 
 #include "engine/engine.h"
 #include "tests/test_util.h"
@@ -57,7 +58,8 @@ TEST(DeviceCounters, TheHostsWaitForAGpuIsCountedAtReadsOnly) {
 // Trains a tiny ELMo or SaELMo for 12 steps with no logging, held-out or checkpoint step after the
 // warm-up; returns the counts per step of the last 7.
 DeviceCounters per_step(const std::string& name, const std::string& extra, const std::string& device = "cpu",
-                        std::string* why = nullptr, int unroll = 6, double* softmax_rows = nullptr) {
+                        std::string* why = nullptr, int unroll = 6, double* softmax_rows = nullptr,
+                        double* loss = nullptr) {
   const std::string dir = ::testing::TempDir() + "/counters-" + name;
   fs::remove_all(dir);
   fs::create_directories(dir);
@@ -78,12 +80,22 @@ DeviceCounters per_step(const std::string& name, const std::string& extra, const
   o.max_new_steps = 11;  // step 12 (the last) would log, score and save
   const TrainResult r = train_model(TrainConfig::load(dir + "/tiny.cfg"), o);
   EXPECT_EQ(r.steady_steps, 6);
+  if (loss) *loss = r.last_loss;
   if (why) *why = r.host_reads_why;
   if (softmax_rows) *softmax_rows = r.softmax_rows / static_cast<double>(r.steady_steps);
   DeviceCounters k = r.steady_counters;
   k.host_reads /= r.steady_steps, k.uploads /= r.steady_steps, k.launches /= r.steady_steps;
   k.graphs /= r.steady_steps, k.in_graphs /= r.steady_steps, k.graph_breaks /= r.steady_steps;
   return k;
+}
+
+// The same training's loss at its last step (and its counts per step).
+double per_step_loss(const std::string& name, const std::string& extra, const std::string& device,
+                     DeviceCounters* k = nullptr) {
+  double loss = 0;
+  const DeviceCounters c = per_step(name, extra, device, nullptr, 6, nullptr, &loss);
+  if (k) *k = c;
+  return loss;
 }
 
 // Budgets measured when these counters came in. A change that adds host reads, uploads or launches
@@ -135,6 +147,26 @@ TEST(DeviceCounters, WithGraphsAnElmoStepStartsAsManyGpuLaunchesAtAnyUnroll) {
   EXPECT_LE(k6.gpu_launches(), 154) << k6.launches << " launches, " << k6.in_graphs << " of them in graphs";
 }
 
+// With SA_CUDA_GRAPHS=step the whole step is recorded, in pieces that end where the host meets
+// the device: every launch of a steady step lands in a piece, a GPU starts only the pieces, and
+// there are no more of them than the step's uploads and reads, plus one.
+TEST(DeviceCounters, WithStepGraphsAStepStartsOnlyItsPieces) {
+  testing::ScopedEnv graphs("SA_CUDA_GRAPHS", "step");
+  const std::string saelmo = "n_context = 3\ncontextual_warmup = 2\ncluster_proj_dim = 4\npca_sample = 40\n"
+                             "pca_every = 20\nsense_negatives = \"log_uniform\"\n";
+  for (const auto& [name, extra, most] :
+       {std::tuple{"elmo-step-graphs", std::string(), 16}, std::tuple{"saelmo-step-graphs", saelmo, 28}}) {
+    SCOPED_TRACE(name);
+    const DeviceCounters k = per_step(name, extra);
+    EXPECT_EQ(k.host_reads, 0);
+    EXPECT_EQ(k.graph_breaks, 0);
+    EXPECT_EQ(k.in_graphs, k.launches) << "a launch outside the step's pieces";
+    EXPECT_EQ(k.gpu_launches(), k.graphs);
+    EXPECT_LE(k.graphs, k.uploads + k.host_reads + 1);
+    EXPECT_LE(k.graphs, most) << k.launches << " launches in " << k.graphs << " pieces, " << k.uploads << " uploads";
+  }
+}
+
 // On CUDA too: the loss, the clip and the sparse gradients' coalescing stay on the device.
 TEST(DeviceCounters, AnElmoStepOnCudaNeverReadsBetweenLoggingSteps) {
   if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU present: the CUDA step's host reads are not counted";
@@ -152,6 +184,29 @@ TEST(DeviceCounters, AnElmoStepOnCudaWithGraphsRecordsItsLstmChains) {
   EXPECT_EQ(k.graph_breaks, 0);
   EXPECT_EQ(k.host_reads, 0);
   EXPECT_LT(k.gpu_launches(), k.launches / 2) << k.launches << " launches, " << k.in_graphs << " in graphs";
+}
+
+// On a GPU, in a real training loop with SA_CUDA_GRAPHS=step: every steady step is recorded (no
+// piece fails, or the run would have stopped), its pieces hold most of its launches, and the
+// training's loss is the launched training's (within 1e-5: cuBLAS may choose other kernels while
+// recording).
+TEST(DeviceCounters, AnElmoStepOnCudaWithStepGraphsIsRecordedInPieces) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU present: nothing is recorded";
+  testing::ScopedEnv graphs("SA_CUDA_GRAPHS", nullptr), streams("SA_LSTM_STREAMS", nullptr);
+  const double launched = per_step_loss("elmo-cuda-launched", "", "cuda");
+  for (const char* lanes : {static_cast<const char*>(nullptr), "1"}) {
+    SCOPED_TRACE(lanes ? "SA_LSTM_STREAMS=1" : "one stream");
+    streams.set(lanes);
+    graphs.set("step");
+    DeviceCounters k;
+    const double recorded = per_step_loss(std::string("elmo-cuda-step-graphs") + (lanes ? "-lanes" : ""), "", "cuda", &k);
+    graphs.set(nullptr);
+    EXPECT_GT(k.graphs, 0) << "no step was recorded (see any message above)";
+    EXPECT_EQ(k.host_reads, 0);
+    EXPECT_LT(k.gpu_launches() * 4, k.launches) << k.launches << " launches, " << k.in_graphs << " in " << k.graphs
+                                                << " pieces";
+    EXPECT_NEAR(recorded, launched, 1e-5 * std::abs(launched));
+  }
 }
 
 // SaELMo keeps its selections on the device: the loss, the center update and the usage windows
