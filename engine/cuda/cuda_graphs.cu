@@ -219,9 +219,10 @@ void CudaBackend::end_piece() {
     if (cudaGraph_t g = end_recording(stream_)) cudaGraphDestroy(g);
     step_done();
     steps_off("the host met the device while side streams were forked");
-    fail_message("SA_CUDA_GRAPHS=step: the host met the device while work ran on side streams "
-                 "(SA_LSTM_STREAMS=1), where a recorded step cannot pause; the step's work is lost, so the "
-                 "run stops here (run without one of the two; training resumes from its last checkpoint)");
+    fail_message("SA_CUDA_GRAPHS=step: the host met the device (a read, an upload, or cudaFree after running "
+                 "out of memory) while work ran on side streams (SA_LSTM_STREAMS=1), where a recorded step "
+                 "cannot pause; the step's work is lost, so the run stops here (run without one of the two; "
+                 "training resumes from its last checkpoint)");
   }
   cudaGraph_t g = nullptr;
   const cudaError_t e = cudaStreamEndCapture(stream_, &g);
