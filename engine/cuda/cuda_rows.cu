@@ -308,9 +308,17 @@ void CudaBackend::conv1d_max_backward(const Tensor& x, const Tensor& w, const Te
     if (gx && N > 0) {
       const int64_t P = L - W + 1;
       const size_t shared = static_cast<size_t>(Cout) * (sizeof(T) + sizeof(int32_t)) + sizeof(int32_t) * 2 * (P + 1);
-      if (shared > 48 * 1024)  // thousands of filters of one width: ask for more than the default
+      if (shared > 48 * 1024) {  // thousands of filters of one width: ask for more than the default
+        int dev = 0, most = 0;
+        CUDA_CHECK(cudaGetDevice(&dev));
+        CUDA_CHECK(cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+        if (shared > static_cast<size_t>(most))
+          fail_message("conv1d_max backward on CUDA: " + std::to_string(Cout) + " filters of width " +
+                       std::to_string(W) + " need " + std::to_string(shared) + " bytes of shared memory a block; " +
+                       "this GPU offers " + std::to_string(most) + " (use fewer filters of this width)");
         CUDA_CHECK(cudaFuncSetAttribute(conv_gx_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         static_cast<int>(shared)));
+      }
       conv_gx_kernel<<<N, kThreads, shared, stream()>>>(w.data<T>(), am, gy.data<T>(), gx->data<T>(), L, Cin, W, P,
                                                        Cout);
     }
