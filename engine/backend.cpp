@@ -2,6 +2,7 @@
 #include "engine/backend.h"
 
 #include <cstdlib>
+#include <exception>
 #include <string>
 
 #include "engine/core/device_counters.h"
@@ -27,7 +28,7 @@ bool Backend::step_graphs_enabled() {
   return e && std::string(e) == "step";
 }
 
-StepGraphs::StepGraphs(Device d, uint64_t key) : d_(d) {
+StepGraphs::StepGraphs(Device d, uint64_t key) : d_(d), unwinding_(std::uncaught_exceptions()) {
   if (!Backend::step_graphs_enabled() || counters::in_step()) return;
   backend_uncounted(d).open_step(key);
   open_ = true;
@@ -39,8 +40,13 @@ void StepGraphs::close() {
   backend_uncounted(d_).close_step(true);
 }
 
-StepGraphs::~StepGraphs() {
+StepGraphs::~StepGraphs() noexcept(false) {
   if (!open_) return;
+  open_ = false;
+  if (std::uncaught_exceptions() == unwinding_) {  // left without close(): the step is complete
+    backend_uncounted(d_).close_step(true);
+    return;
+  }
   try {
     backend_uncounted(d_).close_step(false);
   } catch (...) {  // the error that unwinds says what went wrong

@@ -95,7 +95,10 @@ class Backend {
   // first step is launched kernel by kernel. `completed` false: an error ends the step, and what
   // was recorded is dropped. The CPU records nothing and counts what a GPU would start.
   virtual void open_step(uint64_t key) { counters::step_begun(true); }
-  virtual void close_step(bool completed) { counters::step_ended(); }
+  virtual void close_step(bool completed) {
+    if (!completed) counters::step_piece(false);  // the piece being recorded is dropped
+    counters::step_ended();
+  }
   static bool step_graphs_enabled();  // SA_CUDA_GRAPHS=step
 
   // memory and conversion (any dtype)
@@ -370,12 +373,13 @@ Backend& backend(Device d);
 Backend& backend_uncounted(Device d);
 Backend& cpu_backend();
 // Records the work from its making to close() as one step of kind `key` on the device of `d`
-// (Backend::open_step) when SA_CUDA_GRAPHS=step; else does nothing. Destroyed unclosed (an error
-// unwinds), it drops what was recorded. Steps do not nest.
+// (Backend::open_step) when SA_CUDA_GRAPHS=step; else does nothing. Destroyed unclosed, it closes
+// the step, unless an error unwinds: then what the step's current piece recorded is dropped.
+// Steps do not nest.
 class StepGraphs {
  public:
   StepGraphs(Device d, uint64_t key);
-  ~StepGraphs();
+  ~StepGraphs() noexcept(false);
   StepGraphs(const StepGraphs&) = delete;
   StepGraphs& operator=(const StepGraphs&) = delete;
   void close();
@@ -383,6 +387,7 @@ class StepGraphs {
  private:
   Device d_;
   bool open_ = false;
+  int unwinding_ = 0;  // std::uncaught_exceptions() when made
 };
 
 // Backend::run_as_graph on the device of `d`, counted (device_counters.h: graphs, in_graphs, and a

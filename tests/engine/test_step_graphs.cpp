@@ -68,8 +68,9 @@ TEST(StepGraphs, AChainInsideAStepBelongsToItsPiece) {
   EXPECT_EQ(k.graph_breaks, 0);
 }
 
-// Steps do not nest (an inner one records nothing and its close ends nothing), and an error that
-// leaves a step ends it: the next step is recorded as usual.
+// Steps do not nest (an inner one records nothing and its close ends nothing). A step left
+// without close() is complete: its last piece is started. An error that leaves a step ends it and
+// drops the piece being recorded; the next step is recorded as usual.
 TEST(StepGraphs, AnInnerStepChangesNothingAndAnErrorEndsTheStep) {
   testing::ScopedEnv graphs("SA_CUDA_GRAPHS", "step");
   const Tensor a = Tensor::of(std::vector<double>{1, 2}, {2}, DType::F32, Device::cpu());
@@ -84,6 +85,14 @@ TEST(StepGraphs, AnInnerStepChangesNothingAndAnErrorEndsTheStep) {
     outer.close();
   }
   EXPECT_FALSE(counters::in_step());
+  DeviceCounters before = device_counters();
+  {
+    StepGraphs step(Device::cpu(), 3);
+    ops::add(a, a);
+  }
+  EXPECT_FALSE(counters::in_step());
+  EXPECT_EQ((device_counters() - before).graphs, 1) << "left without close(): complete";
+  before = device_counters();
   EXPECT_THROW(
       {
         StepGraphs step(Device::cpu(), 3);
@@ -92,7 +101,8 @@ TEST(StepGraphs, AnInnerStepChangesNothingAndAnErrorEndsTheStep) {
       },
       std::runtime_error);
   EXPECT_FALSE(counters::in_step());
-  const DeviceCounters before = device_counters();
+  EXPECT_EQ((device_counters() - before).graphs, 0) << "an error drops the piece being recorded";
+  before = device_counters();
   EXPECT_DOUBLE_EQ(three_pieces(Device::cpu(), 3), 43);
   EXPECT_EQ((device_counters() - before).graphs, 3);
 }
