@@ -42,11 +42,11 @@ void StepGraphs::close() {
 
 StepGraphs::~StepGraphs() noexcept(false) {
   if (!open_) return;
-  open_ = false;
   if (std::uncaught_exceptions() == unwinding_) {  // left without close(): the step is complete
-    backend_uncounted(d_).close_step(true);
+    close();
     return;
   }
+  open_ = false;
   try {
     backend_uncounted(d_).close_step(false);
   } catch (...) {  // the error that unwinds says what went wrong

@@ -4,7 +4,6 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -178,19 +177,19 @@ thread_local const CudaBackend* CudaBackend::lane_owner_ = nullptr;
 void CudaBackend::fork_lanes(int n) {
   if (forked_lanes_ > 0) fail_message("fork_lanes: lanes already forked (they do not nest)");
   if (!forked_) CUDA_CHECK(cudaEventCreateWithFlags(&forked_, cudaEventDisableTiming));
-  std::optional<cuda::HostMeeting> setup;  // new lanes' handles and workspaces: no recorded step holds them
-  if (static_cast<int>(lanes_.size()) < n) setup.emplace();
-  while (static_cast<int>(lanes_.size()) < n) {
-    Lane l;
-    CUDA_CHECK(cudaStreamCreate(&l.stream));
-    CUBLAS_CHECK(cublasCreate(&l.blas));
-    CUBLAS_CHECK(cublasSetStream(l.blas, l.stream));
-    give_workspace(l.blas);
-    CUBLAS_CHECK(cublasSetMathMode(l.blas, tf32_ ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
-    CUDA_CHECK(cudaEventCreateWithFlags(&l.done, cudaEventDisableTiming));
-    lanes_.push_back(l);
+  if (static_cast<int>(lanes_.size()) < n) {
+    const cuda::HostMeeting setup;  // new lanes' handles and workspaces: no recorded step holds them
+    while (static_cast<int>(lanes_.size()) < n) {
+      Lane l;
+      CUDA_CHECK(cudaStreamCreate(&l.stream));
+      CUBLAS_CHECK(cublasCreate(&l.blas));
+      CUBLAS_CHECK(cublasSetStream(l.blas, l.stream));
+      give_workspace(l.blas);
+      CUBLAS_CHECK(cublasSetMathMode(l.blas, tf32_ ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+      CUDA_CHECK(cudaEventCreateWithFlags(&l.done, cudaEventDisableTiming));
+      lanes_.push_back(l);
+    }
   }
-  setup.reset();
   CUDA_CHECK(cudaEventRecord(forked_, stream_));
   for (int i = 0; i < n; ++i) CUDA_CHECK(cudaStreamWaitEvent(lanes_[static_cast<size_t>(i)].stream, forked_, 0));
   alloc_.hold_frees();
@@ -273,9 +272,10 @@ void copy(void* dst, Device dst_dev, const void* src, Device src_dev, size_t byt
     return;
   }
   const HostMeeting meeting;  // host memory (or another device's): a recorded step pauses for it
-  if (dst_dev.is_cuda() && !src_dev.is_cuda() &&
-      static_cast<CudaBackend&>(backend_uncounted(dst_dev)).upload_async(dst, src, bytes))
-    return;
+  // The copy runs on the current device's (legacy) stream: the source's, bound here, so it follows
+  // the work queued on that device's stream.
+  CudaBackend& be = static_cast<CudaBackend&>(backend_uncounted(src_dev.is_cuda() ? src_dev : dst_dev));
+  if (dst_dev.is_cuda() && !src_dev.is_cuda() && be.upload_async(dst, src, bytes)) return;
   CUDA_WAIT(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault));
 }
 
