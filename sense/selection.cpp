@@ -177,7 +177,9 @@ void update_centers(SenseTable& t, const Tensor& ctx, const Tensor& rows, double
   // The device may pad the distinct rows with id -1 and a zero count: gather reads such a row as
   // zeros and scatter drops it, and its mean divides by 1, not 0 (the CPU never pads).
   const Tensor counted = ops::concat({ctx.to(dt).to(dev), Tensor::full({N, 1}, 1.0, dt, dev)}, 1);
-  auto [ids, summed] = backend(dev).coalesce_rows(rows.to(dev), counted, true);
+  // Named members, not a structured binding: the lambdas below capture ids (clang 14 rejects that).
+  const auto coalesced = backend(dev).coalesce_rows(rows.to(dev), counted, true);
+  const Tensor &ids = coalesced.first, &summed = coalesced.second;
   const Tensor sums = ops::slice(summed, 1, 0, P), count = ops::slice(summed, 1, P, P + 1);  // [U, P], [U, 1]
   const Tensor mean = ops::div(sums, ops::clip(count, 1.0, static_cast<double>(N)));
   // seed_exact: a center still exactly zero (never seeded) becomes the mean of its first contexts,

@@ -199,10 +199,35 @@ const Key* find_key(const std::string& name) {
   return nullptr;
 }
 
-std::string key_list() {
-  std::string s;
-  for (const Key& k : schema()) s += (s.empty() ? "" : ", ") + k.name;
-  return s;
+// Edits (insert, delete, substitute, swap two neighbours) between a and b.
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i)
+    for (size_t j = 1; j <= b.size(); ++j) {
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] != b[j - 1])});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  return d[a.size()][b.size()];
+}
+
+// "did you mean n_steps?": the valid keys nearest to a misspelt one (a few edits, or the same
+// last part under another table, e.g. dim -> lstm.dim), else where the list is.
+std::string key_hint(const std::string& name) {
+  const auto last = [](const std::string& k) { return k.substr(k.rfind('.') + 1); };
+  const size_t most = std::max<size_t>(2, name.size() / 3);
+  std::vector<std::pair<size_t, std::string>> near;
+  for (const Key& k : schema()) {
+    size_t d = std::min(edit_distance(name, k.name), edit_distance(last(name), last(k.name)) + 1);
+    if (d <= most) near.emplace_back(d, k.name);
+  }
+  std::sort(near.begin(), near.end());
+  if (near.size() > 3) near.resize(3);
+  if (near.empty()) return fmt::format("none of the {} valid keys is close (docs/design.md §9 lists them)", schema().size());
+  std::string s = "did you mean ";
+  for (size_t i = 0; i < near.size(); ++i) s += (i == 0 ? "" : i + 1 == near.size() ? " or " : ", ") + near[i].second;
+  return s + "?";
 }
 
 // Applies every leaf of `t` (dotted names for nested tables).
@@ -217,7 +242,7 @@ void apply(TrainConfig& c, const toml::table& t, const std::string& prefix, cons
     const Key* key = find_key(name);
     int line = static_cast<int>(node.source().begin.line);
     lines[name] = fmt::format("{}:{}", origin, line);
-    SA_CHECK(key, "{}:{}: unknown key '{}'; valid keys: {}", origin, line, name, key_list());
+    SA_CHECK(key, "{}:{}: unknown key '{}'; {}", origin, line, name, key_hint(name));
     try {
       key->set(c, node);
     } catch (const std::invalid_argument& e) {
@@ -405,7 +430,7 @@ TrainConfig TrainConfig::load(const std::string& path, const std::vector<std::st
     SA_CHECK(eq != std::string::npos && eq > 0, "--set {}: expected key=value", o);
     std::string name = o.substr(0, eq), value = o.substr(eq + 1);
     const Key* key = find_key(name);
-    SA_CHECK(key, "--set {}: unknown key '{}'; valid keys: {}", o, name, key_list());
+    SA_CHECK(key, "--set {}: unknown key '{}'; {}", o, name, key_hint(name));
     toml::table one;
     try {
       one = toml::parse("v = " + value);

@@ -51,7 +51,13 @@ TEST(BadInput, VocabularyWithoutSpecials) {
 
 TEST(BadInput, ConfigUnknownAndIllTypedKeys) {
   std::ofstream(tmp("a.cfg")) << "train_prefix = \"x\"\nrun_dir = \"r\"\nbatch_sise = 3\n";
-  contains(error_of([] { TrainConfig::load(tmp("a.cfg")); }), {"a.cfg:3", "unknown key 'batch_sise'", "batch_size"});
+  contains(error_of([] { TrainConfig::load(tmp("a.cfg")); }), {"a.cfg:3", "unknown key 'batch_sise'", "did you mean batch_size"});
+  // The nearest keys, not all of them.
+  EXPECT_EQ(error_of([] { TrainConfig::load(tmp("a.cfg")); }).find("checkpoint_every"), std::string::npos);
+  std::ofstream(tmp("e.cfg")) << "train_prefix = \"x\"\nrun_dir = \"r\"\n";
+  contains(error_of([] { TrainConfig::load(tmp("e.cfg"), {"n_step=3"}); }), {"--set n_step=3", "did you mean n_steps"});
+  contains(error_of([] { TrainConfig::load(tmp("e.cfg"), {"projection_dim=3"}); }), {"lstm.projection_dim"});
+  contains(error_of([] { TrainConfig::load(tmp("e.cfg"), {"qqqqqqqqqqqqqqqq=3"}); }), {"none of the", "valid keys"});
   std::ofstream(tmp("b.cfg")) << "train_prefix = \"x\"\nrun_dir = \"r\"\n[lstm]\ndim = \"big\"\n";
   contains(error_of([] { TrainConfig::load(tmp("b.cfg")); }), {"b.cfg:4", "lstm.dim", "integer"});
   std::ofstream(tmp("c.cfg")) << "train_prefix = \"x\"\nrun_dir = \"r\"\nbatch_size = [\n";

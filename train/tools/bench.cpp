@@ -21,6 +21,7 @@
 #include "engine/bench_support.h"
 #include "engine/upload_paths.h"
 #include "engine/core/philox.h"
+#include "engine/cpu/blas_kernel.h"
 #include "engine/core/scoped_env.h"
 #include "engine/engine.h"
 #include "layers/bilstm.h"
@@ -588,7 +589,8 @@ void bench_core(Device d, bool quick, int iters, const std::string& dev) {
 void bench_ops(Device d, bool quick, const std::set<std::string>& only) {
   const int iters = quick ? 3 : 10;
   std::string dev = d.str();
-  std::printf("\n== %s%s\n", dev.c_str(), d.is_cuda() ? (" (" + cuda::describe_device(d.index) + ")").c_str() : "");
+  std::printf("\n== %s%s\n", dev.c_str(),
+              (" (" + (d.is_cuda() ? cuda::describe_device(d.index) : "BLAS: " + blas_kernel_line()) + ")").c_str());
   std::printf("%-7s %-34s %-18s %12s %12s %7s\n", "device", "op", "shape", "engine", "baseline", "ratio");
   auto want = [&](const char* group) { return only.empty() || only.count(group) > 0; };
   if (want("core")) bench_core(d, quick, iters, dev);
@@ -636,7 +638,8 @@ void report_gemm_fraction(const TrainConfig& c, const TrainResult& r, int steps,
     }
     return it->second;
   };
-  std::printf("model products per step (forward; the backward twice each, the char CNN's only its winning windows), at the raw BLAS's speed:\n");
+  std::printf("model products per step (forward; the backward twice each, the char CNN's only its winning windows), at the raw %s's speed:\n",
+              d.is_cuda() ? "cuBLAS" : ("BLAS (core " + blas_kernel().core + ")").c_str());
   for (const StepGemm& g : gemms) {
     const double t = raw(g.m, g.n, g.k);
     flops += g.flops();
@@ -674,6 +677,7 @@ int bench_train(const std::string& config, const std::string& corpus, int steps,
   const ModelFamilyInfo& family = model_family(c.model_type);
   std::printf("bench train: %s on %s, %d timed steps after 5 warm-up steps of %s\n", config.c_str(), c.train_prefix.c_str(),
               steps, family.batch_shape(c).c_str());
+  if (!resolve_device(c.device).is_cuda()) std::printf("BLAS: %s\n", blas_kernel_line().c_str());
   TrainOptions to;
   to.quiet = true;
   to.time_phases = time_phases;
