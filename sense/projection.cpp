@@ -1,5 +1,6 @@
 #include "sense/projection.h"
 
+#include <cmath>
 #include <random>
 
 #include "engine/cpu/lapack.h"
@@ -52,6 +53,16 @@ void PcaProjection::refit() {
   take_pending();
   const int n = static_cast<int>(queue_.size()), d = dim_;
   SA_CHECK(n >= 2, "projection: {} queued vectors; at least 2 are needed for a fit", n);
+  // LAPACK's dsyevr may never return on a matrix holding a NaN (its bisection widens a bracket
+  // that never closes), and a refit runs at step 1: one non-finite context vector would hang the run
+  // without a word. Refuse it with a message instead.
+  int64_t bad = 0;
+  for (const auto& x : queue_)
+    for (float e : x) bad += !std::isfinite(e);
+  SA_CHECK(bad == 0,
+           "projection: {} of the {} queued context values are not finite (NaN or inf); the model's outputs "
+           "diverged, or a kernel wrote none into them",
+           bad, int64_t{n} * d);
   std::vector<double> mean(static_cast<size_t>(d), 0.0), cov(static_cast<size_t>(d) * d, 0.0);
   for (const auto& x : queue_)
     for (int i = 0; i < d; ++i) mean[i] += x[i];
@@ -64,6 +75,7 @@ void PcaProjection::refit() {
   }
   for (int i = 0; i < d; ++i)
     for (int j = i; j < d; ++j) cov[static_cast<size_t>(j) * d + i] = cov[static_cast<size_t>(i) * d + j] /= (n - 1);
+  for (double e : cov) SA_CHECK(std::isfinite(e), "projection: the contexts' covariance overflows (a value of {})", e);
   // The k largest eigenpairs: indices d-k+1 .. d in LAPACK's ascending order.
   const int il = d - k_ + 1, iu = d, lda = d, ldz = d;
   const double abstol = 0, vl = 0, vu = 0;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/cuda/cuda_common.cuh"
+#include "engine/cuda/graph_signature.h"
 #include "engine/upload_paths.h"
 
 namespace sa {
@@ -61,6 +62,7 @@ class CudaBackend final : public Backend {
   struct Graph {
     cudaGraphExec_t exec = nullptr;  // none until the key's second run
     uint64_t used = 0;               // when last run (graph_clock_)
+    cuda::GraphSig sig;              // the nodes `exec` was made from: updated in place only with the same
   };
   static constexpr size_t kGraphs = 256;  // a step's pieces and the LSTM's chains
   std::map<std::pair<uint64_t, cudaStream_t>, Graph> graphs_;
@@ -71,8 +73,9 @@ class CudaBackend final : public Backend {
   // Under graphs_mu_: the slot kept for (key, s), made if new (`fresh`), the least recently used
   // beyond kGraphs dropped.
   Graph& graph_slot(uint64_t key, cudaStream_t s, bool* fresh);
-  // Updates the graph kept for (key, s) with the recording `g`, or makes it, and starts it on `s`;
-  // takes `g`. False (with why) when it could not: nothing was started, and the slot is dropped.
+  // Updates the graph kept for (key, s) with the recording `g` when `g` holds the same nodes as
+  // the recording it was made from (cuda::updatable_in_place), else makes it anew, and starts it
+  // on `s`; takes `g`. False (with why) when it could not: nothing was started, and the slot is dropped.
   bool start_recording(uint64_t key, cudaStream_t s, cudaGraph_t g, std::string* why);
   // Recorded steps (open_step): the kinds whose first step was launched, under graphs_mu_.
   std::set<uint64_t> steps_seen_;

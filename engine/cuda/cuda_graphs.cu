@@ -10,8 +10,11 @@
 // recording cannot hold a read, an upload or a wait, so at each (HostMeeting) the piece recorded
 // so far is started as a graph of its own and recording goes on after. Unlike a chain, a step
 // cannot be rerun: a piece whose recording fails is lost, and the error says so.
+#include <algorithm>
 #include <cstdio>
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "engine/core/recording_scope.h"
 #include "engine/cuda/cuda_backend.cuh"
@@ -37,6 +40,87 @@ bool recording_invalidated(cudaStream_t s) {
   const cudaError_t e = cudaStreamIsCapturing(s, &st);
   cudaGetLastError();
   return e != cudaSuccess || st == cudaStreamCaptureStatusInvalidated;
+}
+
+// Why cudaStreamBeginCapture returned `e`. A kernel that faulted (an illegal instruction or
+// address, a trap) leaves an error that every later call returns, cudaStreamBeginCapture too: that
+// is no refusal to record, and the run cannot go on (the next checked call stops it). Said as what
+// it is, so the message does not send the reader to the recording.
+std::string refusal(cudaError_t e) {
+  switch (e) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorLaunchFailure:
+    case cudaErrorHardwareStackError:
+    case cudaErrorAssert:
+    case cudaErrorLaunchTimeout:
+    case cudaErrorECCUncorrectable:
+      return std::string("a kernel queued earlier failed: ") + cudaGetErrorString(e) +
+             "; not a refusal to record (CUDA_LAUNCH_BLOCKING=1 names the kernel)";
+    default:
+      return std::string("the driver refused to record: ") + cudaGetErrorString(e);
+  }
+}
+
+// What `g` holds, for cuda::updatable_in_place: its nodes in order (kernels with their functions
+// and cluster shapes) and its edges. A query that fails leaves the signature unknown (the exec is
+// then made anew each time, never updated).
+cuda::GraphSig signature_of(cudaGraph_t g) {
+  cuda::GraphSig sig;
+  auto unknown = [&] {
+    cudaGetLastError();
+    sig.known = false;
+    return sig;
+  };
+  size_t n = 0;
+  if (cudaGraphGetNodes(g, nullptr, &n) != cudaSuccess) return unknown();
+  std::vector<cudaGraphNode_t> nodes(n);
+  if (n > 0 && cudaGraphGetNodes(g, nodes.data(), &n) != cudaSuccess) return unknown();
+  std::unordered_map<cudaGraphNode_t, uint32_t> place;
+  for (size_t i = 0; i < n; ++i) {
+    place[nodes[i]] = static_cast<uint32_t>(i);
+    cuda::GraphNodeSig node;
+    cudaGraphNodeType type;
+    if (cudaGraphNodeGetType(nodes[i], &type) != cudaSuccess) return unknown();
+    node.type = static_cast<int>(type);
+    if (type == cudaGraphNodeTypeKernel) {
+      cudaKernelNodeParams p{};
+      if (cudaGraphKernelNodeGetParams(nodes[i], &p) == cudaSuccess)
+        node.func = reinterpret_cast<uintptr_t>(p.func);
+      else
+        cudaGetLastError();  // a library's kernel the runtime cannot name: compared by its cluster shape
+      cudaLaunchAttributeValue v{};
+      if (cudaGraphKernelNodeGetAttribute(nodes[i], cudaLaunchAttributeClusterDimension, &v) != cudaSuccess)
+        return unknown();
+      node.cluster[0] = v.clusterDim.x, node.cluster[1] = v.clusterDim.y, node.cluster[2] = v.clusterDim.z;
+    }
+    sig.nodes.push_back(node);
+  }
+  size_t m = 0;
+#if CUDART_VERSION >= 12030
+#if CUDART_VERSION >= 13000
+#define SA_GRAPH_GET_EDGES cudaGraphGetEdges
+#else
+#define SA_GRAPH_GET_EDGES cudaGraphGetEdges_v2
+#endif
+  if (SA_GRAPH_GET_EDGES(g, nullptr, nullptr, nullptr, &m) != cudaSuccess) return unknown();
+  std::vector<cudaGraphNode_t> from(m), to(m);
+  std::vector<cudaGraphEdgeData> data(m);
+  if (m > 0 && SA_GRAPH_GET_EDGES(g, from.data(), to.data(), data.data(), &m) != cudaSuccess) return unknown();
+#undef SA_GRAPH_GET_EDGES
+  auto kind = [&](size_t e) { return data[e].type | data[e].from_port << 8 | data[e].to_port << 16; };
+#else
+  if (cudaGraphGetEdges(g, nullptr, nullptr, &m) != cudaSuccess) return unknown();
+  std::vector<cudaGraphNode_t> from(m), to(m);
+  if (m > 0 && cudaGraphGetEdges(g, from.data(), to.data(), &m) != cudaSuccess) return unknown();
+  auto kind = [](size_t) { return 0; };
+#endif
+  for (size_t e = 0; e < m; ++e) sig.edges.push_back({place[from[e]], place[to[e]], kind(e)});
+  std::sort(sig.edges.begin(), sig.edges.end());
+  return sig;
 }
 
 // The step the calling thread records (open_step to close_step).
@@ -101,9 +185,9 @@ bool CudaBackend::run_as_graph(uint64_t key, const std::function<void()>& body) 
     body();
     return false;
   };
-  if (cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed) != cudaSuccess) {
+  if (const cudaError_t e = cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed); e != cudaSuccess) {
     cudaGetLastError();
-    graphs_off("the driver refused to record");
+    graphs_off(refusal(e));
     body();
     return false;
   }
@@ -162,11 +246,20 @@ bool CudaBackend::start_recording(uint64_t key, cudaStream_t s, cudaGraph_t g, s
     cudaGetLastError();
     return false;
   };
+  // Updated in place only from a recording of the same nodes (kernels of the same functions and
+  // cluster shapes): another recording is made anew without asking the driver, whose refusal is an
+  // API error under compute-sanitizer and whose acceptance between cluster shapes is not to be trusted.
+  cuda::GraphSig sig = signature_of(g);
+  if (slot.exec && !cuda::updatable_in_place(slot.sig, sig)) {
+    cudaGraphExecDestroy(slot.exec);  // one still running is freed when it ends
+    cudaGetLastError();
+    slot.exec = nullptr;
+  }
   if (slot.exec) {
     cudaGraphExecUpdateResultInfo info{};
-    if (cudaGraphExecUpdate(slot.exec, g, &info) != cudaSuccess) {  // other kernels: made anew below
+    if (cudaGraphExecUpdate(slot.exec, g, &info) != cudaSuccess) {  // a constraint the signature does not see: made anew below
       cudaGetLastError();
-      cudaGraphExecDestroy(slot.exec);  // one still running is freed when it ends
+      cudaGraphExecDestroy(slot.exec);
       cudaGetLastError();
       slot.exec = nullptr;
     }
@@ -176,6 +269,7 @@ bool CudaBackend::start_recording(uint64_t key, cudaStream_t s, cudaGraph_t g, s
     if (const cudaError_t e = cudaGraphInstantiate(&made, g, 0); e != cudaSuccess) return fail("instantiating", e);
     slot.exec = made;
   }
+  slot.sig = std::move(sig);
   if (const cudaError_t e = cudaGraphLaunch(slot.exec, s); e != cudaSuccess) return fail("launching", e);  // nothing was queued
   cudaGraphDestroy(g);
   cudaGetLastError();
@@ -204,9 +298,9 @@ void CudaBackend::open_step(uint64_t key) {
     std::lock_guard<std::mutex> lock(graphs_mu_);
     if (steps_seen_.insert(key).second) return;
   }
-  if (cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed) != cudaSuccess) {
+  if (const cudaError_t e = cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed); e != cudaSuccess) {
     cudaGetLastError();
-    steps_off("the driver refused to record");
+    steps_off(refusal(e));  // the step runs launched, on a stream that records nothing
     return;
   }
   t_step.be = this, t_step.key = key, t_step.capturing = true;
@@ -254,10 +348,11 @@ void CudaBackend::end_piece() {
 }
 
 void CudaBackend::resume_piece() {
-  if (cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed) != cudaSuccess) {
+  // From ~HostMeeting: never throws. A sticky error is named here and raised by the next checked call.
+  if (const cudaError_t e = cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed); e != cudaSuccess) {
     cudaGetLastError();
     step_done();  // nothing is lost: the rest of the step is launched kernel by kernel
-    steps_off("the driver refused to record");
+    steps_off(refusal(e));
     return;
   }
   t_step.capturing = true;

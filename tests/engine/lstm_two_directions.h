@@ -21,8 +21,8 @@ struct Outcome {
 
 // Two directions of one shape with binding clips, through lstm_sequences on `path`.
 inline Outcome two_directions(ops::LstmPath path, bool bf16, DType dt, Device dev = Device::cpu(),
-                              uint64_t seed = 12) {
-  const int64_t T = 7, B = 3, in = 5, D = 6, P = 4;
+                              uint64_t seed = 12, int64_t T = 7) {
+  const int64_t B = 3, in = 5, D = 6, P = 4;
   std::mt19937_64 rng(seed);
   std::normal_distribution<double> g(0, 0.6);
   auto random = [&](Shape s) {

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 
 #include "engine/core/device_counters.h"
@@ -23,6 +25,40 @@ void expect_close(const Tensor& cpu, const Tensor& gpu, const std::string& what)
       ADD_FAILURE() << what << " element " << i << ": cpu " << a[i] << " cuda " << b[i];
       ++shown;
     }
+}
+
+// x as the tensor cores take an f32 operand in TF32 (wmma::__float_to_tf32, cvt.rna.tf32.f32):
+// 10 explicit mantissa bits, rounded to nearest with ties away from zero.
+double tf32_rounded(double v) {
+  const float x = static_cast<float>(v);
+  if (!std::isfinite(x)) return x;
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  bits = (bits + 0x1000u) & 0xffffe000u;  // half of the 13 dropped bits' unit, then drop them
+  float r;
+  std::memcpy(&r, &bits, sizeof r);
+  return r;
+}
+
+std::vector<double> tf32_rounded(std::vector<double> v) {
+  for (double& e : v) e = tf32_rounded(e);
+  return v;
+}
+
+// The model the TF32 attention test measures against where cuBLAS keeps a GEMM in f32: ties go
+// away from zero, 10 bits are kept, and it moves an input by at most half a TF32 unit.
+TEST(Tf32Model, RoundsTenMantissaBitsToNearestTiesAway) {
+  const double u = std::ldexp(1.0, -10);  // TF32's unit at 1
+  EXPECT_EQ(tf32_rounded(1.0 + u / 2), 1.0 + u);
+  EXPECT_EQ(tf32_rounded(-(1.0 + u / 2)), -(1.0 + u));
+  EXPECT_EQ(tf32_rounded(1.0 + u / 2 - std::ldexp(1.0, -23)), 1.0);
+  EXPECT_EQ(tf32_rounded(3.0 * u), 3.0 * u);
+  std::mt19937_64 rng(1);
+  std::normal_distribution<double> g(0, 1);
+  for (int i = 0; i < 1000; ++i) {
+    const double x = static_cast<float>(g(rng));
+    EXPECT_LE(std::abs(tf32_rounded(x) - x), std::ldexp(std::abs(x), -11) * (1 + 1e-6)) << x;
+  }
 }
 
 class CudaVsCpu : public ::testing::TestWithParam<size_t> {};
@@ -85,10 +121,15 @@ TEST(CudaAttention, BertSizesMatchTheCpu) {
 }
 
 // Under precision = "tf32" the fused path runs the tensor-core kernels with TF32 operands (the
-// CPU has no TF32: it computes in f32). They must be as close to the CPU as cuBLAS's TF32 GEMMs on
-// the batched-GEMM path are: on average within 1.5x of that path's difference, no element beyond
-// 3x its largest (a NumPy model of both roundings gave 1.06x and 1.54x at most). Head sizes 64
-// (T 128, 512), 128 and 20 (T 70), padded keys, dropout.
+// CPU has no TF32: it computes in f32). They must be as close to the CPU as TF32 allows: on
+// average within 1.5x of the larger of two references' differences from the CPU, no element
+// beyond 3x the larger largest (a NumPy model of both roundings gave 1.06x and 1.54x at most).
+// The references: the batched-GEMM path under TF32, and the CPU run on inputs rounded to TF32. The
+// second is needed where cuBLAS keeps a GEMM in f32 (TF32_TENSOR_OP_MATH allows tensor cores, it
+// does not demand them): on an H100 at T = 70, d = 20 (leading dimension 70: rows 8-byte aligned,
+// not 16) the GEMM path differed from the CPU by f32 rounding alone (a sum of 0.00037 over the
+// output) while a TF32 model of the kernel gives 0.33 (0.30 rounding the inputs only), and the
+// kernel 0.356. Head sizes 64 (T 128, 512), 128 and 20 (T 70), padded keys, dropout.
 TEST(CudaAttention, FusedOnTensorCoresUnderTf32IsAsCloseAsTheGemmPath) {
   if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU present: TF32 tensor-core attention skipped";
   ScopedEnv path_env("SA_ATTENTION", nullptr);
@@ -127,17 +168,37 @@ TEST(CudaAttention, FusedOnTensorCoresUnderTf32IsAsCloseAsTheGemmPath) {
       return std::vector<std::vector<double>>{o.values(), tq.grad().values(), tk.grad().values(), tv.grad().values()};
     };
     const auto cpu = run(Device::cpu(), "gemm"), gemms = run(Device::cuda(0), "gemm"), fused = run(Device::cuda(0), "fused");
+    // The TF32 model: the CPU on q, k, v and the output's gradient (w) rounded as the kernels round them.
+    const std::vector<double> q32 = tf32_rounded(q), k32 = tf32_rounded(k), v32 = tf32_rounded(v), w32 = tf32_rounded(w);
+    auto run_model = [&] {
+      path_env.set("gemm");
+      Tensor tq = Tensor::of(q32, s, DType::F32).set_requires_grad(), tk = Tensor::of(k32, s, DType::F32).set_requires_grad(),
+             tv = Tensor::of(v32, s, DType::F32).set_requires_grad();
+      Generator gen(3);
+      Tensor o = ops::attention(tq, tk, tv, Tensor::from(keys, {B, T}), 1.0 / std::sqrt(double(d)), 0.1, &gen);
+      backward(ops::sum(ops::mul(o, Tensor::of(w32, s, DType::F32))));
+      return std::vector<std::vector<double>>{o.values(), tq.grad().values(), tk.grad().values(), tv.grad().values()};
+    };
+    const auto model = run_model();
     const char* names[] = {"output", "dq", "dk", "dv"};
-    for (int i = 0; i < 4; ++i) {
-      double gmax = 0, gmean = 0, fmax = 0, fmean = 0;
+    for (int i = 0; i < 4; ++i) {  // sums of |difference| over the elements ("mean" up to the count)
+      double gmax = 0, gmean = 0, fmax = 0, fmean = 0, tmax = 0, tmean = 0;
       for (size_t e = 0; e < cpu[i].size(); ++e) {
-        const double ge = std::abs(gemms[i][e] - cpu[i][e]), fe = std::abs(fused[i][e] - cpu[i][e]);
+        const double ge = std::abs(gemms[i][e] - cpu[i][e]), fe = std::abs(fused[i][e] - cpu[i][e]),
+                     te = std::abs(model[i][e] - cpu[i][e]);
         gmax = std::max(gmax, ge), gmean += ge, fmax = std::max(fmax, fe), fmean += fe;
+        tmax = std::max(tmax, te), tmean += te;
       }
       const std::string what = "T=" + std::to_string(T) + " d=" + std::to_string(d) + " " + names[i];
-      EXPECT_GT(gmean, 0) << what << ": TF32 should change the GEMM path";
-      EXPECT_LE(fmean, 1.5 * gmean) << what << " (mean difference from the CPU: fused against GEMMs)";
-      EXPECT_LE(fmax, 3 * gmax) << what << " (largest)";
+      EXPECT_GT(gmean, 0) << what << ": the GEMM path should differ from the CPU";
+      EXPECT_GT(tmean, 0) << what << ": rounding the inputs to TF32 should change the CPU's result";
+      if (gmean < 0.1 * tmean)
+        std::printf("[ NOTE     ] %s: cuBLAS kept this shape's GEMMs in f32 (%.3g against the TF32 model's %.3g)\n",
+                    what.c_str(), gmean, tmean);
+      const double mean_ref = std::max(gmean, tmean), max_ref = std::max(gmax, tmax);
+      EXPECT_LE(fmean, 1.5 * mean_ref) << what << " (summed difference from the CPU: fused against " << gmean
+                                       << " for the GEMMs, " << tmean << " for the TF32 model)";
+      EXPECT_LE(fmax, 3 * max_ref) << what << " (largest; GEMMs " << gmax << ", TF32 model " << tmax << ")";
     }
   }
 }

@@ -345,6 +345,28 @@ TEST(SenseProjection, RecoversKnownPrincipalAxes) {
   EXPECT_NEAR(n1, 1, 1e-6);
 }
 
+// A context vector with a NaN or an inf is refused with a message: LAPACK's dsyevr can loop
+// forever on such a covariance (without the check this test hangs or fails on the message).
+TEST(SenseProjection, RefusesNonFiniteContexts) {
+  for (double bad : {std::nan(""), std::numeric_limits<double>::infinity()}) {
+    std::mt19937_64 rng(3);
+    std::normal_distribution<double> n(0, 1);
+    std::vector<double> v(200 * 8);
+    for (double& e : v) e = n(rng);
+    v[37 * 8 + 5] = bad;
+    PcaProjection p(8, 3, 1000, 2);
+    p.push(Tensor::of(v, {200, 8}));
+    std::string message;
+    try {
+      p.refit();
+    } catch (const std::exception& e) {
+      message = e.what();
+    }
+    EXPECT_NE(message.find("not finite"), std::string::npos) << bad << ": " << message;
+    EXPECT_FALSE(p.fitted());
+  }
+}
+
 // The schedule of after_step with a queue that follows the model: pushes every 2 steps, refits
 // every 10, and a refit sees the last 20 steps only. The contexts spread along axis 0 (variance
 // 100) up to step 20 and along axis 1 (variance 1) after it, so only a projection fitted on recent
