@@ -23,7 +23,11 @@ strip --strip-unneeded -o "$out/stage/lib/libsensealign.so" "$tree/build/libsens
 # The libraries the binaries load, less glibc, the compiler's runtime (the GPU machine's is
 # newer) and CUDA's.
 skip='linux-vdso|/libc\.so|ld-linux|/libm\.so|/libdl\.so|/libpthread\.so|/librt\.so|/libresolv\.so|libstdc\+\+|libgcc_s|libcuda|libcublas|libcudnn|libnccl|libsensealign'
-for b in "${bins[@]}" "$tree/build/libsensealign.so"; do LD_LIBRARY_PATH="$tree/build" ldd "$b"; done |
+# gperftools' CPU profiler is opened at run time by `bench train --profile` (ldd does not list it).
+make -s deps DEB_PACKAGES=libgoogle-perftools4 > /dev/null
+profiler=$(ls /usr/lib/x86_64-linux-gnu/libprofiler.so.0 2>/dev/null)
+[ -n "$profiler" ] && cp -L "$profiler" "$out/stage/lib/"
+for b in "${bins[@]}" "$tree/build/libsensealign.so" $profiler; do LD_LIBRARY_PATH="$tree/build" ldd "$b"; done |
   awk '/=> \//{print $3}' | sort -u | grep -Ev "$skip" | while read -r lib; do cp -L "$lib" "$out/stage/lib/"; done
 # Data: what the tests, the report and the experiment read (a subset of shared/data).
 if [ -d "$data" ]; then

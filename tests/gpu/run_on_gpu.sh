@@ -146,7 +146,13 @@ quick)
   # tiled weight gradient and bf16 forward, device negatives, tensor-core attention, broadcasts
   # as rows.
   step 75 bench-ops.log ./bin/bench ops --device cuda --only elementwise,lstm,char_cnn,negatives,attention
+  # Where the host's time goes in an elmo.cfg step (gperftools' profile of the timed steps; read
+  # here with google-pprof --text bin/bench FILE against the same bundle's binaries).
+  bench_runs bench-profile.log "--profile $out/elmo-host.prof" "elmo.cfg 20 tf32"
   STEPS=${STEPS:-100} T_TRAIN=${T_TRAIN:-60} hf_check
+  # racecheck over the CUDA tests in what is left of the call (QUICK_S, default 570 s).
+  left=$(( ${QUICK_S:-570} - SECONDS - 10 ))
+  if [ $left -gt 30 ]; then T_SAN=$left TOOLS=racecheck sanitize_cuda; else echo "racecheck: no time left ($left s)"; fi
   ;;
 *) echo "unknown job $job"; exit 2 ;;
 esac

@@ -28,6 +28,7 @@
 #include "layers/lstm.h"
 #include "layers/ner_tagger.h"
 #include "layers/softmax.h"
+#include "train/cpu_profiler.h"
 #include "train/families.h"
 #include "train/memory_bench.h"
 #include "train/step_flops.h"
@@ -666,7 +667,8 @@ std::string host_time_line(double step_s, double wait_s, bool time_phases) {
 }
 
 int bench_train(const std::string& config, const std::string& corpus, int steps, const std::string& device,
-                const std::string& peer, const std::vector<std::string>& overrides, bool time_phases) {
+                const std::string& peer, const std::vector<std::string>& overrides, bool time_phases,
+                const std::string& profile) {
   std::string dir = (std::filesystem::temp_directory_path() / ("sensealign-bench-" + std::to_string(::getpid()))).string();
   // Every word in the vocabulary, as the PyTorch peer builds it: the same V on both sides.
   std::vector<std::string> sets = {"run_dir=" + dir, "n_steps=" + std::to_string(steps + 5), "heldout_prefix=",
@@ -681,7 +683,18 @@ int bench_train(const std::string& config, const std::string& corpus, int steps,
   TrainOptions to;
   to.quiet = true;
   to.time_phases = time_phases;
+  // --profile: samples the timed steps only (after the 5 warm-up steps, as the rate).
+  CpuProfiler profiler;
+  if (!profile.empty()) {
+    int64_t seen = 0;
+    to.after_step = [&](int64_t) {
+      if (++seen == 5) profiler.start(profile);
+    };
+  }
   TrainResult r = train_model(c, to);
+  profiler.stop();
+  if (!profile.empty())
+    std::printf("CPU profile of the timed steps: %s (google-pprof --text bin/bench %s)\n", profile.c_str(), profile.c_str());
   std::filesystem::remove_all(dir);
   AllocatorStats hs = host_allocator().stats();
   std::printf("sensealign: %.0f tokens/s | peak RSS %.0f MiB | peak tensor memory %.0f MiB (host)",
@@ -757,6 +770,9 @@ int bench_train(const std::string& config, const std::string& corpus, int steps,
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Line by line even into a file: the GPU jobs run each bench under `timeout`, whose kill
+  // otherwise drops every buffered line ("printed nothing" could not tell a slow run from a hang).
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   CLI::App app{"SenseAlign benchmarks"};
   app.require_subcommand(1);
   CLI::App* ops_cmd = app.add_subcommand("ops", "GEMM GFLOP/s vs raw BLAS/cuBLAS, elementwise GB/s, fused cells");
@@ -781,6 +797,9 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--peer", peer, "the PyTorch peer script; empty to skip");
   bool time_phases = false;
   train_cmd->add_flag("--phases", time_phases, "also time each phase of a step (waits for the device between them)");
+  std::string profile;
+  train_cmd->add_option("--profile", profile,
+                        "write gperftools' CPU profile of the timed steps to FILE (needs libprofiler.so.0)");
   std::vector<std::string> overrides;
   train_cmd->add_option("--set", overrides, "key=value config overrides, as bin/train (e.g. lstm.cudnn=on)");
   CLI::App* memory_cmd = app.add_subcommand("memory", "resident memory over a long training run and a long embedding run");
@@ -795,7 +814,7 @@ int main(int argc, char** argv) {
   memory_cmd->add_option("--set", mem.overrides, "key=value config overrides, as bin/train");
   CLI11_PARSE(app, argc, argv);
   try {
-    if (train_cmd->parsed()) return bench_train(config, corpus, steps, tdevice, peer, overrides, time_phases);
+    if (train_cmd->parsed()) return bench_train(config, corpus, steps, tdevice, peer, overrides, time_phases, profile);
     if (memory_cmd->parsed()) return bench_memory(mem);
     std::vector<Device> devs;
     if (device == "all") {
