@@ -41,9 +41,16 @@ InstanceVectors embed_instances(const ContextualEncoder& encoder, const WsdCorpu
     std::vector<std::pair<int, int>> own;
     for (const WsdToken& t : s.tokens) {
       const int begin = static_cast<int>(words.size());
-      for (std::string w : surface_words(t.surface)) {
+      if (o.mwe_one_token) {
+        std::string w = t.surface;
+        std::replace(w.begin(), w.end(), '_', ' ');
         if (o.lowercase) lowercase_ascii(w);
         words.push_back(std::move(w));
+      } else {
+        for (std::string w : surface_words(t.surface)) {
+          if (o.lowercase) lowercase_ascii(w);
+          words.push_back(std::move(w));
+        }
       }
       if (t.id.empty()) continue;
       own.emplace_back(begin, static_cast<int>(words.size()));
@@ -103,6 +110,7 @@ SenseCentroids sense_centroids(const InstanceVectors& train, const WsdKeys& keys
   c.unit = unit_rows(Tensor::from(sum, {static_cast<int64_t>(c.keys.size()), D}));  // the mean's direction is the sum's
   for (size_t k = 0; k < c.keys.size(); ++k)
     c.by_lemma_pos[lemma_pos_index(sense_key_lemma(c.keys[k]), sense_key_pos(c.keys[k]))].push_back(static_cast<int>(k));
+  for (const std::string& lp : train.lemma_pos) c.lemmas.insert(lp.substr(0, lp.rfind('#')));
   return c;
 }
 
@@ -141,10 +149,10 @@ WsdPrediction predict_nearest(const SenseCentroids& c, const InstanceVectors& te
     }
   }
   for (int64_t n = 0; n < N; ++n) {
-    const bool known = c.by_lemma_pos.count(test.lemma_pos[n]) > 0;
+    const std::string& lp = test.lemma_pos[n];
+    const size_t hash = lp.rfind('#');
+    const bool known = o.filter_lemma ? c.by_lemma_pos.count(lp) > 0 : c.lemmas.count(lp.substr(0, hash)) > 0;
     if (!known && o.backoff) {
-      const std::string& lp = test.lemma_pos[n];
-      const size_t hash = lp.rfind('#');
       std::string first = o.backoff->first_sense(lp.substr(0, hash), lp.substr(hash + 1));
       if (!first.empty()) {
         p.keys[test.ids[n]] = {first};

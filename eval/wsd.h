@@ -5,6 +5,7 @@
 #pragma once
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "data/wordnet.h"
@@ -32,16 +33,21 @@ struct EmbedOptions {
   int batch_size = 64;
   bool lowercase = false;
   std::string label;  // progress line: "embedding <label>: ..."
+  // A multi-word surface ("belong to", SemCor's "Grand_Jury") as one token, spaces kept (`_` read
+  // as a space), as the paper's evaluation code feeds it to the biLM; else split into its words,
+  // the instance's vector their mean.
+  bool mwe_one_token = false;
 };
 
 // Embeds every sentence with at least one instance (stateless, batches of similar length) and
-// returns each instance's vector: the mean over the words of its surface form.
+// returns each instance's vector: at its one token, or the mean over its words (mwe_one_token).
 InstanceVectors embed_instances(const ContextualEncoder& encoder, const WsdCorpus& corpus, const EmbedOptions& o);
 
 struct SenseCentroids {
   std::vector<std::string> keys;
   Tensor unit;  // [K, D] unit-length mean vectors
   std::unordered_map<std::string, std::vector<int>> by_lemma_pos;
+  std::unordered_set<std::string> lemmas;  // the training instances' lemmas, whatever their POS
 };
 
 // An instance with several gold keys adds its vector to each of them.
@@ -49,7 +55,10 @@ SenseCentroids sense_centroids(const InstanceVectors& train, const WsdKeys& trai
 
 struct NearestOptions {
   bool filter_lemma = false;                // only the lemma's senses (lemma#POS)
-  const WordNetSenses* backoff = nullptr;   // first sense for lemmas with no trained sense
+  // WordNet's first sense where nearest-sense cannot answer as the protocol wants: over all sense
+  // entries, for a lemma never seen in training (any POS; the paper's evaluation code); among the
+  // lemma's senses, for a lemma#POS with no trained sense.
+  const WordNetSenses* backoff = nullptr;
 };
 
 struct WsdPrediction {

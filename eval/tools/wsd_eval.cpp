@@ -99,15 +99,23 @@ int main(int argc, char** argv) {
   std::string train, out_dir = "out/wsd", wordnet = WordNetSenses::kDefaultPath, device = "auto";
   std::vector<std::string> tests;
   WsdLayer layer;
-  bool filter_lemma = false, mfs_backoff = false, all_settings = false, baselines = false;
+  bool filter_lemma = false, no_backoff = false, all_settings = false, baselines = false, old_backoff_flag = false;
+  std::string mwe = "token";
   int batch = 64;
   model.add_to(&app);
   app.add_option("--train", train, "training corpus: NAME.data.xml (keys NAME.gold.key.txt) or the SemCor 3.0 directory");
   app.add_option("--test", tests, "evaluation set NAME.data.xml (keys NAME.gold.key.txt); repeatable");
   app.add_option("--layer", layer.spec, "0 (token layer), 1, 2, top, average or concat");
+  // The default is the paper's Table 1 setting: all sense entries, WordNet's first sense for lemmas
+  // not seen in training, a multi-word surface as one token.
   app.add_flag("--filter-lemma", filter_lemma, "choose among the lemma's senses only (default: all sense entries)");
-  app.add_flag("--mfs-backoff", mfs_backoff, "WordNet's first sense for lemmas with no sense seen in training");
-  app.add_flag("--all-settings", all_settings, "report all four settings (filter x back-off) from one embedding");
+  app.add_flag("--no-backoff", no_backoff,
+               "no WordNet first sense for lemmas not seen in training (default: back off, as the paper)");
+  app.add_flag("--mfs-backoff", old_backoff_flag, "the default (kept for old scripts)");
+  app.add_option("--mwe", mwe, "a multi-word instance as one token (token: the paper's code) or the mean of its words (mean)")
+      ->check(CLI::IsMember({"token", "mean"}));
+  app.add_flag("--all-settings", all_settings,
+               "report all four settings (all senses or the lemma's, with or without back-off), the paper's first");
   app.add_flag("--baselines", baselines, "also report MFS from the training keys and WordNet's first sense");
   app.add_option("--batch-size", batch, "sentences per batch")->check(CLI::Validator(positive_integer, "POSITIVE"));
   app.add_option("--device", device, "auto, cpu, cuda or cuda:N");
@@ -140,25 +148,29 @@ int main(int argc, char** argv) {
                 tr.corpus.sentences.size(), tr.corpus.instances(), test.instances(), tests.size());
     print_header();
     if (baselines) {
-      report("MFS (training keys)", "mfs", names, golds, predict_mfs(tr.keys, test, &wn, mfs_backoff ? &wn : nullptr),
+      report("MFS (training keys)", "mfs", names, golds, predict_mfs(tr.keys, test, &wn, no_backoff ? nullptr : &wn),
              out_dir);
       report("WordNet first sense", "wn1", names, golds, predict_first_sense(test, wn), out_dir);
     }
     if (!use_model) return 0;
     std::unique_ptr<ContextualEncoder> enc = load_encoder(model.source, resolve_device(device));
-    std::printf("model %s, layer %s%s\n", enc->origin.c_str(), layer.spec.c_str(), enc->lowercase ? ", lowercased" : "");
+    std::printf("model %s, layer %s%s, a multi-word instance %s\n", enc->origin.c_str(), layer.spec.c_str(),
+                enc->lowercase ? ", lowercased" : "", mwe == "token" ? "as one token" : "as the mean of its words");
     auto t0 = std::chrono::steady_clock::now();
-    InstanceVectors train_vecs = embed_instances(*enc, tr.corpus, {layer, batch, enc->lowercase, "train"});
+    const bool one_token = mwe == "token";
+    InstanceVectors train_vecs = embed_instances(*enc, tr.corpus, {layer, batch, enc->lowercase, "train", one_token});
     const double train_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    InstanceVectors test_vecs = embed_instances(*enc, test, {layer, batch, enc->lowercase, "test"});
+    InstanceVectors test_vecs = embed_instances(*enc, test, {layer, batch, enc->lowercase, "test", one_token});
     std::printf("embedded the training corpus in %.1f s\n", train_s);
     SenseCentroids cent = sense_centroids(train_vecs, tr.keys);
     std::printf("%zu sense centroids\n", cent.keys.size());
     print_header();
+    // The paper's setting (all senses + WN1) leads.
     for (int f = 0; f < 2; ++f)
-      for (int b = 0; b < 2; ++b) {
-        if (!all_settings && (f != filter_lemma || b != mfs_backoff)) continue;
-        std::string method = std::string("nearest, ") + (f ? "lemma's senses" : "all senses") + (b ? " + WN1" : "");
+      for (int b = 1; b >= 0; --b) {
+        if (!all_settings && (f != filter_lemma || b != !no_backoff)) continue;
+        std::string method = std::string("nearest, ") + (f ? "lemma's senses" : "all senses") + (b ? " + WN1" : "") +
+                             (!f && b ? " (paper)" : "");
         std::string tag = std::string("nearest-") + (f ? "lemma" : "all") + (b ? "-wn1" : "");
         report(method, tag, names, golds, predict_nearest(cent, test_vecs, {f == 1, b ? &wn : nullptr}), out_dir);
       }

@@ -214,6 +214,26 @@ TEST(WsdProtocol, NearestCentroidFilteringAndBackoff) {
   EXPECT_EQ(back.backed_off, 1u);
 }
 
+// Over all sense entries the back-off follows the paper's evaluation code: only a lemma never seen
+// in training backs off, whatever its POS; among the lemma's senses, an unseen lemma#POS does.
+TEST(WsdProtocol, AllSensesBackOffOnlyForUnseenLemmas) {
+  if (!fs::exists(WordNetSenses::kDefaultPath)) GTEST_SKIP() << "back-off needs WordNet";
+  const WordNetSenses wn = WordNetSenses::load();
+  InstanceVectors train = vectors({"a", "b"}, {"bank#NOUN", "river#NOUN"}, {1, 0, 0, 0, 1, 0}, 3);
+  WsdKeys keys = {{"a", {"bank%1:14:00::"}}, {"b", {"river%1:17:00::"}}};
+  SenseCentroids c = sense_centroids(train, keys);
+  EXPECT_EQ(c.lemmas.count("bank"), 1u);
+  // bank as a verb (its lemma seen as a noun only), and a lemma never seen.
+  InstanceVectors test = vectors({"t1", "t2"}, {"bank#VERB", "shore#NOUN"}, {0.1, 1, 0, 1, 0, 0}, 3);
+  WsdPrediction all = predict_nearest(c, test, {false, &wn});
+  EXPECT_EQ(all.keys.at("t1"), (std::vector<std::string>{"river%1:17:00::"}));  // nearest, not WordNet's first
+  EXPECT_EQ(all.keys.at("t2"), (std::vector<std::string>{wn.first_sense("shore", "NOUN")}));
+  EXPECT_EQ(all.backed_off, 1u);
+  WsdPrediction lemma = predict_nearest(c, test, {true, &wn});
+  EXPECT_EQ(lemma.keys.at("t1"), (std::vector<std::string>{wn.first_sense("bank", "VERB")}));
+  EXPECT_EQ(lemma.backed_off, 2u);
+}
+
 TEST(WsdProtocol, MostFrequentSenseBaseline) {
   WsdKeys train = {{"a", {"bank%1:14:00::"}}, {"b", {"bank%1:17:01::"}}, {"c", {"bank%1:17:01::"}},
                    {"d", {"run%2:38:00::"}}};
@@ -249,6 +269,16 @@ TEST(WsdProtocol, InstanceVectorsComeFromTheEmbedder) {
     }
   }
   EXPECT_TRUE(has(error_of([&] { WsdLayer{"7"}.check(2); }), "expected 0..2"));
+  // As the paper's evaluation code: the multi-word surface is one token, its `_` a space.
+  InstanceVectors one = embed_instances(m, c, {{"top"}, 2, true, "test", true});
+  const ElmoEncoder& e = m;
+  Tensor direct = WsdLayer{"top"}.select(e.embed({{"the", "grand jury", "said"}})[0]);
+  const int64_t D = direct.dim(1);
+  std::vector<double> d = direct.values(), v = one.vectors.values();
+  for (int64_t j = 0; j < D; ++j) {
+    EXPECT_NEAR(v[j], d[1 * D + j], 1e-5);
+    EXPECT_NEAR(v[D + j], d[2 * D + j], 1e-5);
+  }
 }
 
 }  // namespace
