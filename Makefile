@@ -75,12 +75,16 @@ endif
 LIB_SRC := $(ENGINE_SRC) $(wildcard layers/*.cpp sense/*.cpp train/*.cpp data/*.cpp eval/*.cpp)
 LIB_OBJ := $(LIB_SRC:%.cpp=$(BUILD)/%.o) $(CUDA_SRC:%.cu=$(BUILD)/%.cu.o) $(CUDNN_SRC:%.cpp=$(BUILD)/%.cudnn.o) \
   $(NCCL_SRC:%.cpp=$(BUILD)/%.cuda.o)
-# SHARED=1 (the GPU bundle): the library as one shared object, which the tools find in ../lib
-# beside bin/ (the bundle) or in ../build (the tree they were built in): one copy of the engine
-# and its kernels instead of one per tool.
+# The library as one shared object (the default), which the tools, the tests and the Python module
+# find in ../lib beside bin/ (the GPU bundle) or in ../$(BUILD) (the tree they were built in): one
+# copy of the engine and its kernels instead of one per tool, and links of seconds. SHARED=0: a
+# static archive (the fuzz driver, which takes only the objects its readers reach).
+SHARED ?= 1
 ifeq ($(SHARED),1)
   LIB := $(BUILD)/libsensealign.so
   LDLIBS := -Wl,-rpath,'$$ORIGIN/../lib:$$ORIGIN/../$(BUILD)' $(LDLIBS)
+  # Calls between the library's own functions stay direct and inlinable, as in the static link.
+  CXXFLAGS += -fno-semantic-interposition
 else
   LIB := $(BUILD)/libsensealign.a
 endif
@@ -124,7 +128,8 @@ quickstart: deps
 
 # The CUDA flag set is part of every object: rebuild when it changes. (MPI changes only which
 # engine/dist file is built, and the link.)
-FLAGS_STAMP := $(BUILD)/.flags-cuda$(CUDA)-pic$(if $(SANITIZE),-san)
+comma := ,
+FLAGS_STAMP := $(BUILD)/.flags-cuda$(CUDA)-pic$(if $(SANITIZE),-san-$(subst $(comma),-,$(SANITIZE))-$(notdir $(CXX)))-shared$(SHARED)
 $(FLAGS_STAMP):
 	@mkdir -p $(BUILD) && rm -f $(BUILD)/.cuda-* $(BUILD)/.flags-* && touch $@
 

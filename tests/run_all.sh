@@ -15,7 +15,8 @@ pytest=$?
 reports=(build/test-counts/gtest build/test-counts/pytest.xml)
 sanitized=0
 if [ -n "${CI:-}" ]; then
-  SA_COUNTS_FILE=$PWD/build/test-counts/gtest-sanitized tests/sanitize/run.sh
+  # ... and each fuzz target for a second, its driver linked from the same sanitized objects.
+  SAN_FUZZ_S=${SAN_FUZZ_S:-1} SA_COUNTS_FILE=$PWD/build/test-counts/gtest-sanitized tests/sanitize/run.sh
   sanitized=$?
   reports+=(build/test-counts/gtest-sanitized)
 fi

@@ -354,7 +354,7 @@ std::vector<std::vector<Tensor>> lstm_sequences_cudnn(const std::vector<LstmSequ
 }
 #endif
 
-// Sequences of one shape stacked (docs/design.md §6.7): every step runs once for all of them, the
+// Sequences of one shape stacked (docs/design.md §3.5): every step runs once for all of them, the
 // recurrent and projection GEMMs as one batched GEMM (an item per sequence, each with its own
 // weights) and the cell and the clips over all their rows, so a bidirectional layer takes half
 // the launches of stepping each direction. The step buffers are time-major and sequence-minor:
