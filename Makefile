@@ -25,7 +25,10 @@ BUILD := build
 # -fno-math-errno lets it vectorize sqrt (the optimizers' updates); errno is never read after math.
 OPT ?= -O3 -march=x86-64-v3
 # -fPIC: the same objects link into the tools and into the Python module (a shared object).
-CXXFLAGS := -std=c++20 $(OPT) -fno-trapping-math -fno-math-errno -fPIC -g -fopenmp -Wall -Wextra -Wno-unused-parameter -I. -I/usr/include/hdf5/serial -DTOML_HEADER_ONLY=0 -DTOML_SHARED_LIB=1 -MMD -MP $(EXTRA_CXXFLAGS)
+# Line tables only (-g1): backtraces, profiles and sanitizer reports keep file and line, and the build
+# takes about 30% less than with full debug information; `make DEBUG=-g` for a debugger's variables.
+DEBUG ?= -g1
+CXXFLAGS := -std=c++20 $(OPT) -fno-trapping-math -fno-math-errno -fPIC $(DEBUG) -fopenmp -Wall -Wextra -Wno-unused-parameter -I. -I/usr/include/hdf5/serial -DTOML_HEADER_ONLY=0 -DTOML_SHARED_LIB=1 -MMD -MP $(EXTRA_CXXFLAGS)
 # OpenBLAS's OpenMP build: BLAS and our OpenMP loops share one thread pool. With the pthread
 # build the two pools spin against each other on small machines (2.5x slower training here).
 BLAS_DIR ?= /usr/lib/x86_64-linux-gnu/openblas-openmp
