@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "data/corpus.h"
+#include "engine/cpu/blas_kernel.h"
 #include "eval/aligned_encoder.h"
 #include "eval/alignment.h"
 #include "eval/sense_neighbours.h"
@@ -227,6 +228,16 @@ PYBIND11_MODULE(sensealign, m) {
       py::arg("pieces") = "mean",
       "a model: our run directory (ELMo, SaELMo, BERT), a Hugging Face BERT directory, or bilm-tf's "
       "options= and weights=");
+  m.def(
+      "blas",
+      [] {
+        const sa::BlasKernel& k = sa::blas_kernel();
+        const sa::CpuSimd simd = sa::cpu_simd();
+        return py::dict(py::arg("library") = k.library, py::arg("core") = k.core, py::arg("chosen_by") = k.chosen_by,
+                        py::arg("note") = k.note, py::arg("core_level") = sa::blas_core_level(k.core),
+                        py::arg("cpu_level") = simd.avx512 ? 2 : simd.avx2_fma ? 1 : 0);
+      },
+      "the CPU's BLAS and the GEMM kernel it runs (levels: 0 generic, 1 AVX2, 2 AVX-512), chosen when the module loaded");
   py::class_<sa::Aligner>(m, "Aligner")
       .def_static("load", &sa::Aligner::load, py::arg("pattern"), py::arg("n_layers") = 0,
                   "per-layer maps from `bin/align fit` (W.layer{layer}.txt), as bin/embed --align reads them")

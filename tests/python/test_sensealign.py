@@ -117,3 +117,15 @@ def test_a_hugging_face_bert_directory_loads(root):
     assert firsts.shape == first.shape
     with pytest.raises(RuntimeError, match="a BERT model; senses and nearest need a SaELMo run directory"):
         m.senses("bank")
+
+
+def test_the_blas_runs_the_best_kernel_the_cpu_supports():
+    """Loading the module chose the GEMM kernel (a generic OpenBLAS core is replaced where the CPU
+    has AVX2 or AVX-512), as every tool does."""
+    b = sensealign.blas()
+    assert b["library"].startswith("OpenBLAS") and b["core"]
+    if os.environ.get("OPENBLAS_CORETYPE"):
+        pytest.skip("OPENBLAS_CORETYPE chooses the kernel here")
+    if b["cpu_level"] == 0:
+        pytest.skip("this CPU has no AVX2: a generic kernel is the best it can run")
+    assert b["core_level"] == b["cpu_level"], b
