@@ -3,7 +3,10 @@
 
 #include <cblas.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
+#include <vector>
 
 #include "engine/cpu/blas_kernel.h"
 
@@ -30,13 +33,32 @@ TEST(BlasKernel, AGenericCoreChosenAtLoadIsReplacedAndChecked) {
   const CpuSimd simd = cpu_simd();
   if (!simd.avx2_fma) GTEST_SKIP() << "this CPU has no AVX2/FMA";
   if (std::getenv("OPENBLAS_CORETYPE")) GTEST_SKIP() << "OPENBLAS_CORETYPE chooses the kernel here";
+  // A product larger than the library's blocks, multi-threaded, before and after each switch: the
+  // buffers set up at load serve the kernel chosen later.
+  const int m = 515, n = 389, k = 643;
+  std::vector<float> a(size_t(m) * k), b(size_t(k) * n);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = float((i * 7919) % 1000) / 1000.f - 0.5f;
+  for (size_t i = 0; i < b.size(); ++i) b[i] = float((i * 104729) % 1000) / 1000.f - 0.5f;
+  auto product = [&] {
+    std::vector<float> c(size_t(m) * n);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.f, a.data(), k, b.data(), k, 0.f, c.data(), n);
+    return c;
+  };
+  auto expect_same = [&](const std::vector<float>& x, const std::vector<float>& y, const char* what) {
+    double worst = 0;
+    for (size_t i = 0; i < x.size(); ++i) worst = std::max(worst, double(std::abs(x[i] - y[i])));
+    EXPECT_LT(worst, 1e-3) << what;  // sums of 643 products of magnitude <= 0.25: rounding only
+  };
+  const std::vector<float> before = product();
   const std::string kept = blas_kernel().core;
   ASSERT_TRUE(force_blas_core("Prescott")) << "this BLAS cannot switch its core";
   ASSERT_EQ(blas_core_level(openblas_get_corename()), 0) << openblas_get_corename();
-  const BlasKernel k = select_blas_kernel();
-  EXPECT_EQ(k.core, std::string(openblas_get_corename()));
-  EXPECT_EQ(blas_core_level(k.core), simd.avx512 ? 2 : 1) << k.core << "; " << k.note;
-  EXPECT_NE(k.chosen_by.find("OpenBLAS chose Prescott"), std::string::npos) << k.chosen_by;
+  expect_same(product(), before, "on Prescott");
+  const BlasKernel chosen = select_blas_kernel();
+  EXPECT_EQ(chosen.core, std::string(openblas_get_corename()));
+  EXPECT_EQ(blas_core_level(chosen.core), simd.avx512 ? 2 : 1) << chosen.core << "; " << chosen.note;
+  EXPECT_NE(chosen.chosen_by.find("OpenBLAS chose Prescott"), std::string::npos) << chosen.chosen_by;
+  expect_same(product(), before, "after the switch");
   force_blas_core(kept.c_str());
   EXPECT_EQ(std::string(openblas_get_corename()), kept);
 }
