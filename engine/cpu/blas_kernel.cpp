@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <vector>
 
 // OpenBLAS's DYNAMIC_ARCH builds pick their core in gotoblas_dynamic_init(), reading

@@ -8,6 +8,9 @@ namespace sa {
 
 class CpuBackend final : public Backend {
  public:
+  // Chooses the BLAS kernel (blas_kernel.h) before the backend's first product, also in a static
+  // link, where this reference is what brings the choice in.
+  CpuBackend();
   Device device() const override { return Device::cpu(); }
   CachingAllocator& allocator() override { return host_allocator(); }
 

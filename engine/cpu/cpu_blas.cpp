@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "engine/bench_support.h"
-#include "engine/cpu/blas_kernel.h"
 
 #include "engine/cpu/cpu_backend.h"
 
@@ -24,9 +23,6 @@ void CpuBackend::gemm(const GemmArgs& g, const Tensor& a, const Tensor& b, Tenso
     gemm(g, widen(a), widen(b), c);
     return;
   }
-  // The kernel is chosen before the first product even where no static initializer ran first.
-  static const bool kernel_chosen = (blas_kernel(), true);
-  (void)kernel_chosen;
   SA_CHECK(a.dtype() == b.dtype() && a.dtype() == c.dtype(), "gemm: mixed dtypes {} {} {} on the CPU",
            dtype_name(a.dtype()), dtype_name(b.dtype()), dtype_name(c.dtype()));
   const auto ta = g.trans_a ? CblasTrans : CblasNoTrans, tb = g.trans_b ? CblasTrans : CblasNoTrans;

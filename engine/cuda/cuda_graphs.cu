@@ -257,7 +257,8 @@ bool CudaBackend::start_recording(uint64_t key, cudaStream_t s, cudaGraph_t g, s
   }
   if (slot.exec) {
     cudaGraphExecUpdateResultInfo info{};
-    if (cudaGraphExecUpdate(slot.exec, g, &info) != cudaSuccess) {  // a constraint the signature does not see: made anew below
+    // Refused for a constraint the signature does not see: made anew below.
+    if (cudaGraphExecUpdate(slot.exec, g, &info) != cudaSuccess) {
       cudaGetLastError();
       cudaGraphExecDestroy(slot.exec);
       cudaGetLastError();

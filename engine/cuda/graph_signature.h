@@ -7,9 +7,9 @@
 // anew without asking the driver: an update it refuses shows as an API error under
 // compute-sanitizer (cudaErrorGraphExecUpdateFailure, then again from cudaGetLastError), and one it
 // accepts between kernels of different cluster shapes (Hopper's cuBLAS kernels use thread-block
-// clusters) is not carried out correctly. A step's
-// pieces are kept by their place in the step, so in a step whose GEMM shapes change (SaELMo's
-// negatives), piece k is often other kernels, cuBLAS's among them, than it was a step before.
+// clusters) is not carried out correctly. A step's pieces are kept by their place in the step, so
+// in a step whose GEMM shapes change (SaELMo's negatives), piece k is often other kernels,
+// cuBLAS's among them, than it was a step before.
 #pragma once
 #include <cstdint>
 #include <tuple>

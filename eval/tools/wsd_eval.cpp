@@ -154,10 +154,10 @@ int main(int argc, char** argv) {
     }
     if (!use_model) return 0;
     std::unique_ptr<ContextualEncoder> enc = load_encoder(model.source, resolve_device(device));
-    std::printf("model %s, layer %s%s, a multi-word instance %s\n", enc->origin.c_str(), layer.spec.c_str(),
-                enc->lowercase ? ", lowercased" : "", mwe == "token" ? "as one token" : "as the mean of its words");
-    auto t0 = std::chrono::steady_clock::now();
     const bool one_token = mwe == "token";
+    std::printf("model %s, layer %s%s, a multi-word instance %s\n", enc->origin.c_str(), layer.spec.c_str(),
+                enc->lowercase ? ", lowercased" : "", one_token ? "as one token" : "as the mean of its words");
+    auto t0 = std::chrono::steady_clock::now();
     InstanceVectors train_vecs = embed_instances(*enc, tr.corpus, {layer, batch, enc->lowercase, "train", one_token});
     const double train_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     InstanceVectors test_vecs = embed_instances(*enc, test, {layer, batch, enc->lowercase, "test", one_token});

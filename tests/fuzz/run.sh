@@ -6,9 +6,9 @@
 # build-fuzz/findings/NAME/ and fails the run: fix it, and copy the input into
 # tests/fuzz/regressions/NAME/ so that `make test` keeps it. build-fuzz/totals.tsv adds up every
 # sitting (seconds, executions, findings per target).
-# FUZZ_BIN=PATH FUZZ_DIR=DIR: fuzz with a driver built elsewhere (CI links it from the sanitized
-# build's objects, without coverage instrumentation: a brief run that the targets still build and
-# read their seeds and regressions cleanly), keeping corpora and findings under DIR.
+# FUZZ_BIN=PATH FUZZ_DIR=DIR: fuzz with a driver built elsewhere (tests/sanitize/run.sh links it
+# from the sanitized build's objects, which carry coverage counters too), keeping corpora and
+# findings under DIR.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 FUZZ_S=${FUZZ_S:-60}

@@ -14,13 +14,13 @@ root=$PWD
 tree=build-san/tree
 tests/mirror_tree.sh build-san
 # clang, as the fuzzers: one sanitized build serves the suite and the fuzz driver (linked from the
-# same objects), so code clang rejects fails here too. Line tables only (-g1): reports keep file
-# and line; the build takes about a quarter less.
+# same objects), so code clang rejects fails here too. Line tables only (the Makefile's default
+# -g1): reports keep file and line.
 make -s deps DEB_PACKAGES="clang libclang-rt-14-dev libomp-dev" > build-san/deps.log 2>&1 ||
   { tail -20 build-san/deps.log; echo "sanitize: installing clang failed" >&2; exit 1; }
 echo "sanitize: building in $tree with clang (log: build-san/build.log)"
 # Coverage counters too (fuzzer-no-link): the fuzz driver needs them to fuzz at all.
-make -C "$tree" -j"$(nproc)" CXX=clang++ CUDA=0 MPI=0 OPT="-O1 -march=x86-64-v3" EXTRA_CXXFLAGS=-g1 \
+make -C "$tree" -j"$(nproc)" CXX=clang++ CUDA=0 MPI=0 OPT="-O1 -march=x86-64-v3" \
   SANITIZE=fuzzer-no-link,address,undefined \
   all build/fuzz > build-san/build.log 2>&1 || { tail -40 build-san/build.log; echo "sanitize: the build failed" >&2; exit 1; }
 # SAN_FUZZ_S=N: each fuzz target for N seconds over its seeds and kept regressions after the suite.
