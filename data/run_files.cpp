@@ -17,6 +17,7 @@ std::string options(const std::string& dir) { return (fs::path(dir) / "options.j
 std::string weights(const std::string& dir) { return (fs::path(dir) / "weights.hdf5").string(); }
 std::string vocab(const std::string& dir) { return (fs::path(dir) / "vocab.txt").string(); }
 std::string metrics(const std::string& dir) { return (fs::path(dir) / "metrics.jsonl").string(); }
+std::string wsd_log(const std::string& dir) { return (fs::path(dir) / "wsd.jsonl").string(); }
 std::string checkpoint_dir(const std::string& dir) { return (fs::path(dir) / "checkpoints").string(); }
 
 std::string checkpoint(const std::string& dir, int64_t step) {
@@ -38,6 +39,22 @@ std::string newest_checkpoint(const std::string& dir) {
   std::vector<std::string> v = checkpoints(dir);
   SA_CHECK(!v.empty(), "{}: no checkpoint yet", checkpoint_dir(dir));
   return v.back();
+}
+
+int64_t newest_checkpoint_step(const std::string& dir) {
+  const std::vector<std::string> v = checkpoints(dir);
+  if (v.empty()) return -1;
+  const std::string name = fs::path(v.back()).stem().string();  // ckpt-NNNNNNNN
+  return std::stoll(name.substr(name.find('-') + 1));
+}
+
+int64_t tokens_at_checkpoint(const std::vector<nlohmann::json>& metrics_rows, int64_t step) {
+  int64_t tokens = -1;
+  for (const nlohmann::json& j : metrics_rows)
+    if (j.contains("checkpoint") && j["step"].get<int64_t>() == step && j.contains("tokens") &&
+        j["tokens"].is_number_integer())
+      tokens = j["tokens"].get<int64_t>();
+  return tokens;
 }
 
 nlohmann::json read_json(const std::string& path) {

@@ -5,6 +5,7 @@
 //   weights.hdf5     the biLM in bilm-tf's layout, rewritten with every checkpoint
 //   vocab.txt        the vocabulary, one word per line (bilm-tf)
 //   metrics.jsonl    one JSON object per logged step
+//   wsd.jsonl        WSD scores of its checkpoints (bin/wsd_eval --log), one JSON object a line
 //   checkpoints/ckpt-NNNNNNNN.safetensors   the whole training state at step N
 #pragma once
 #include <cstdint>
@@ -19,12 +20,18 @@ std::string options(const std::string& dir);
 std::string weights(const std::string& dir);
 std::string vocab(const std::string& dir);
 std::string metrics(const std::string& dir);
+std::string wsd_log(const std::string& dir);
 std::string checkpoint_dir(const std::string& dir);
 std::string checkpoint(const std::string& dir, int64_t step);
 // The checkpoints present, oldest first (empty when none).
 std::vector<std::string> checkpoints(const std::string& dir);
 // The newest checkpoint; fails naming the directory when there is none.
 std::string newest_checkpoint(const std::string& dir);
+
+// The step of the newest checkpoint: what weights.hdf5 holds and a rerun resumes from (-1: none).
+int64_t newest_checkpoint_step(const std::string& dir);
+// The tokens seen at a checkpoint's step, as its line in metrics.jsonl logged them (-1: not logged).
+int64_t tokens_at_checkpoint(const std::vector<nlohmann::json>& metrics_rows, int64_t step);
 
 // A JSON file parsed, errors naming it ("cannot open", "invalid JSON: ...").
 nlohmann::json read_json(const std::string& path);

@@ -81,6 +81,17 @@ InstanceVectors embed_instances(const ContextualEncoder& encoder, const WsdCorpu
   return out;
 }
 
+InstanceVectors layer_of_concat(const InstanceVectors& concat, const WsdLayer& layer, int64_t n_layers) {
+  layer.check(static_cast<int>(n_layers) - 1);
+  const int64_t N = concat.vectors.dim(0), D = concat.vectors.dim(1) / n_layers;
+  SA_CHECK(D * n_layers == concat.vectors.dim(1), "layer_of_concat: {} columns are not {} layers", concat.vectors.dim(1),
+           n_layers);
+  // The [N, L*D] rows as the [L, N, D] embedding WsdLayer::select reads.
+  const Tensor stacked = ops::permute(ops::reshape(concat.vectors, {N, n_layers, D}), {1, 0, 2});
+  InstanceVectors out{concat.ids, concat.lemma_pos, layer.select(stacked)};
+  return out;
+}
+
 namespace {
 
 std::vector<float> host_floats(const Tensor& t) {

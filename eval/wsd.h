@@ -43,6 +43,10 @@ struct EmbedOptions {
 // returns each instance's vector: at its one token, or the mean over its words (mwe_one_token).
 InstanceVectors embed_instances(const ContextualEncoder& encoder, const WsdCorpus& corpus, const EmbedOptions& o);
 
+// One layer's vectors out of vectors embedded with the "concat" layer ([N, n_layers * D]): the same
+// as embedding again with `layer`, without running the model again.
+InstanceVectors layer_of_concat(const InstanceVectors& concat, const WsdLayer& layer, int64_t n_layers);
+
 struct SenseCentroids {
   std::vector<std::string> keys;
   Tensor unit;  // [K, D] unit-length mean vectors

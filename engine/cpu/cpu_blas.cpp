@@ -58,8 +58,8 @@ void CpuBackend::gemm(const GemmArgs& g, const Tensor& a, const Tensor& b, Tenso
 }
 
 
-double raw_gemm_seconds(Device d, int64_t m, int64_t n, int64_t k, int iters) {
-  if (d.is_cuda()) return cuda::raw_gemm_seconds(d.index, m, n, k, iters);
+double raw_gemm_seconds(Device d, int64_t m, int64_t n, int64_t k, int iters, bool tf32) {
+  if (d.is_cuda()) return cuda::raw_gemm_seconds(d.index, m, n, k, iters, tf32);
   std::vector<float> a(static_cast<size_t>(m * k), 0.5f), b(static_cast<size_t>(k * n), 0.25f),
       c(static_cast<size_t>(m * n));
   auto call = [&] {

@@ -77,15 +77,20 @@ struct GemmBuffers {
 };
 }  // namespace
 
-double raw_gemm_seconds(int device, int64_t m, int64_t n, int64_t k, int iters) {
+double raw_gemm_seconds(int device, int64_t m, int64_t n, int64_t k, int iters, bool tf32) {
   auto& be = static_cast<CudaBackend&>(backend(device));
   GemmBuffers x(m, n, k);
   const float alpha = 1.f, beta = 0.f;
-  return seconds_per_call(be, iters, [&] {
+  cublasMath_t mode;
+  CUBLAS_CHECK(cublasGetMathMode(be.blas(), &mode));
+  CUBLAS_CHECK(cublasSetMathMode(be.blas(), tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+  const double s = seconds_per_call(be, iters, [&] {
     CUBLAS_CHECK(cublasSgemm(be.blas(), CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m),
                              static_cast<int>(k), &alpha, x.b, static_cast<int>(n), x.a, static_cast<int>(k), &beta, x.c,
                              static_cast<int>(n)));
   });
+  CUBLAS_CHECK(cublasSetMathMode(be.blas(), mode));
+  return s;
 }
 
 GemmPairSeconds raw_tf32_gemm_plain_vs_batched(int device, int64_t m, int64_t n, int64_t k, bool trans_b, int iters) {

@@ -22,7 +22,7 @@ UploadPaths upload_paths(int) { return {}; }
 }  // namespace sa::cuda
 
 namespace sa::cuda {
-double raw_gemm_seconds(int, int64_t, int64_t, int64_t, int) { fail("CUDA benchmark requested, but built without CUDA"); }
+double raw_gemm_seconds(int, int64_t, int64_t, int64_t, int, bool) { fail("CUDA benchmark requested, but built without CUDA"); }
 GemmPairSeconds raw_tf32_gemm_plain_vs_batched(int, int64_t, int64_t, int64_t, bool, int) {
   fail("CUDA benchmark requested, but built without CUDA");
 }

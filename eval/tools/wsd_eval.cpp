@@ -3,6 +3,9 @@
 //   bin/wsd_eval --model RUN_DIR --train semcor.data.xml --test senseval2.data.xml [--test ...]
 //   bin/wsd_eval --options options.json --weights weights.hdf5 --train ... --test ...
 //   bin/wsd_eval --baselines --train ... --test ...          (MFS and WordNet first sense only)
+//   bin/wsd_eval --model RUN_DIR --layer 0,1,2 --all-settings --log RUN_DIR/wsd.jsonl ...
+//                                 (each layer from one pass of the model; scores appended to the
+//                                 run's log with its newest checkpoint's step: bin/runs plot draws them)
 //   bin/wsd_eval convert-semcor SEMCOR_DIR -o semcor.data.xml  (+ semcor.gold.key.txt)
 // --train also takes the SemCor 3.0 directory itself. Gold keys: NAME.gold.key.txt next to each
 // NAME.data.xml. System keys go to --out (default out/wsd).
@@ -10,7 +13,11 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
 
+#include "data/run_files.h"
 #include "layers/load_encoder.h"
 #include "eval/wsd.h"
 #include "eval/wsd_scorer.h"
@@ -58,17 +65,31 @@ void print_header() {
   std::printf("%-34s %-14s %6s %8s %7s %7s %7s\n", "method", "test set", "gold", "answered", "P", "R", "F1");
 }
 
+// Where scores go besides stdout: one JSON object a line per test set and ALL, for `--log`.
+struct ScoreLog {
+  nlohmann::json fields;  // the same for every line (model, step, tokens, layer)
+  std::vector<nlohmann::json> lines;
+  void add(const std::string& method, const std::string& tag, const std::string& test, const WsdScore& s) {
+    nlohmann::json j = fields;
+    j.update({{"method", method}, {"setting", tag}, {"test", test}, {"gold", s.gold}, {"answered", s.answered},
+              {"p", s.p}, {"r", s.r}, {"f1", s.f1}});
+    lines.push_back(std::move(j));
+  }
+};
+
 void report(const std::string& method, const std::string& tag, const std::vector<std::string>& names,
-            const std::vector<WsdKeys>& golds, const WsdPrediction& pred, const std::string& out_dir) {
+            const std::vector<WsdKeys>& golds, const WsdPrediction& pred, const std::string& out_dir, ScoreLog* log,
+            const std::string& file_suffix = "") {
   WsdKeys all_gold, all_sys;
   for (size_t t = 0; t < names.size(); ++t) {
     WsdKeys sys;
     for (const auto& [id, ks] : pred.keys)
       if (id.rfind(names[t] + ":", 0) == 0) sys[id.substr(names[t].size() + 1)] = ks;
     const WsdScore s = score_wsd(golds[t], sys);
-    write_wsd_keys(sys, (fs::path(out_dir) / (names[t] + "." + tag + ".key.txt")).string());
+    write_wsd_keys(sys, (fs::path(out_dir) / (names[t] + "." + tag + file_suffix + ".key.txt")).string());
     std::printf("%-34s %-14s %6zu %8.0f %6.1f%% %6.1f%% %6.1f%%\n", method.c_str(), names[t].c_str(), s.gold, s.answered,
                 100 * s.p, 100 * s.r, 100 * s.f1);
+    if (log) log->add(method, tag, names[t], s);
     for (const auto& [id, ks] : golds[t]) all_gold[names[t] + ":" + id] = ks;
   }
   for (const auto& [id, ks] : pred.keys) all_sys[id] = ks;
@@ -77,6 +98,24 @@ void report(const std::string& method, const std::string& tag, const std::vector
               100 * s.r, 100 * s.f1);
   if (pred.backed_off) std::printf("  (%zu first-sense back-offs)", pred.backed_off);
   std::printf("\n");
+  if (log) log->add(method, tag, "ALL", s);
+}
+
+// `--log`: lines appended whole at the end, so an interrupted evaluation leaves none of its own.
+void append_lines(const std::string& path, const std::vector<nlohmann::json>& lines) {
+  std::ostringstream text;
+  for (const nlohmann::json& j : lines) text << j.dump() << "\n";
+  std::ofstream out(path, std::ios::app | std::ios::binary);
+  SA_CHECK(out << text.str() && out.flush(), "{}: cannot append the scores", path);
+}
+
+// "0,1,2" -> its layers, each checked by WsdLayer.
+std::vector<WsdLayer> layer_list(const std::string& spec) {
+  std::vector<WsdLayer> v;
+  std::stringstream in(spec);
+  for (std::string item; std::getline(in, item, ',');) v.push_back(WsdLayer{item});
+  SA_CHECK(!v.empty(), "--layer: expected one or more of 0..L, top, average, concat separated by commas");
+  return v;
 }
 
 // Test instances of every set in one corpus, ids prefixed by the set name (ids repeat across sets).
@@ -96,16 +135,16 @@ WsdCorpus merge_tests(const std::vector<WsdCorpus>& tests, const std::vector<std
 int main(int argc, char** argv) {
   CLI::App app{"Word sense disambiguation by the nearest sense centroid (Raganato et al. 2017 framework)"};
   EncoderOptions model;
-  std::string train, out_dir = "out/wsd", wordnet = WordNetSenses::kDefaultPath, device = "auto";
+  std::string train, out_dir = "out/wsd", wordnet = WordNetSenses::kDefaultPath, device = "auto", log_path;
   std::vector<std::string> tests;
-  WsdLayer layer;
+  std::string layers = "top";
   bool filter_lemma = false, no_backoff = false, all_settings = false, baselines = false, old_backoff_flag = false;
   std::string mwe = "token";
   int batch = 64;
   model.add_to(&app);
   app.add_option("--train", train, "training corpus: NAME.data.xml (keys NAME.gold.key.txt) or the SemCor 3.0 directory");
   app.add_option("--test", tests, "evaluation set NAME.data.xml (keys NAME.gold.key.txt); repeatable");
-  app.add_option("--layer", layer.spec, "0 (token layer), 1, 2, top, average or concat");
+  app.add_option("--layer", layers, "0 (token layer), 1, 2, top, average or concat; several separated by commas (one pass of the model)");
   // The default is the paper's Table 1 setting: all sense entries, WordNet's first sense for lemmas
   // not seen in training, a multi-word surface as one token.
   app.add_flag("--filter-lemma", filter_lemma, "choose among the lemma's senses only (default: all sense entries)");
@@ -121,6 +160,7 @@ int main(int argc, char** argv) {
   app.add_option("--device", device, "auto, cpu, cuda or cuda:N");
   app.add_option("--out", out_dir, "directory for the system key files");
   app.add_option("--wordnet", wordnet, "WordNet 3.0 index.sense");
+  app.add_option("--log", log_path, "append the scores to this JSON-lines file with the run's newest checkpoint step and tokens (e.g. RUN_DIR/wsd.jsonl, which bin/runs plot draws)");
   CLI::App* conv = app.add_subcommand("convert-semcor", "SemCor 3.0 tag files -> unified XML + gold keys");
   std::string semcor_dir, semcor_out = "semcor.data.xml";
   conv->add_option("dir", semcor_dir, "SemCor 3.0 directory (brown1, brown2, brownv)")->required();
@@ -132,6 +172,20 @@ int main(int argc, char** argv) {
     model.check();
     const bool use_model = !model.source.run_dir.empty() || !model.source.options.empty();
     SA_CHECK(use_model || baselines, "give --model RUN_DIR or --options/--weights (or --baselines alone)");
+    const std::vector<WsdLayer> layer_specs = layer_list(layers);
+    // --log records a run's point on its curve: the step and tokens of the checkpoint evaluated.
+    ScoreLog log;
+    if (!log_path.empty()) {
+      SA_CHECK(!model.source.run_dir.empty() && run_files::newest_checkpoint_step(model.source.run_dir) >= 0,
+               "--log records the scores of a run's checkpoint: give --model RUN_DIR of a run with a checkpoint");
+      const std::string& dir = model.source.run_dir;
+      const int64_t step = run_files::newest_checkpoint_step(dir);
+      const int64_t tokens = fs::exists(run_files::metrics(dir))
+                                 ? run_files::tokens_at_checkpoint(run_files::read_metrics(run_files::metrics(dir)), step)
+                                 : -1;
+      log.fields = {{"step", step}, {"model", dir}, {"mwe", mwe}};
+      if (tokens >= 0) log.fields["tokens"] = tokens;
+    }
     fs::create_directories(out_dir);
     const WordNetSenses wn = WordNetSenses::load(wordnet);
     TrainSet tr = read_train(train, wn);
@@ -149,31 +203,47 @@ int main(int argc, char** argv) {
     print_header();
     if (baselines) {
       report("MFS (training keys)", "mfs", names, golds, predict_mfs(tr.keys, test, &wn, no_backoff ? nullptr : &wn),
-             out_dir);
-      report("WordNet first sense", "wn1", names, golds, predict_first_sense(test, wn), out_dir);
+             out_dir, nullptr);
+      report("WordNet first sense", "wn1", names, golds, predict_first_sense(test, wn), out_dir, nullptr);
     }
     if (!use_model) return 0;
     std::unique_ptr<ContextualEncoder> enc = load_encoder(model.source, resolve_device(device));
     const bool one_token = mwe == "token";
-    std::printf("model %s, layer %s%s, a multi-word instance %s\n", enc->origin.c_str(), layer.spec.c_str(),
+    for (const WsdLayer& l : layer_specs) l.check(enc->n_layers() - 1);
+    // Several layers: one pass of the model with every layer side by side, each taken from it.
+    const WsdLayer embedded = layer_specs.size() == 1 ? layer_specs[0] : WsdLayer{"concat"};
+    std::printf("model %s, layer %s%s, a multi-word instance %s\n", enc->origin.c_str(), layers.c_str(),
                 enc->lowercase ? ", lowercased" : "", one_token ? "as one token" : "as the mean of its words");
     auto t0 = std::chrono::steady_clock::now();
-    InstanceVectors train_vecs = embed_instances(*enc, tr.corpus, {layer, batch, enc->lowercase, "train", one_token});
+    InstanceVectors train_all = embed_instances(*enc, tr.corpus, {embedded, batch, enc->lowercase, "train", one_token});
     const double train_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    InstanceVectors test_vecs = embed_instances(*enc, test, {layer, batch, enc->lowercase, "test", one_token});
+    InstanceVectors test_all = embed_instances(*enc, test, {embedded, batch, enc->lowercase, "test", one_token});
     std::printf("embedded the training corpus in %.1f s\n", train_s);
-    SenseCentroids cent = sense_centroids(train_vecs, tr.keys);
-    std::printf("%zu sense centroids\n", cent.keys.size());
-    print_header();
-    // The paper's setting (all senses + WN1) leads.
-    for (int f = 0; f < 2; ++f)
-      for (int b = 1; b >= 0; --b) {
-        if (!all_settings && (f != filter_lemma || b != !no_backoff)) continue;
-        std::string method = std::string("nearest, ") + (f ? "lemma's senses" : "all senses") + (b ? " + WN1" : "") +
-                             (!f && b ? " (paper)" : "");
-        std::string tag = std::string("nearest-") + (f ? "lemma" : "all") + (b ? "-wn1" : "");
-        report(method, tag, names, golds, predict_nearest(cent, test_vecs, {f == 1, b ? &wn : nullptr}), out_dir);
-      }
+    for (const WsdLayer& l : layer_specs) {
+      const bool own = layer_specs.size() == 1;
+      const InstanceVectors train_vecs = own ? std::move(train_all) : layer_of_concat(train_all, l, enc->n_layers());
+      const InstanceVectors test_vecs = own ? std::move(test_all) : layer_of_concat(test_all, l, enc->n_layers());
+      SenseCentroids cent = sense_centroids(train_vecs, tr.keys);
+      if (!own) std::printf("layer %s: ", l.spec.c_str());
+      std::printf("%zu sense centroids\n", cent.keys.size());
+      print_header();
+      log.fields["layer"] = l.spec;
+      // The paper's setting (all senses + WN1) leads.
+      for (int f = 0; f < 2; ++f)
+        for (int b = 1; b >= 0; --b) {
+          if (!all_settings && (f != filter_lemma || b != !no_backoff)) continue;
+          std::string method = std::string("nearest, ") + (f ? "lemma's senses" : "all senses") + (b ? " + WN1" : "") +
+                               (!f && b ? " (paper)" : "");
+          std::string tag = std::string("nearest-") + (f ? "lemma" : "all") + (b ? "-wn1" : "");
+          report(method, tag, names, golds, predict_nearest(cent, test_vecs, {f == 1, b ? &wn : nullptr}), out_dir,
+                 log_path.empty() ? nullptr : &log, own ? "" : "-layer-" + l.spec);
+        }
+    }
+    if (!log_path.empty()) {
+      append_lines(log_path, log.lines);
+      std::printf("scores of step %ld appended to %s\n", static_cast<long>(log.fields["step"].get<int64_t>()),
+                  log_path.c_str());
+    }
     std::printf("system keys in %s (check with: java Scorer.java NAME.gold.key.txt %s/NAME.<method>.key.txt)\n",
                 out_dir.c_str(), out_dir.c_str());
   } catch (const std::exception& e) {

@@ -281,5 +281,28 @@ TEST(WsdProtocol, InstanceVectorsComeFromTheEmbedder) {
   }
 }
 
+// `wsd_eval --layer 0,1,top`: every layer taken from one pass with the layers side by side equals
+// a pass of its own.
+TEST(WsdProtocol, LayersTakenFromOneConcatPassEqualTheirOwnPass) {
+  ElmoEncoder m(ElmoModel::init(testing::tiny_elmo_options(), 7));
+  WsdCorpus c;
+  c.sentences.push_back({"s0", {{"The", "the", "DET", ""}, {"bank", "bank", "NOUN", "i0"}, {"ran", "run", "VERB", "i1"}}});
+  c.sentences.push_back({"s1", {{"banks", "bank", "NOUN", "i2"}, {"said", "say", "VERB", ""}}});
+  const InstanceVectors all = embed_instances(m, c, {{"concat"}, 2, true, "test"});
+  for (const char* layer : {"0", "1", "2", "top", "average", "concat"}) {
+    const InstanceVectors own = embed_instances(m, c, {{layer}, 2, true, "test"});
+    const InstanceVectors taken = layer_of_concat(all, WsdLayer{layer}, m.n_layers());
+    EXPECT_EQ(taken.ids, own.ids);
+    EXPECT_EQ(taken.lemma_pos, own.lemma_pos);
+    ASSERT_EQ(taken.vectors.shape(), own.vectors.shape()) << layer;
+    const std::vector<double> a = taken.vectors.values(), b = own.vectors.values();
+    for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 1e-6) << layer << " element " << i;
+  }
+  // Layers 0 and 1 differ: the slices are not the same columns twice.
+  EXPECT_NE(layer_of_concat(all, WsdLayer{"0"}, m.n_layers()).vectors.values(),
+            layer_of_concat(all, WsdLayer{"1"}, m.n_layers()).vectors.values());
+  EXPECT_TRUE(has(error_of([&] { layer_of_concat(all, WsdLayer{"5"}, m.n_layers()); }), "expected 0..2"));
+}
+
 }  // namespace
 }  // namespace sa

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine from the repository root: unpacks the bundle next to this script,
 # puts its libraries and the machine's CUDA libraries (pip's nvidia-* packages) on the path,
-# then runs one job. Usage: tests/gpu/run_on_gpu.sh BUNDLE_DIR tests|sanitize|profile|report|bf16|elmo-vs-saelmo|hf-check|quick [OUTDIR]
+# then runs one job. Usage: tests/gpu/run_on_gpu.sh BUNDLE_DIR tests|sanitize|profile|report|bf16|elmo-vs-saelmo|hf-check|quick|gpu-tests|curve-seeds [OUTDIR]
+# The device tool brings back at most 8 files: past that, the logs come back packed in logs.tar.gz.
 set -uo pipefail
 bundle=$(cd "${1:?bundle dir}" && pwd); job=${2:?job}; out=${3:-${OUT:-gpu-out}}
 mkdir -p "$out" "$bundle/x"
@@ -60,7 +61,10 @@ bench_runs() {
     set -- $spec
     cfg=$1 n=$2 p=$3
     shift 3
-    step ${T_RATE:-45} $log ./bin/bench train --config configs/$cfg --corpus $corpus --device cuda --steps $n --peer "" \
+    # SaELMo's tables (2 x 758 MiB) take longer to set up and to checkpoint at the end.
+    local t=${T_RATE:-45}
+    [[ $cfg == saelmo* ]] && t=${T_RATE_SENSE:-90}
+    step $t $log ./bin/bench train --config configs/$cfg --corpus $corpus --device cuda --steps $n --peer "" \
       --set precision=$p "$@" $extra
   done
 }
@@ -83,10 +87,41 @@ rates() {
     "bert-tiny.cfg 40 bf16"
   grep -E "^== |tokens/s|launches|host reads|host per step|graphs|uploads over" "$out/bench-train.log" | tail -100
 }
-# The tests that need a GPU (139 at the last count; the rest ran on the development machine).
+# The tests that need a GPU (140 at the last count; the rest ran on the development machine). The
+# failures, each with its messages, go to tests-failed.log: the end of the output may not hold them.
 gpu_tests() {
   step ${T_TESTS:-120} tests.log ./bin/tests --gtest_filter='*Cuda*:*Gpu*:*GPU*:*cuda*:*gpu*'
+  awk '/^\[ RUN/{buf=""} {buf=buf $0 "\n"} /^\[  FAILED  \] [A-Za-z]/ && !/ms\)$/{next} /^\[  FAILED  \].*ms\)$/{printf "%s", buf}' \
+    "$out/tests.log" > "$out/tests-failed.log"
   grep -E "^\[  (FAILED|PASSED) |tests? (ran|passed)" "$out/tests.log" | tail -20
+}
+# Learning-curve seeds (eval/scripts/learning_curve.sh) of ELMo and SaELMo at saelmo-small's sizes,
+# all at once on the one GPU (small batches leave it mostly idle): SEEDS x the two models, each
+# trained to the POINTS steps on the merged English corpus carried as CURVE_CORPUS (.xz), evaluated
+# there; their logs come back in curves.tar.gz. Stragglers are stopped at CURVE_S seconds.
+curve_seeds() {
+  local corpus=/tmp/english-merged.txt d=../shared/data pids=() m s
+  xz -dc "${CURVE_CORPUS:?the merged corpus, .xz}" > $corpus || return
+  export SEMCOR=$bundle/x/data/wsd/semcor.data.xml PURITY_CORPUS=$d/corpus/brown.txt OMP_NUM_THREADS=2 \
+    WSD_TESTS="$d/wsd/eval/senseval2/senseval2.data.xml $d/wsd/eval/semeval2007/semeval2007.data.xml"
+  for s in ${SEEDS:-1 2 3}; do
+    for m in elmo saelmo; do
+      local sets=(--set train_prefix=$corpus --set heldout_every=391 --set seed=$s --set device=cuda)
+      [ $m = elmo ] && sets+=(--set n_context=0)
+      PAIRS=$([ $m = saelmo ] && echo "eval/data/pseudo_pairs_pos.txt eval/data/pseudo_pairs.txt") \
+        eval/scripts/learning_curve.sh configs/saelmo-small.cfg runs/curve-$m-s$s "${POINTS:-782 3128}" "${sets[@]}" \
+        > "$out/curve-$m-s$s.log" 2>&1 &
+      pids+=($!)
+    done
+  done
+  local deadline=$((SECONDS + ${CURVE_S:-240}))
+  alive() { local p; for p in "${pids[@]}"; do kill -0 $p 2>/dev/null && return 0; done; return 1; }
+  while [ $SECONDS -lt $deadline ] && alive; do sleep 2; done
+  for p in "${pids[@]}"; do kill -- $p 2>/dev/null && echo "curve-seeds: stopped $p at the deadline"; done
+  pkill -f "bin/(train|wsd_eval|senses)" 2>/dev/null
+  tar -czf "$out/curves.tar.gz" runs/curve-*/{metrics,wsd,purity}.jsonl runs/curve-*/config.cfg "$out"/curve-*.log 2>/dev/null
+  rm -f "$out"/curve-*.log
+  tar -tzf "$out/curves.tar.gz" | head -40
 }
 case "$job" in
 tests) run_tests ;;
@@ -136,6 +171,16 @@ elmo-vs-saelmo)
   grep -h heldout_perplexity "$out"/*-metrics.jsonl | tail -2
   ;;
 hf-check) hf_check ;;
+gpu-tests) gpu_tests ;;
+curve-seeds) curve_seeds ;;
+tests-and-seeds)
+  # The GPU tests and the learning-curve seeds side by side (the seeds' small steps leave the GPU
+  # mostly idle; the tests check results, not times).
+  curve_seeds &
+  seeds=$!
+  gpu_tests
+  wait $seeds
+  ;;
 quick)
   # One call for a short lease: the CUDA tests alone, the rates, where elmo.cfg's step goes, a
   # shorter Hugging Face check.
@@ -156,3 +201,8 @@ quick)
   ;;
 *) echo "unknown job $job"; exit 2 ;;
 esac
+# At most 8 files come back: past that, every log goes back in one archive.
+if [ "$(find "$out" -maxdepth 1 -type f | wc -l)" -gt 8 ]; then
+  (cd "$out" && tar -czf logs.tar.gz ./*.log && rm -f ./*.log)
+  echo "logs packed in $out/logs.tar.gz"
+fi

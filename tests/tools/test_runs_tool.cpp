@@ -9,6 +9,10 @@
 #include <pugixml.hpp>
 #include <sstream>
 
+#include <fmt/format.h>
+
+#include "data/run_files.h"
+#include "data/wsd_corpus.h"
 #include "tests/test_util.h"
 #include "train/families.h"
 #include "train/run_lock.h"
@@ -106,6 +110,67 @@ TEST(RunsTool, PlotsOneSeriesPerRunAndPanel) {
   EXPECT_NE(e.rc, 0);
   EXPECT_TRUE(testing::contains(e.out, "not a run directory")) << e.out;
   EXPECT_FALSE(fs::exists(svg));
+}
+
+// wsd_eval --log appends each setting's scores with the run's checkpoint step and tokens;
+// runs plot draws them as a fourth panel (the paper's setting solid, the lemma's dashed).
+TEST(RunsTool, WsdEvalLogsACheckpointsScoresAndPlotDrawsThem) {
+  if (!fs::exists("/usr/share/wordnet/index.sense")) GTEST_SKIP() << "WordNet's index.sense is not installed";
+  const std::string run = tiny_run("wsd-log", "log_every = 1\n", 0);
+  const std::string dir = fs::path(run).parent_path().string();
+  WsdCorpus train, test;
+  train.sentences.push_back({"t0", {{"a", "a", "DET", ""}, {"dog", "dog", "NOUN", ""}, {"ran", "run", "VERB", "t0.1"},
+                                    {"to", "to", "ADP", ""}, {"the", "the", "DET", ""}, {"bank", "bank", "NOUN", "t0.2"}}});
+  train.sentences.push_back({"t1", {{"the", "the", "DET", ""}, {"bank", "bank", "NOUN", "t1.1"}}});
+  test.sentences.push_back({"e0", {{"the", "the", "DET", ""}, {"cat", "cat", "NOUN", "e0.1"}, {"ran", "run", "VERB", "e0.2"},
+                                   {"to", "to", "ADP", ""}, {"the", "the", "DET", ""}, {"bank", "bank", "NOUN", "e0.3"}}});
+  write_wsd_xml(train, dir + "/tr.data.xml");
+  write_wsd_keys({{"t0.1", {"run%2:38:00::"}}, {"t0.2", {"bank%1:17:01::"}}, {"t1.1", {"bank%1:14:00::"}}},
+                 dir + "/tr.gold.key.txt");
+  write_wsd_xml(test, dir + "/te.data.xml");
+  write_wsd_keys({{"e0.1", {"cat%1:05:00::"}}, {"e0.2", {"run%2:38:00::"}}, {"e0.3", {"bank%1:17:01::"}}},
+                 dir + "/te.gold.key.txt");
+  const std::string log = run + "/wsd.jsonl", common = " --train " + dir + "/tr.data.xml --test " + dir +
+                                                      "/te.data.xml --out " + dir + "/keys --all-settings";
+  fs::remove(log);
+  const testing::ToolRun r = testing::run_tool("./bin/wsd_eval --model " + run + common + " --layer 0,top --log " + log);
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const std::vector<nlohmann::json> lines = run_files::read_metrics(log);
+  ASSERT_EQ(lines.size(), 16u) << "2 layers x 4 settings x (the set and ALL)";
+  std::map<std::string, int> per_layer;
+  for (const nlohmann::json& j : lines) {
+    EXPECT_EQ(j["step"].get<int64_t>(), 6) << j.dump();
+    EXPECT_EQ(j["tokens"].get<int64_t>(), 6 * 4 * 5) << j.dump();
+    EXPECT_GE(j["f1"].get<double>(), 0.0);
+    EXPECT_LE(j["f1"].get<double>(), 1.0);
+    ++per_layer[j["layer"].get<std::string>()];
+  }
+  EXPECT_EQ(per_layer, (std::map<std::string, int>{{"0", 8}, {"top", 8}}));
+  // The top layer's scores equal those of a pass over that layer alone.
+  const testing::ToolRun alone = testing::run_tool("./bin/wsd_eval --model " + run + common + " --layer top");
+  ASSERT_EQ(alone.rc, 0) << alone.out;
+  for (const nlohmann::json& j : lines)
+    if (j["layer"] == "top" && j["test"] == "ALL" && j["setting"] == "nearest-all-wn1")
+      EXPECT_TRUE(testing::contains(alone.out, fmt::format("{:6.1f}%", 100 * j["f1"].get<double>()))) << alone.out;
+  // The plot's fourth panel: a solid and a dashed line for the run.
+  const std::string svg = dir + "/wsd-curves.svg";
+  const testing::ToolRun p = testing::run_tool("./bin/runs plot " + run + " -o " + svg);
+  ASSERT_EQ(p.rc, 0) << p.out;
+  pugi::xml_document doc;
+  ASSERT_TRUE(doc.load_file(svg.c_str()));
+  int wsd_lines = 0, dashed = 0;
+  for (const pugi::xpath_node& n : doc.select_nodes("//polyline[@data-panel='3']")) {
+    ++wsd_lines;
+    dashed += !std::string(n.node().attribute("stroke-dasharray").value()).empty();
+  }
+  EXPECT_EQ(wsd_lines, 2);
+  EXPECT_EQ(dashed, 1);
+  // --log needs a run's checkpoint to name the point it records.
+  const testing::ToolRun e = testing::run_tool("./bin/wsd_eval --options " + run + "/options.json --weights " + run +
+                                               "/weights.hdf5" + common + " --log " + log);
+  EXPECT_NE(e.rc, 0);
+  EXPECT_TRUE(testing::contains(e.out, "give --model RUN_DIR")) << e.out;
+  EXPECT_EQ(run_files::read_metrics(log).size(), 16u) << "a refused evaluation appends nothing";
 }
 
 }  // namespace

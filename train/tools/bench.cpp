@@ -631,16 +631,21 @@ void report_gemm_fraction(const TrainConfig& c, const TrainResult& r, int steps,
   const double tokens = static_cast<double>(c.batch_size) * c.unroll_steps;
   double flops = 0, ideal = 0;
   std::map<std::array<int64_t, 3>, double> seconds;  // per shape, timed once over about 0.3 s of calls
+  // On a GPU, the math the run's products get: TF32 tensor cores under tf32 and bf16 (their f32
+  // products; bf16's own are faster still), plain f32 otherwise.
+  const bool tf32 = d.is_cuda() && (c.precision == "tf32" || c.precision == "bf16");
   auto raw = [&](int64_t m, int64_t n, int64_t k) {
     auto [it, fresh] = seconds.try_emplace({m, n, k}, 0.0);
     if (fresh) {
-      const double once = raw_gemm_seconds(d, m, n, k, 1);
-      it->second = raw_gemm_seconds(d, m, n, k, static_cast<int>(std::clamp(0.3 / std::max(once, 1e-9), 3.0, 2000.0)));
+      const double once = raw_gemm_seconds(d, m, n, k, 1, tf32);
+      it->second =
+          raw_gemm_seconds(d, m, n, k, static_cast<int>(std::clamp(0.3 / std::max(once, 1e-9), 3.0, 2000.0)), tf32);
     }
     return it->second;
   };
   std::printf("model products per step (forward; the backward twice each, the char CNN's only its winning windows), at the raw %s's speed:\n",
-              d.is_cuda() ? "cuBLAS" : ("BLAS (core " + blas_kernel().core + ")").c_str());
+              d.is_cuda() ? (tf32 ? "cuBLAS (TF32 math)" : "cuBLAS (f32 math)")
+                          : ("BLAS (core " + blas_kernel().core + ")").c_str());
   for (const StepGemm& g : gemms) {
     const double t = raw(g.m, g.n, g.k);
     flops += g.flops();
@@ -683,18 +688,21 @@ int bench_train(const std::string& config, const std::string& corpus, int steps,
   TrainOptions to;
   to.quiet = true;
   to.time_phases = time_phases;
-  // --profile: samples the timed steps only (after the 5 warm-up steps, as the rate).
+  // --profile: samples the timed steps after the 5 warm-up steps, as the rate, but the last: the
+  // run's final checkpoint is written inside it, and would fill half the profile.
   CpuProfiler profiler;
   if (!profile.empty()) {
     int64_t seen = 0;
     to.after_step = [&](int64_t) {
-      if (++seen == 5) profiler.start(profile);
+      ++seen;
+      if (seen == 5) profiler.start(profile);
+      if (seen == 4 + steps) profiler.stop();
     };
   }
   TrainResult r = train_model(c, to);
   profiler.stop();
   if (!profile.empty())
-    std::printf("CPU profile of the timed steps: %s (google-pprof --text bin/bench %s)\n", profile.c_str(), profile.c_str());
+    std::printf("CPU profile of the timed steps but the last: %s (google-pprof --text bin/bench %s)\n", profile.c_str(), profile.c_str());
   std::filesystem::remove_all(dir);
   AllocatorStats hs = host_allocator().stats();
   std::printf("sensealign: %.0f tokens/s | peak RSS %.0f MiB | peak tensor memory %.0f MiB (host)",

@@ -4,8 +4,10 @@
 //                          (a checkpoint was found damaged and moved aside)
 //   bin/runs plot RUN... -o curves.svg
 //                          training loss, held-out perplexity and tokens/s against tokens seen, one
-//                          colour per run, from each run's metrics.jsonl
+//                          colour per run, from each run's metrics.jsonl; where a run has wsd.jsonl
+//                          (bin/wsd_eval --log), a fourth panel: WSD F1 of its checkpoints
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -39,27 +41,20 @@ void list(const std::vector<std::string>& runs) {
   for (const std::string& dir : runs) {
     SA_CHECK(fs::exists(run_files::config(dir)), "{}: not a run directory (no config.cfg)", dir);
     const TrainConfig c = TrainConfig::load(run_files::config(dir));
-    // The step of the newest checkpoint: what a rerun resumes from.
-    int64_t step = 0;
     bool damaged = false;
     if (fs::exists(run_files::checkpoint_dir(dir)))
       for (const auto& e : fs::directory_iterator(run_files::checkpoint_dir(dir)))
         damaged = damaged || e.path().extension() == ".damaged";
-    if (const auto ckpts = run_files::checkpoints(dir); !ckpts.empty()) {
-      const std::string name = fs::path(ckpts.back()).stem().string();  // ckpt-NNNNNNNN
-      step = std::stoll(name.substr(name.find('-') + 1));
-    }
+    const int64_t step = std::max<int64_t>(0, run_files::newest_checkpoint_step(dir));  // what a rerun resumes from
     double heldout = 0;
     int64_t seen = -1;  // tokens at the newest checkpoint, from its metrics line
     if (fs::exists(run_files::metrics(dir))) {
       try {  // a damaged metrics.jsonl marks its run; the other runs are still listed
-        for (const nlohmann::json& j : run_files::read_metrics(run_files::metrics(dir))) {
+        const std::vector<nlohmann::json> rows = run_files::read_metrics(run_files::metrics(dir));
+        for (const nlohmann::json& j : rows)
           if (j.contains("heldout_perplexity") && j["heldout_perplexity"].is_number())
             heldout = j["heldout_perplexity"].get<double>();
-          if (j.contains("checkpoint") && j["step"].get<int64_t>() == step && j.contains("tokens") &&
-              j["tokens"].is_number_integer())
-            seen = j["tokens"].get<int64_t>();
-        }
+        seen = run_files::tokens_at_checkpoint(rows, step);
       } catch (const Error& e) {
         damaged = true;
         std::fprintf(stderr, "runs: %s\n", e.what());
@@ -86,7 +81,21 @@ void list(const std::vector<std::string>& runs) {
 struct Curves {
   std::string name;
   std::vector<std::pair<double, double>> loss, heldout, rate;
+  // WSD F1 (%) on every test set together, top layer: the paper's setting (all senses + WordNet's
+  // first sense) and the lemma-filtered one (+ first sense).
+  std::vector<std::pair<double, double>> wsd_paper, wsd_lemma;
 };
+
+// The highest numbered layer scored in a wsd.jsonl ("top" where it was named so): the top layer.
+std::string top_layer(const std::vector<nlohmann::json>& rows) {
+  int best = -1;
+  for (const nlohmann::json& j : rows) {
+    const std::string l = j.value("layer", "");
+    if (l == "top") return l;
+    if (!l.empty() && std::all_of(l.begin(), l.end(), ::isdigit)) best = std::max(best, std::stoi(l));
+  }
+  return best < 0 ? "top" : std::to_string(best);
+}
 
 Curves curves_of(const std::string& dir) {
   SA_CHECK(fs::exists(run_files::config(dir)), "{}: not a run directory (no config.cfg)", dir);
@@ -107,7 +116,7 @@ Curves curves_of(const std::string& dir) {
     --it;
     return it->second * static_cast<double>(step) / static_cast<double>(it->first);
   };
-  Curves out{dir, {}, {}, {}};  // named as the user named it
+  Curves out{dir, {}, {}, {}, {}, {}};  // named as the user named it
   while (out.name.size() > 1 && out.name.back() == '/') out.name.pop_back();
   for (const nlohmann::json& j : rows) {
     const double x = tokens_at(j["step"].get<int64_t>());
@@ -117,6 +126,17 @@ Curves curves_of(const std::string& dir) {
     take("loss", out.loss);
     take("heldout_perplexity", out.heldout);
     take("tokens_per_s", out.rate);
+  }
+  if (fs::exists(run_files::wsd_log(dir))) {
+    const std::vector<nlohmann::json> wsd = run_files::read_metrics(run_files::wsd_log(dir));
+    const std::string top = top_layer(wsd);
+    std::map<std::string, std::map<double, double>> by_setting;  // a later evaluation of a step wins
+    for (const nlohmann::json& j : wsd)
+      if (j.value("test", "") == "ALL" && j.value("layer", "") == top && j.contains("f1") && j["f1"].is_number())
+        by_setting[j.value("setting", "")][j.contains("tokens") ? j["tokens"].get<double>() : tokens_at(j["step"].get<int64_t>())] =
+            100 * j["f1"].get<double>();
+    for (const auto& [x, f1] : by_setting["nearest-all-wn1"]) out.wsd_paper.emplace_back(x, f1);
+    for (const auto& [x, f1] : by_setting["nearest-lemma-wn1"]) out.wsd_lemma.emplace_back(x, f1);
   }
   return out;
 }
@@ -128,10 +148,13 @@ void plot(const std::vector<std::string>& dirs, const std::string& out) {
   static const char* palette[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"};
   const double legend_rows = static_cast<double>((runs.size() + 2) / 3);
   const double W = 960, left = 90, right = 30, top = 70 + 20 * legend_rows, panel = 210, gap = 70;
-  const double H = top + 3 * panel + 2 * gap + 60;
+  bool wsd = false;
+  for (const Curves& r : runs) wsd = wsd || !r.wsd_paper.empty() || !r.wsd_lemma.empty();
+  const int n_panels = wsd ? 4 : 3;
+  const double H = top + n_panels * panel + (n_panels - 1) * gap + 60;
   double xmax = 0;
   for (const Curves& r : runs)
-    for (const auto* s : {&r.loss, &r.heldout, &r.rate})
+    for (const auto* s : {&r.loss, &r.heldout, &r.rate, &r.wsd_paper, &r.wsd_lemma})
       for (const auto& [x, y] : *s) xmax = std::max(xmax, x);
   std::string names;
   for (const std::string& d : dirs) names.append(names.empty() ? "" : ", ").append(d);
@@ -150,17 +173,24 @@ void plot(const std::vector<std::string>& dirs, const std::string& out) {
     const char* title;
     std::vector<std::pair<double, double>> Curves::*series;
     bool log_y;
+    std::vector<std::pair<double, double>> Curves::*dashed = nullptr;  // a second series, dashed
   };
   const Panel panels[] = {{"training loss (nats per token, each logged step)", &Curves::loss, false},
                           {"held-out perplexity (log scale)", &Curves::heldout, true},
-                          {"training speed (tokens/s since the invocation began)", &Curves::rate, false}};
-  for (int p = 0; p < 3; ++p) {
+                          {"training speed (tokens/s since the invocation began)", &Curves::rate, false},
+                          {"WSD F1 %, top layer, all test sets: all senses + WordNet first sense (solid), the "
+                           "lemma's senses + first sense (dashed)",
+                           &Curves::wsd_paper, false, &Curves::wsd_lemma}};
+  for (int p = 0; p < n_panels; ++p) {
     const Panel& pn = panels[p];
     const double y0 = top + p * (panel + gap), y1 = y0 + panel;
     double lo = INFINITY, hi = -INFINITY;
     for (const Curves& r : runs)
-      for (const auto& [x, y] : r.*pn.series)
-        if (!pn.log_y || y > 0) lo = std::min(lo, pn.log_y ? std::log10(y) : y), hi = std::max(hi, pn.log_y ? std::log10(y) : y);
+      for (auto series : {pn.series, pn.dashed})
+        if (series)
+          for (const auto& [x, y] : r.*series)
+            if (!pn.log_y || y > 0)
+              lo = std::min(lo, pn.log_y ? std::log10(y) : y), hi = std::max(hi, pn.log_y ? std::log10(y) : y);
     f.text(left, y0 - 10, pn.title, 13, "black", "font-weight=\"bold\"");
     f.rect(left, y0, W - left - right, panel, "none", "stroke=\"#888\"");
     if (!(hi >= lo)) {
@@ -192,13 +222,19 @@ void plot(const std::vector<std::string>& dirs, const std::string& out) {
       f.line(left, y, W - right, y, "#ddd", 1);
       f.text(6, y + 4, fmt::format("{:g}", v), 11, "#444");
     }
-    for (size_t i = 0; i < runs.size(); ++i) {
-      std::vector<std::pair<double, double>> pts;
-      for (const auto& [x, y] : runs[i].*pn.series)
-        if (!pn.log_y || y > 0) pts.emplace_back(X(x), Y(y));
-      if (pts.size() == 1) f.circle(pts[0].first, pts[0].second, 3, palette[i % 8]);
-      f.polyline(pts, palette[i % 8], 1.5, "data-run=\"" + xml_escape(runs[i].name) + "\" data-panel=\"" + std::to_string(p) + "\"");
-    }
+    for (size_t i = 0; i < runs.size(); ++i)
+      for (auto series : {pn.series, pn.dashed}) {
+        if (!series) continue;
+        std::vector<std::pair<double, double>> pts;
+        for (const auto& [x, y] : runs[i].*series)
+          if (!pn.log_y || y > 0) pts.emplace_back(X(x), Y(y));
+        // A curve of a few evaluated checkpoints: each point marked.
+        if (pn.dashed || pts.size() == 1)
+          for (const auto& [px, py] : pts) f.circle(px, py, 3, palette[i % 8]);
+        std::string attrs = "data-run=\"" + xml_escape(runs[i].name) + "\" data-panel=\"" + std::to_string(p) + "\"";
+        if (series == pn.dashed) attrs += " stroke-dasharray=\"6,4\"";
+        f.polyline(pts, palette[i % 8], 1.5, attrs);
+      }
   }
   f.save(out);
   std::printf("runs: %zu run%s -> %s\n", runs.size(), runs.size() == 1 ? "" : "s", out.c_str());
@@ -212,7 +248,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> runs;
   CLI::App* l = app.add_subcommand("list", "one line per run: family, steps, tokens, last held-out perplexity, state");
   l->add_option("runs", runs, "run directories")->required();
-  CLI::App* pl = app.add_subcommand("plot", "training loss, held-out perplexity and tokens/s against tokens seen (SVG)");
+  CLI::App* pl = app.add_subcommand(
+      "plot", "training loss, held-out perplexity, tokens/s and (where wsd_eval --log wrote wsd.jsonl) WSD F1 against tokens seen (SVG)");
   std::vector<std::string> plot_runs;
   std::string out;
   pl->add_option("runs", plot_runs, "run directories")->required();
