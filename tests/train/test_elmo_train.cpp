@@ -5,6 +5,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <random>
+#include <set>
 
 #include "data/char_ids.h"
 #include "data/dictionary.h"
@@ -30,6 +32,33 @@ LmBatch batch(const std::vector<std::string>& tokens, const Vocab& v, int rows, 
     b.targets[i] = v.id(tokens[(i + 1) % tokens.size()]);
   }
   return b;
+}
+
+// The negatives of ELMo's sampled softmax: distinct ids in range, drawn as TF's log-uniform
+// candidate sampler draws them (repeats rejected, every draw counted in `tries`), the same for a
+// seed whatever set keeps the seen ids.
+TEST(ElmoTrain, LogUniformNegativesAreDistinctAndFollowTheSampler) {
+  for (int64_t V : {20, 5000, 60000}) {
+    const int n = static_cast<int>(std::min<int64_t>(V, 2000));
+    LogUniformSampler s(V);
+    std::mt19937_64 rng(42), ref_rng(42);
+    int64_t tries = 0;
+    const std::vector<int32_t> got = s.sample_unique(n, rng, tries);
+    // The procedure written out: u uniform in [0, 1), k = floor(exp(u log(V + 1))) - 1.
+    std::uniform_real_distribution<double> u(0.0, 1.0);
+    std::set<int32_t> seen;
+    std::vector<int32_t> want;
+    int64_t ref_tries = 0;
+    while (static_cast<int>(want.size()) < n) {
+      ++ref_tries;
+      const int64_t k = std::clamp<int64_t>(static_cast<int64_t>(std::exp(u(ref_rng) * std::log(V + 1.0))) - 1, 0, V - 1);
+      if (seen.insert(static_cast<int32_t>(k)).second) want.push_back(static_cast<int32_t>(k));
+    }
+    EXPECT_EQ(got, want) << "V=" << V;
+    EXPECT_EQ(tries, ref_tries) << "V=" << V;
+    EXPECT_GT(tries, n) << "V=" << V << ": a log-uniform draw repeats its frequent ids";
+    EXPECT_EQ(std::set<int32_t>(got.begin(), got.end()).size(), got.size());
+  }
 }
 
 // In both table layouts: one softmax table for both directions (bilm-tf) and one per direction.

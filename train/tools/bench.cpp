@@ -301,6 +301,33 @@ void bench_negatives(Device d, bool quick, int iters, const std::string& dev) {
               (std::to_string(n) + " of " + std::to_string(ids.size())).c_str(), td * 1e3, th * 1e3, th / td);
 }
 
+// ELMo's negatives, drawn on the host every step for each direction: 8,192 distinct log-uniform ids
+// and the log expected counts of the drawn and the true ids (TF's subtract_log_q), at a Brown-sized
+// and an lm1b-sized vocabulary. Host work a GPU step waits for: the line times it on any device.
+void bench_log_uniform(bool quick, const std::string& dev) {
+  const int n = 8192, labels = 5120;
+  for (int64_t V : {int64_t{50000}, int64_t{800000}}) {
+    const LogUniformSampler s(V);
+    std::mt19937_64 rng(1);
+    int64_t tries = 0;
+    double sink = 0;
+    const int reps = quick ? 3 : 20;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int r = 0; r < reps; ++r) sink += s.sample_unique(n, rng, tries)[0];
+    const auto t1 = std::chrono::steady_clock::now();
+    for (int r = 0; r < reps; ++r)
+      for (int i = 0; i < labels + n; ++i) sink += std::log(s.expected_count(i * 7 % V, n, tries));
+    const auto t2 = std::chrono::steady_clock::now();
+    const double draw = std::chrono::duration<double>(t1 - t0).count() / reps,
+                 logq = std::chrono::duration<double>(t2 - t1).count() / reps;
+    volatile double keep = sink;  // the work is used: not optimized away
+    (void)keep;
+    std::printf("%-7s %-34s %-18s %9.3f ms %9.3f ms %7.2f   (log q of %d ids; %ld draws)\n", dev.c_str(),
+                "log-uniform draw vs its log q (host)", (std::to_string(n) + " of " + std::to_string(V)).c_str(),
+                draw * 1e3, logq * 1e3, logq / draw, labels + n, static_cast<long>(tries));
+  }
+}
+
 // The char CNN's backward at elmo.cfg's widest filters (width 7, 1024 filters over 50 characters of
 // 16 dims): CUDA's weight gradient tiled in shared memory against a thread per output
 // (SA_CONV_GW_UNTILED=1), and its forward under bf16 against tf32. The CPU has one form: its line
@@ -604,7 +631,7 @@ void bench_ops(Device d, bool quick, const std::set<std::string>& only) {
   if (want("ner")) bench_ner_step(d, quick, iters, dev);
   if (want("candidate_softmax")) bench_candidate_softmax(d, quick, iters, dev);
   if (want("select_rows")) bench_select_rows(d, quick, iters, dev);
-  if (want("negatives")) bench_negatives(d, quick, iters, dev);
+  if (want("negatives")) bench_negatives(d, quick, iters, dev), bench_log_uniform(quick, dev);
   if (want("char_cnn")) bench_char_cnn(d, quick, iters, dev);
   if (want("crf")) bench_crf(d, quick, iters, dev);
   if (want("attention")) {
@@ -662,13 +689,17 @@ void report_gemm_fraction(const TrainConfig& c, const TrainResult& r, int steps,
 
 // Whether a GPU step waits for the host or the host for the GPU: the host's own work per step is
 // the wall time less the time it sat blocked on the device. CUDA graphs and fewer launches save
-// host work; they speed up only a step the host bounds.
+// host work; they speed up only a step the host bounds. A launch blocks inside the driver once the
+// GPU's queue is full, and that time counts as the host's own: a GPU-bound step of many launches
+// looks host-bound. Under SA_CUDA_GRAPHS=1 few launches queue, so the waits show where they are.
 std::string host_time_line(double step_s, double wait_s, bool time_phases) {
   const double work = step_s - wait_s;
   std::string line = fmt::format("  host per step: {:.1f} ms of its own work, {:.1f} ms waiting for the GPU, of a {:.1f} ms step",
                                  work * 1e3, wait_s * 1e3, step_s * 1e3);
   if (time_phases) return line + " (--phases makes it wait at every phase: no verdict)";
-  return line + (work < 0.7 * step_s ? ": the GPU bounds the step" : ": the host bounds the step (launches, host work)");
+  if (work < 0.7 * step_s) return line + ": the GPU bounds the step";
+  return line + ": the host bounds the step, or its launches wait for a full GPU queue (the same step time under "
+                "SA_CUDA_GRAPHS=1, with the waits shown, means the GPU bounds it)";
 }
 
 int bench_train(const std::string& config, const std::string& corpus, int steps, const std::string& device,
