@@ -177,6 +177,7 @@ Tensor ElmoModel::encode_tokens(const std::vector<int32_t>& char_ids, const Shap
   SA_CHECK(static_cast<int64_t>(char_ids.size()) == n * chars::kPerToken, "encode: {} char ids for {} tokens",
            char_ids.size(), n);
   std::unordered_map<std::string_view, int32_t> slot;
+  slot.reserve(static_cast<size_t>(n));  // no rehashing as it fills: a quarter of this host loop
   std::vector<int32_t> uniq, index(static_cast<size_t>(n));
   const char* base = reinterpret_cast<const char*>(char_ids.data());
   const size_t row_bytes = chars::kPerToken * sizeof(int32_t);
