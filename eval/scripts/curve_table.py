@@ -110,6 +110,23 @@ def main(dirs):
             print("| " + " | ".join(row) + " |")
         paper[name] = [(pts[s]["tokens"], pts[s]["f1"][(top, "nearest-all-wn1")]) for pts in seeds.values()
                        for s in sorted(pts)]
+    # The sense model against the plain one at every point both reached (seed means).
+    if "elmo" in models and "saelmo" in models:
+        print("\n**SaELMo - ELMo** (top layer, seed means; F1 points, held-out perplexity as a ratio)\n")
+        print("| tokens | seeds (ELMo / SaELMo) | all + WN1 (paper) | lemma's + WN1 | held-out ppl ratio |")
+        print("|---|---|---|---|---|")
+        def means(name, step, key):
+            vals = [pts[step][key] if key == "ppl" else pts[step]["f1"].get((top_layer(pts), key))
+                    for pts in models[name].values() if step in pts and (key != "ppl" or "ppl" in pts[step])]
+            return statistics.mean(vals) if vals else None, len(vals)
+        common = sorted(set.intersection(*[{s for pts in models[m].values() for s in pts} for m in ("elmo", "saelmo")]))
+        for step in common:
+            (e_paper, ne), (s_paper, ns) = means("elmo", step, "nearest-all-wn1"), means("saelmo", step, "nearest-all-wn1")
+            (e_lem, _), (s_lem, _) = means("elmo", step, "nearest-lemma-wn1"), means("saelmo", step, "nearest-lemma-wn1")
+            (e_ppl, _), (s_ppl, _) = means("elmo", step, "ppl"), means("saelmo", step, "ppl")
+            tokens = next(pts[step]["tokens"] for pts in models["elmo"].values() if step in pts)
+            ratio = f"{s_ppl / e_ppl:.2f}" if e_ppl and s_ppl else "-"
+            print(f"| {tokens_label(tokens)} | {ne} / {ns} | {s_paper - e_paper:+.1f} | {s_lem - e_lem:+.1f} | {ratio} |")
     print("\n**The paper's setting against log10(tokens)** (top layer; every seed's points; a line fitted "
           "over a decade or two of small budgets, so a lead, not a forecast)\n")
     print("| model | points | F1 = a + b log10(tokens) | R² | 30% at | 45% at | at the paper's 4.1B tokens |")
