@@ -176,10 +176,9 @@ int main(int argc, char** argv) {
     // --log records a run's point on its curve: the step and tokens of the checkpoint evaluated.
     ScoreLog log;
     if (!log_path.empty()) {
-      SA_CHECK(!model.source.run_dir.empty() && run_files::newest_checkpoint_step(model.source.run_dir) >= 0,
-               "--log records the scores of a run's checkpoint: give --model RUN_DIR of a run with a checkpoint");
       const std::string& dir = model.source.run_dir;
-      const int64_t step = run_files::newest_checkpoint_step(dir);
+      const int64_t step = dir.empty() ? -1 : run_files::newest_checkpoint_step(dir);
+      SA_CHECK(step >= 0, "--log records the scores of a run's checkpoint: give --model RUN_DIR of a run with a checkpoint");
       const int64_t tokens = fs::exists(run_files::metrics(dir))
                                  ? run_files::tokens_at_checkpoint(run_files::read_metrics(run_files::metrics(dir)), step)
                                  : -1;
@@ -227,7 +226,8 @@ int main(int argc, char** argv) {
       if (!own) std::printf("layer %s: ", l.spec.c_str());
       std::printf("%zu sense centroids\n", cent.keys.size());
       print_header();
-      log.fields["layer"] = l.spec;
+      // The top layer logged by its number: one name for it however it was asked for.
+      log.fields["layer"] = l.spec == "top" ? std::to_string(enc->n_layers() - 1) : l.spec;
       // The paper's setting (all senses + WN1) leads.
       for (int f = 0; f < 2; ++f)
         for (int b = 1; b >= 0; --b) {

@@ -86,15 +86,14 @@ struct Curves {
   std::vector<std::pair<double, double>> wsd_paper, wsd_lemma;
 };
 
-// The highest numbered layer scored in a wsd.jsonl ("top" where it was named so): the top layer.
+// The highest numbered layer scored in a wsd.jsonl (wsd_eval logs the top layer by its number).
 std::string top_layer(const std::vector<nlohmann::json>& rows) {
   int best = -1;
   for (const nlohmann::json& j : rows) {
     const std::string l = j.value("layer", "");
-    if (l == "top") return l;
     if (!l.empty() && std::all_of(l.begin(), l.end(), ::isdigit)) best = std::max(best, std::stoi(l));
   }
-  return best < 0 ? "top" : std::to_string(best);
+  return std::to_string(best);
 }
 
 Curves curves_of(const std::string& dir) {
