@@ -372,6 +372,13 @@ Backend& backend(Device d);
 // The same backend for what starts no work: its allocator, synchronize, settings.
 Backend& backend_uncounted(Device d);
 Backend& cpu_backend();
+// Off: the CPU's primitives compute nothing and leave their outputs as they are (bench train
+// --no-arithmetic), so a CPU step costs what its host path costs: the work a GPU step waits on.
+// Turn it off after the model is set up (its weights stay finite); the host allocator's cache
+// goes back to the system and its blocks come zeroed from then on (allocator.h). Process-wide;
+// for measurement only: nothing trained without arithmetic means anything.
+void set_cpu_arithmetic(bool on);
+bool cpu_arithmetic();
 // Records the work from its making to close() as one step of kind `key` on the device of `d`
 // (Backend::open_step) when SA_CUDA_GRAPHS=step; else does nothing. Destroyed unclosed, it closes
 // the step, unless an error unwinds: then what the step's current piece recorded is dropped.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <iterator>
 
 #include "engine/core/error.h"
@@ -37,6 +38,7 @@ void* CachingAllocator::allocate(size_t bytes) {
     sz = it->first;
     p = it->second;
     free_.erase(it);
+    if (zero_ && sz <= kZeroedReuse) std::memset(p, 0, sz);
   } else {
     if (bounded_)  // the largest cached blocks go back first
       for (const size_t limit = std::max(kCacheFloor, st_.peak_in_use);
@@ -63,6 +65,7 @@ void* CachingAllocator::allocate(size_t bytes) {
       p = raw_alloc_(sz, device_);
     }
     SA_CHECK(p, "out of memory allocating {} bytes (in use {}, reserved {})", sz, st_.in_use, st_.reserved);
+    if (zero_) std::memset(p, 0, sz);
     st_.reserved += sz;
     st_.raw_allocs++;
   }
@@ -70,6 +73,11 @@ void* CachingAllocator::allocate(size_t bytes) {
   st_.in_use += sz;
   if (st_.in_use > st_.peak_in_use) st_.peak_in_use = st_.in_use;
   return p;
+}
+
+void CachingAllocator::zero_blocks(bool on) {
+  std::lock_guard<std::mutex> lock(mu_);
+  zero_ = on;
 }
 
 void CachingAllocator::deallocate(void* p) {

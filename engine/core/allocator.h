@@ -38,6 +38,12 @@ class CachingAllocator {
   void release_held();
   AllocatorStats stats() const;
   void reset_peak();
+  // Host memory only: from now on, blocks taken from the system are zeroed once, and blocks of at
+  // most kZeroedReuse bytes at every hand-out. For a run whose kernels write nothing (the CPU
+  // without arithmetic, backend.h): the small results the host reads (a loss, a norm, chosen ids)
+  // hold no stale bytes of another dtype (a NaN, an index out of range).
+  void zero_blocks(bool on);
+  static constexpr size_t kZeroedReuse = size_t{64} << 10;
 
  private:
   static size_t round_size(size_t bytes);
@@ -45,6 +51,7 @@ class CachingAllocator {
   RawFree raw_free_;
   int device_;
   bool bounded_;
+  bool zero_ = false;
   mutable std::mutex mu_;
   std::multimap<size_t, void*> free_;        // size -> block
   std::unordered_map<void*, size_t> live_;   // block -> size

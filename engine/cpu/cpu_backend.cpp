@@ -1,5 +1,7 @@
-// The CPU backend instance.
+// The CPU backend instance, or the one without arithmetic.
 #include "engine/cpu/cpu_backend.h"
+
+#include <atomic>
 
 #include "engine/cpu/blas_kernel.h"
 
@@ -7,9 +9,25 @@ namespace sa {
 
 CpuBackend::CpuBackend() { blas_kernel(); }
 
+namespace {
+std::atomic<bool> g_arithmetic{true};
+}  // namespace
+
 Backend& cpu_backend() {
   static CpuBackend b;
-  return b;
+  return g_arithmetic.load(std::memory_order_relaxed) ? b : dry_cpu_backend();
 }
+
+void set_cpu_arithmetic(bool on) {
+  g_arithmetic = on;
+  if (on) {
+    host_allocator().zero_blocks(false);
+    return;
+  }
+  host_allocator().release_cached();  // no stale bytes from before: blocks come zeroed (allocator.h)
+  host_allocator().zero_blocks(true);
+}
+
+bool cpu_arithmetic() { return g_arithmetic; }
 
 }  // namespace sa

@@ -17,6 +17,10 @@ class CpuBackend final : public Backend {
   SA_BACKEND_OVERRIDES
 };
 
+// The CPU backend whose primitives compute nothing (dry_backend.cpp); cpu_backend() answers with
+// it after set_cpu_arithmetic(false).
+Backend& dry_cpu_backend();
+
 // Parallelize a loop only when it is large enough to pay for the threads.
 constexpr int64_t kParallelMin = 1 << 14;
 

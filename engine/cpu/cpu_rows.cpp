@@ -11,6 +11,13 @@
 
 namespace sa {
 
+// A host tensor of ids, uncounted (Tensor::from counts an upload).
+static Tensor ids_tensor(const std::vector<int32_t>& v) {
+  Tensor t = Tensor::empty({static_cast<int64_t>(v.size())}, DType::I32);
+  if (!v.empty()) std::memcpy(t.raw(), v.data(), v.size() * sizeof(int32_t));
+  return t;
+}
+
 void CpuBackend::gather_rows(const Tensor& table, const Tensor& idx, Tensor& out) {
   const int64_t v = table.dim(0), d = table.numel() / std::max<int64_t>(v, 1), n = idx.numel();
   const int32_t* ix = idx.data<int32_t>();
@@ -53,14 +60,16 @@ std::pair<Tensor, Tensor> CpuBackend::coalesce_rows(const Tensor& ids, const Ten
       kept.push_back(static_cast<int32_t>(i));
     }
   const int64_t U = static_cast<int64_t>(uniq.size()), K = static_cast<int64_t>(kept.size());
-  Tensor summed = Tensor::zeros({U, d}, rows.dtype(), device());
+  // One primitive, as on a GPU: what it makes inside counts as no launch or upload of its own.
+  Tensor summed = Tensor::empty({U, d}, rows.dtype(), device());
+  fill(summed, 0);
   const Tensor src = K == M ? rows : Tensor::empty({K, d}, rows.dtype(), device());
   if (K < M) {
     Tensor s = src;
-    gather_rows(rows, Tensor::from(kept, {K}, device()), s);
+    gather_rows(rows, ids_tensor(kept), s);
   }
-  scatter_add_rows(src, Tensor::from(slot, {K}, device()), summed);  // in row order per column
-  return {Tensor::from(uniq, {U}, device()), summed};
+  scatter_add_rows(src, ids_tensor(slot), summed);  // in row order per column
+  return {ids_tensor(uniq), summed};
 }
 
 void CpuBackend::scatter_add_rows(const Tensor& src, const Tensor& idx, Tensor& table) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "data/run_files.h"
+#include "data/safetensors.h"
 #include "engine/engine.h"
 #include "tests/test_util.h"
 #include "train/families.h"
@@ -148,10 +149,9 @@ TEST(TrainLoop, PhasesAreTimedAfterTheWarmUpSteps) {
   EXPECT_EQ(res.phase_seconds[0].first, "work");
 }
 
-// A tiny ELMo with its phases timed (bench train --phases): the forward and the loss split by op
-// as the backward is, each op's share inside the phases that ran it.
-TEST(TrainLoop, PhasesSplitTheForwardAndTheBackwardByOp) {
-  const std::string dir = ::testing::TempDir() + "/phases-by-op";
+// A tiny ELMo's config in a fresh directory `name`, its run under name/run.
+std::string tiny_elmo_config(const std::string& name, int64_t n_steps, const std::string& extra = "") {
+  const std::string dir = ::testing::TempDir() + "/" + name;
   fs::remove_all(dir);
   fs::create_directories(dir);
   {
@@ -159,14 +159,20 @@ TEST(TrainLoop, PhasesSplitTheForwardAndTheBackwardByOp) {
     for (int i = 0; i < 40; ++i) corpus << (i % 2 ? "the cat sat on the mat .\n" : "a dog ran to the park and back .\n");
   }
   std::ofstream(dir + "/tiny.cfg") << "train_prefix = \"" << dir << "/corpus.txt\"\nrun_dir = \"" << dir << "/run\"\n"
-                                   << "batch_size = 2\nunroll_steps = 4\nn_negative_samples_batch = 4\nn_steps = 9\n"
-                                   << "log_every = 1000\ncheckpoint_every = 1000\ndevice = \"cpu\"\n"
+                                   << "batch_size = 2\nunroll_steps = 4\nn_negative_samples_batch = 4\nn_steps = " << n_steps
+                                   << "\nlog_every = 1000\ndevice = \"cpu\"\n" << extra
                                    << "[char_cnn]\nembedding.dim = 4\nfilters = [[1, 4], [2, 4]]\nn_highway = 1\n"
                                    << "[lstm]\ndim = 8\nprojection_dim = 4\nn_layers = 1\n";
+  return dir + "/tiny.cfg";
+}
+
+// A tiny ELMo with its phases timed (bench train --phases): the forward and the loss split by op
+// as the backward is, each op's share inside the phases that ran it.
+TEST(TrainLoop, PhasesSplitTheForwardAndTheBackwardByOp) {
   TrainOptions o;
   o.quiet = true;
   o.time_phases = true;
-  const TrainResult r = train_model(TrainConfig::load(dir + "/tiny.cfg"), o);
+  const TrainResult r = train_model(TrainConfig::load(tiny_elmo_config("phases-by-op", 9, "checkpoint_every = 1000\n")), o);
   auto has = [](const std::vector<std::pair<std::string, double>>& ops, const std::string& op) {
     for (const auto& [name, s] : ops)
       if (name == op) return true;
@@ -184,6 +190,44 @@ TEST(TrainLoop, PhasesSplitTheForwardAndTheBackwardByOp) {
     if (name == "forward" || name == "loss") phases += s;
   EXPECT_GT(ops, 0);
   EXPECT_LE(ops, phases);
+}
+
+// bench train --no-arithmetic: after a first step, the CPU's primitives compute nothing, so no
+// weight moves, while each step takes the host path it takes with arithmetic: the same launches,
+// uploads and host reads.
+TEST(TrainLoop, WithoutArithmeticAStepTakesTheSameHostPathAndMovesNoWeight) {
+  TrainOptions o;
+  o.quiet = true;
+  const TrainResult real = train_model(TrainConfig::load(tiny_elmo_config("with-arithmetic", 9, "checkpoint_every = 7\n")), o);
+  const std::string cfg = tiny_elmo_config("no-arithmetic", 9, "checkpoint_every = 7\n");
+  struct ArithmeticBack {
+    ~ArithmeticBack() { set_cpu_arithmetic(true); }
+  } back;
+  o.after_step = [](int64_t step) {
+    if (step == 1) set_cpu_arithmetic(false);
+  };
+  const TrainResult dry = train_model(TrainConfig::load(cfg), o);
+  EXPECT_FALSE(cpu_arithmetic());
+  set_cpu_arithmetic(true);
+  ASSERT_EQ(dry.steady_steps, real.steady_steps);
+  ASSERT_GT(real.steady_counters.launches, 0);
+  EXPECT_EQ(dry.steady_counters.launches, real.steady_counters.launches);
+  EXPECT_EQ(dry.steady_counters.uploads, real.steady_counters.uploads);
+  EXPECT_EQ(dry.steady_counters.host_reads, real.steady_counters.host_reads);
+  const std::string ckpts = fs::path(cfg).parent_path().string() + "/run/checkpoints/";
+  const SafetensorsFile at7 = load_safetensors(ckpts + "ckpt-00000007.safetensors");
+  const SafetensorsFile at9 = load_safetensors(ckpts + "ckpt-00000009.safetensors");
+  ASSERT_FALSE(at7.tensors.empty());
+  int compared = 0;
+  for (const auto& [name, t] : at7.tensors)
+    if (!name.starts_with("state/")) {  // the LSTMs' carried state: each step's new output tensors
+      EXPECT_EQ(t.values(), at9.tensors.at(name).values()) << name;
+      ++compared;
+    }
+  EXPECT_GT(compared, 10);
+  // And arithmetic is back: a product computes again.
+  const Tensor x = Tensor::full({2, 2}, 1.5, DType::F32);
+  EXPECT_EQ(ops::matmul(x, x).values(), (std::vector<double>{4.5, 4.5, 4.5, 4.5}));
 }
 
 TEST(ModelFamilies, TheRegistryNamesEachFamilyOnce) {

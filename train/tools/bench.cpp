@@ -702,38 +702,52 @@ std::string host_time_line(double step_s, double wait_s, bool time_phases) {
                 "SA_CUDA_GRAPHS=1, with the waits shown, means the GPU bounds it)";
 }
 
-int bench_train(const std::string& config, const std::string& corpus, int steps, const std::string& device,
-                const std::string& peer, const std::vector<std::string>& overrides, bool time_phases,
-                const std::string& profile) {
+struct TrainBenchArgs {
+  std::string config = "configs/bench-small.cfg", corpus, peer = "../shared/bench/elmo_torch.py", device = "auto";
+  int steps = 40;
+  std::vector<std::string> overrides;
+  bool time_phases = false;
+  std::string profile;
+  bool no_arithmetic = false;  // the CPU's host path alone (set_cpu_arithmetic)
+};
+
+int bench_train(const TrainBenchArgs& args) {
   std::string dir = (std::filesystem::temp_directory_path() / ("sensealign-bench-" + std::to_string(::getpid()))).string();
   // Every word in the vocabulary, as the PyTorch peer builds it: the same V on both sides.
-  std::vector<std::string> sets = {"run_dir=" + dir, "n_steps=" + std::to_string(steps + 5), "heldout_prefix=",
-                                   "checkpoint_every=1000000", "device=" + device, "vocab_min_count=1"};
-  if (!corpus.empty()) sets.push_back("train_prefix=" + corpus);
-  sets.insert(sets.end(), overrides.begin(), overrides.end());
-  TrainConfig c = TrainConfig::load(TrainConfig::find(config), sets);
+  std::vector<std::string> sets = {"run_dir=" + dir, "n_steps=" + std::to_string(args.steps + 5), "heldout_prefix=",
+                                   "checkpoint_every=1000000", "device=" + args.device, "vocab_min_count=1"};
+  if (!args.corpus.empty()) sets.push_back("train_prefix=" + args.corpus);
+  sets.insert(sets.end(), args.overrides.begin(), args.overrides.end());
+  TrainConfig c = TrainConfig::load(TrainConfig::find(args.config), sets);
   const ModelFamilyInfo& family = model_family(c.model_type);
-  std::printf("bench train: %s on %s, %d timed steps after 5 warm-up steps of %s\n", config.c_str(), c.train_prefix.c_str(),
-              steps, family.batch_shape(c).c_str());
-  if (!resolve_device(c.device).is_cuda()) std::printf("BLAS: %s\n", blas_kernel_line().c_str());
+  std::printf("bench train: %s on %s, %d timed steps after 5 warm-up steps of %s\n", args.config.c_str(), c.train_prefix.c_str(),
+              args.steps, family.batch_shape(c).c_str());
+  SA_CHECK(!args.no_arithmetic || !resolve_device(c.device).is_cuda(),
+           "--no-arithmetic times the CPU's host path: run it with --device cpu");
+  if (args.no_arithmetic)
+    std::printf("no arithmetic: every backend primitive returns at once (the rate is the host path's alone)\n");
+  else if (!resolve_device(c.device).is_cuda())
+    std::printf("BLAS: %s\n", blas_kernel_line().c_str());
   TrainOptions to;
   to.quiet = true;
-  to.time_phases = time_phases;
+  to.time_phases = args.time_phases;
   // --profile: samples the timed steps after the 5 warm-up steps, as the rate, but the last: the
   // run's final checkpoint is written inside it, and would fill half the profile.
+  // --no-arithmetic: from the second warm-up step on, after a first step has set everything up.
   CpuProfiler profiler;
-  if (!profile.empty()) {
-    int64_t seen = 0;
-    to.after_step = [&](int64_t) {
-      ++seen;
-      if (seen == 5) profiler.start(profile);
-      if (seen == 4 + steps) profiler.stop();
-    };
-  }
+  int64_t seen = 0;
+  to.after_step = [&](int64_t) {
+    ++seen;
+    if (seen == 1 && args.no_arithmetic) set_cpu_arithmetic(false);
+    if (args.profile.empty()) return;
+    if (seen == 5) profiler.start(args.profile);
+    if (seen == 4 + args.steps) profiler.stop();
+  };
   TrainResult r = train_model(c, to);
+  set_cpu_arithmetic(true);
   profiler.stop();
-  if (!profile.empty())
-    std::printf("CPU profile of the timed steps but the last: %s (google-pprof --text bin/bench %s)\n", profile.c_str(), profile.c_str());
+  if (!args.profile.empty())
+    std::printf("CPU profile of the timed steps but the last: %s (google-pprof --text bin/bench %s)\n", args.profile.c_str(), args.profile.c_str());
   std::filesystem::remove_all(dir);
   AllocatorStats hs = host_allocator().stats();
   std::printf("sensealign: %.0f tokens/s | peak RSS %.0f MiB | peak tensor memory %.0f MiB (host)",
@@ -757,42 +771,45 @@ int bench_train(const std::string& config, const std::string& corpus, int steps,
                   k.graphs / n, k.graph_breaks > 0 ? fmt::format(" ({:.1f} read or upload)", k.graph_breaks / n).c_str() : "",
                   k.gpu_launches() / n, d.is_cuda() ? "started on the GPU" : "a GPU would start");
     if (!r.host_reads_why.empty()) std::printf("  host reads left per step: %s\n", r.host_reads_why.c_str());
-    if (d.is_cuda()) std::printf("%s\n", host_time_line(r.steady_seconds / n, k.wait_ns * 1e-9 / n, time_phases).c_str());
+    if (d.is_cuda()) std::printf("%s\n", host_time_line(r.steady_seconds / n, k.wait_ns * 1e-9 / n, args.time_phases).c_str());
+    if (args.no_arithmetic)
+      std::printf("  host per step without arithmetic: %.2f ms, %.1f us a backend launch\n", r.steady_seconds / n * 1e3,
+                  k.launches > 0 ? r.steady_seconds / static_cast<double>(k.launches) * 1e6 : 0.0);
   }
   if (d.is_cuda()) {  // whether the switches of the upload path took effect (SA_SYNC_UPLOADS, SA_COPY_STREAM)
     const cuda::UploadPaths u = cuda::upload_paths(d.index);
     std::printf("  uploads over the run: %ld through pinned slots, %ld of them on the copy stream\n", (long)u.staged,
                 (long)u.on_copy_stream);
   }
-  if (family.gemm_report && r.steady_tokens_per_s > 0) report_gemm_fraction(c, r, steps, d);
-  if (time_phases) {
+  if (family.gemm_report && r.steady_tokens_per_s > 0 && !args.no_arithmetic) report_gemm_fraction(c, r, args.steps, d);
+  if (args.time_phases) {
     double all = 0;
     for (const auto& [name, sec] : r.phase_seconds) all += sec;
-    std::printf("step phases over %d steps (each waits for the device; %.1f ms per step in all):\n", steps,
-                all / steps * 1e3);
+    std::printf("step phases over %d steps (each waits for the device; %.1f ms per step in all):\n", args.steps,
+                all / args.steps * 1e3);
     for (const auto& [name, sec] : r.phase_seconds)
-      std::printf("  %-28s %8.2f ms  %5.1f%%\n", name.c_str(), sec / steps * 1e3, 100 * sec / all);
+      std::printf("  %-28s %9.3f ms  %5.1f%%\n", name.c_str(), sec / args.steps * 1e3, 100 * sec / all);
     auto by_op = [&](OpSeconds ops, const char* title) {
       std::sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
       std::printf("%s\n", title);
       for (size_t i = 0; i < ops.size() && i < 15; ++i)
-        std::printf("  %-28s %8.2f ms\n", ops[i].first.c_str(), ops[i].second / steps * 1e3);
+        std::printf("  %-28s %9.3f ms\n", ops[i].first.c_str(), ops[i].second / args.steps * 1e3);
     };
     by_op(r.forward_op_seconds,
           "forward and loss by op (each op waits for the device; host work between ops counts to the op after it):");
     by_op(r.backward_op_seconds, "backward by op (each node waits for the device):");
   }
-  if (peer.empty() || !family.pytorch_peer) return 0;
+  if (args.peer.empty() || !family.pytorch_peer || args.no_arithmetic) return 0;
   // The PyTorch peer, same corpus, same machine, same run.
   std::string probe = "/usr/bin/python3 -c 'import torch' >/dev/null 2>&1";
-  if (!std::filesystem::exists(peer) || std::system(probe.c_str()) != 0) {
-    std::printf("peer: skipped (needs %s and Debian's python3-torch)\n", peer.c_str());
+  if (!std::filesystem::exists(args.peer) || std::system(probe.c_str()) != 0) {
+    std::printf("peer: skipped (needs %s and Debian's python3-torch)\n", args.peer.c_str());
     return 0;
   }
-  std::string cmd = "/usr/bin/python3 " + peer + " " + c.train_prefix + " --steps " + std::to_string(steps) +
+  std::string cmd = "/usr/bin/python3 " + args.peer + " " + c.train_prefix + " --steps " + std::to_string(args.steps) +
                     " --threads " + std::to_string(std::thread::hardware_concurrency()) + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
-  SA_CHECK(p, "cannot run the peer: {}", cmd);
+  SA_CHECK(p, "cannot run the args.peer: {}", cmd);
   char line[512];
   double peer_tps = 0;
   while (fgets(line, sizeof line, p))
@@ -800,8 +817,8 @@ int bench_train(const std::string& config, const std::string& corpus, int steps,
   while (fgets(line, sizeof line, p)) {
   }
   int rc = pclose(p);
-  SA_CHECK(rc == 0 && peer_tps > 0, "the peer failed ({}): {}", rc, cmd);
-  std::printf("pytorch peer: %.0f tokens/s | peak RSS %.0f MiB\n", peer_tps, peak_rss_mib(RUSAGE_CHILDREN));
+  SA_CHECK(rc == 0 && peer_tps > 0, "the args.peer failed ({}): {}", rc, cmd);
+  std::printf("pytorch args.peer: %.0f tokens/s | peak RSS %.0f MiB\n", peer_tps, peak_rss_mib(RUSAGE_CHILDREN));
   std::printf("ratio sensealign / pytorch: %.2fx\n", r.steady_tokens_per_s / peer_tps);
   return 0;
 }
@@ -826,21 +843,20 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"core", "elementwise", "lstm", "bilstm", "ner", "candidate_softmax", "select_rows", "negatives",
                              "char_cnn", "crf", "attention"}));
   CLI::App* train_cmd = app.add_subcommand("train", "training tokens/s and peak memory (ELMo: and the PyTorch peer; BERT configs too)");
-  std::string config = "configs/bench-small.cfg", corpus, peer = "../shared/bench/elmo_torch.py", tdevice = "auto";
-  int steps = 40;
-  train_cmd->add_option("--config", config, "training config");
-  train_cmd->add_option("--corpus", corpus, "training corpus (default: the config's train_prefix)");
-  train_cmd->add_option("--steps", steps, "timed steps (after 5 warm-up steps)")
+  TrainBenchArgs tb;
+  train_cmd->add_option("--config", tb.config, "training config");
+  train_cmd->add_option("--corpus", tb.corpus, "training corpus (default: the config's train_prefix)");
+  train_cmd->add_option("--steps", tb.steps, "timed steps (after 5 warm-up steps)")
       ->check(CLI::Validator(positive_integer, "POSITIVE"));
-  train_cmd->add_option("--device", tdevice, "auto, cpu, cuda or cuda:N");
-  train_cmd->add_option("--peer", peer, "the PyTorch peer script; empty to skip");
-  bool time_phases = false;
-  train_cmd->add_flag("--phases", time_phases, "also time each phase of a step (waits for the device between them)");
-  std::string profile;
-  train_cmd->add_option("--profile", profile,
+  train_cmd->add_option("--device", tb.device, "auto, cpu, cuda or cuda:N");
+  train_cmd->add_option("--peer", tb.peer, "the PyTorch peer script; empty to skip");
+  train_cmd->add_flag("--phases", tb.time_phases, "also time each phase of a step (waits for the device between them)");
+  train_cmd->add_option("--profile", tb.profile,
                         "write gperftools' CPU profile of the timed steps to FILE (needs libprofiler.so.0)");
-  std::vector<std::string> overrides;
-  train_cmd->add_option("--set", overrides, "key=value config overrides, as bin/train (e.g. lstm.cudnn=on)");
+  train_cmd->add_flag("--no-arithmetic", tb.no_arithmetic,
+                      "on the CPU, skip every primitive's arithmetic: the step's host path alone, per step and "
+                      "(with --phases) per op");
+  train_cmd->add_option("--set", tb.overrides, "key=value config overrides, as bin/train (e.g. lstm.cudnn=on)");
   CLI::App* memory_cmd = app.add_subcommand("memory", "resident memory over a long training run and a long embedding run");
   MemoryBenchOptions mem;
   memory_cmd->add_option("--config", mem.config, "training config");
@@ -853,7 +869,7 @@ int main(int argc, char** argv) {
   memory_cmd->add_option("--set", mem.overrides, "key=value config overrides, as bin/train");
   CLI11_PARSE(app, argc, argv);
   try {
-    if (train_cmd->parsed()) return bench_train(config, corpus, steps, tdevice, peer, overrides, time_phases, profile);
+    if (train_cmd->parsed()) return bench_train(tb);
     if (memory_cmd->parsed()) return bench_memory(mem);
     std::vector<Device> devs;
     if (device == "all") {
