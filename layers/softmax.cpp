@@ -29,6 +29,20 @@ double LogUniformSampler::expected_count(int64_t k, int n, int64_t tries) const 
   return tries == n ? p * n : -std::expm1(static_cast<double>(tries) * std::log1p(-p));
 }
 
+void LogUniformSampler::tabulate() {
+  log1m_p_.resize(static_cast<size_t>(range_));
+  for (int64_t k = 0; k < range_; ++k) log1m_p_[static_cast<size_t>(k)] = std::log1p(-prob(k));
+}
+
+std::vector<double> LogUniformSampler::log_q_shift(const std::vector<int32_t>& ids, int n, int64_t tries) const {
+  std::vector<double> out(ids.size());
+  const bool table = !log1m_p_.empty() && tries != n;
+  for (size_t i = 0; i < ids.size(); ++i)
+    out[i] = -std::log(table ? -std::expm1(static_cast<double>(tries) * log1m_p_[static_cast<size_t>(ids[i])])
+                             : expected_count(ids[i], n, tries));
+  return out;
+}
+
 Tensor candidate_softmax_loss(const Tensor& x, const Tensor& W, const Tensor& b, const std::vector<int32_t>& true_rows,
                               const std::vector<int32_t>& sampled, const std::vector<double>* true_shift,
                               const std::vector<double>* sampled_shift) {
@@ -96,9 +110,9 @@ Tensor sampled_softmax_loss(const Tensor& x, const Tensor& W, const Tensor& b, c
   std::vector<int32_t> sampled = sampler.sample_unique(n_samples, rng, tries);
   if (drawn) *drawn = sampled;
   // TF's subtract_log_q: logits minus log(expected count) for true and sampled ids.
-  std::vector<double> logq_true(static_cast<size_t>(N)), logq_s(sampled.size());
-  for (int64_t r = 0; r < N; ++r) logq_true[r] = -std::log(sampler.expected_count(labels[r], n_samples, tries));
-  for (size_t s = 0; s < sampled.size(); ++s) logq_s[s] = -std::log(sampler.expected_count(sampled[s], n_samples, tries));
+  SA_CHECK(static_cast<int64_t>(labels.size()) == N, "sampled softmax: {} labels for {} inputs", labels.size(), N);
+  const std::vector<double> logq_true = sampler.log_q_shift(labels, n_samples, tries);
+  const std::vector<double> logq_s = sampler.log_q_shift(sampled, n_samples, tries);
   return candidate_softmax_loss(x, W, b, labels, sampled, &logq_true, &logq_s);
 }
 

@@ -19,11 +19,17 @@ class LogUniformSampler {
   std::vector<int32_t> sample_unique(int n, std::mt19937_64& rng, int64_t& tries) const;
   // Expected count of id k in a unique sample of n drawn in `tries` draws (TF's formula).
   double expected_count(int64_t k, int n, int64_t tries) const;
+  // -log expected_count of each id: the log-Q shift of the sampled softmax, the same bits.
+  std::vector<double> log_q_shift(const std::vector<int32_t>& ids, int n, int64_t tries) const;
+  // Keeps log(1 - P(k)) for every id, so log_q_shift takes two transcendentals an id instead of
+  // five: a trainer shifts every target and negative on the host each step.
+  void tabulate();
   int64_t range() const { return range_; }
 
  private:
   int64_t range_;
   double log_range_;
+  std::vector<double> log1m_p_;  // tabulate()'s log1p(-P(k)), or empty
 };
 
 // The core of every sampled softmax here: per-row cross entropy [N] where row n's candidates are

@@ -94,7 +94,7 @@ void Tensor::copy_from(const Tensor& src) {
   if (nbytes() == 0) return;
   Device a = device(), b = src.device();
   if (!a.is_cuda() && !b.is_cuda()) {
-    std::memcpy(raw(), src.raw(), nbytes());
+    if (cpu_arithmetic()) std::memcpy(raw(), src.raw(), nbytes());  // without: a GPU's copy, queued
   } else {
     if (a.is_cuda() != b.is_cuda()) a.is_cuda() ? counters::upload() : counters::host_read();
     cuda::copy(raw(), a, src.raw(), b, nbytes());

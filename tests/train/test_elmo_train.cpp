@@ -61,6 +61,26 @@ TEST(ElmoTrain, LogUniformNegativesAreDistinctAndFollowTheSampler) {
   }
 }
 
+// The log-Q shifts a trainer takes from its tabulated sampler: TF's -log(expected count) written
+// out, bit for bit, whether the ids were drawn with repeats (tries > n) or not (tries == n).
+TEST(ElmoTrain, TabulatedLogQShiftsAreTheFormulasBits) {
+  const int64_t V = 5000;
+  LogUniformSampler s(V);
+  s.tabulate();
+  const std::vector<int32_t> ids = {0, 1, 2, 17, 999, 4999, 1, 0};
+  const int n = 100;
+  for (int64_t tries : {int64_t{100}, int64_t{137}, int64_t{5000}}) {
+    const std::vector<double> got = s.log_q_shift(ids, n, tries);
+    ASSERT_EQ(got.size(), ids.size());
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const double p = (std::log(ids[i] + 2.0) - std::log(ids[i] + 1.0)) / std::log(V + 1.0);
+      const double count = tries == n ? p * n : -std::expm1(static_cast<double>(tries) * std::log1p(-p));
+      EXPECT_EQ(got[i], -std::log(count)) << "id " << ids[i] << ", tries " << tries;
+    }
+  }
+  EXPECT_EQ(LogUniformSampler(V).log_q_shift(ids, n, 137), s.log_q_shift(ids, n, 137));  // untabulated: the same
+}
+
 // In both table layouts: one softmax table for both directions (bilm-tf) and one per direction.
 TEST(ElmoTrain, WholeLossGradientMatchesFiniteDifferences) {
   for (bool shared : {true, false}) {
