@@ -1,7 +1,7 @@
 // The CPU backend without its arithmetic: every primitive returns at once, so a training step
 // costs only its host path (ops' checks and allocations, the tape, batch assembly, sampling, the
-// sense schedule): the work a GPU step waits on while the device computes. Outputs are left as
-// they were (zero in fresh blocks: allocator.h), and every index they hold is a valid one.
+// sense schedule): the work a GPU step waits on while the device computes. Float outputs are left
+// as they were (zero in fresh blocks: allocator.h); ids are made as before.
 #include <algorithm>
 
 #include "engine/backend.h"
@@ -11,22 +11,38 @@
 namespace sa {
 namespace {
 
+// Ids and masks (i32, u8) are still computed where they are made or moved: they are few, and the
+// host indexes with what it reads of them (a sense's usage window, a seeding). Floats are not.
+bool ids(const Tensor& t) { return t.dtype() == DType::I32 || t.dtype() == DType::U8; }
+
 class DryBackend final : public Backend {
  public:
   Device device() const override { return Device::cpu(); }
   CachingAllocator& allocator() override { return host_allocator(); }
 
-  void fill(Tensor& t, double value) override {}
-  void copy_strided(const Tensor& src, Tensor& dst, const CopyPlan& plan) override {}
-  void cast(const Tensor& src, Tensor& dst) override {}
+  void fill(Tensor& t, double value) override {
+    if (ids(t)) real_.fill(t, value);
+  }
+  void copy_strided(const Tensor& src, Tensor& dst, const CopyPlan& plan) override {
+    if (ids(dst)) real_.copy_strided(src, dst, plan);
+  }
+  void cast(const Tensor& src, Tensor& dst) override {
+    if (ids(dst)) real_.cast(src, dst);
+  }
   void gemm(const GemmArgs& g, const Tensor& a, const Tensor& b, Tensor& c) override {}
-  void unary(UnaryOp op, const Tensor& x, Tensor& y, double p0, double p1) override {}
+  void unary(UnaryOp op, const Tensor& x, Tensor& y, double p0, double p1) override {
+    if (ids(y)) real_.unary(op, x, y, p0, p1);
+  }
   void unary_backward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& gy, Tensor& gx, double p0,
                       double p1, bool accumulate) override {}
-  void binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out, const BroadcastPlan& p) override {}
+  void binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out, const BroadcastPlan& p) override {
+    if (ids(out)) real_.binary(op, a, b, out, p);
+  }
   void sum_to(const Tensor& g, Tensor& out, const BroadcastPlan& p, bool accumulate) override {}
   void axpy(double alpha, const Tensor& x, Tensor& y) override {}
-  void masked_fill(const Tensor& x, const Tensor& mask, double value, Tensor& y, const BroadcastPlan& p) override {}
+  void masked_fill(const Tensor& x, const Tensor& mask, double value, Tensor& y, const BroadcastPlan& p) override {
+    if (ids(y)) real_.masked_fill(x, mask, value, y, p);
+  }
   void sum_squares(const Tensor& x, Tensor& out) override {}
   void reduce(ReduceOp op, const Tensor& x, int64_t outer, int64_t n, int64_t inner, Tensor& out,
               Tensor* argmax) override {}
@@ -48,18 +64,26 @@ class DryBackend final : public Backend {
                                   const Tensor& bc, const Tensor& own_ids, const Tensor& cand_ids,
                                   const Tensor& own_w, const Tensor& lse, const Tensor& gloss, Tensor& gx,
                                   Tensor& gwt, Tensor& gbt, Tensor& gWc, Tensor& gbc, Tensor* logp = nullptr) override {}
-  void select_rows(const Tensor& u, const Tensor& v, const Tensor& rows, const Tensor& enabled, Tensor& out) override {}
+  void select_rows(const Tensor& u, const Tensor& v, const Tensor& rows, const Tensor& enabled, Tensor& out) override {
+    first_candidates(rows, out);
+  }
   void select_candidate_softmax(const Tensor& x, const Tensor& W, const Tensor& b, const Tensor& u, const Tensor& v,
                                 const Tensor& rows, const Tensor& enabled, const Tensor& Wc, const Tensor& bc,
-                                const Tensor& cand_ids, Tensor& loss, Tensor& lse, Tensor& selected) override {}
-  void gather_rows(const Tensor& table, const Tensor& idx, Tensor& out) override {}
+                                const Tensor& cand_ids, Tensor& loss, Tensor& lse, Tensor& selected) override {
+    first_candidates(rows, selected);
+  }
+  void gather_rows(const Tensor& table, const Tensor& idx, Tensor& out) override {
+    if (ids(out)) real_.gather_rows(table, idx, out);
+  }
   void scatter_add_rows(const Tensor& src, const Tensor& idx, Tensor& table) override {}
   std::pair<Tensor, Tensor> coalesce_rows(const Tensor& ids, const Tensor& rows, bool allow_padding) override;
   void conv1d_max(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, Tensor& argmax) override {}
   void conv1d_max_backward(const Tensor& x, const Tensor& w, const Tensor& argmax, const Tensor& gy, Tensor* gx,
                            Tensor* gw, Tensor* gb) override {}
   void dropout_mask(uint64_t seed, uint64_t offset, double p, Tensor& mask) override {}
-  void draw_distinct(const Tensor& list, uint64_t key, Tensor& out) override {}
+  void draw_distinct(const Tensor& list, uint64_t key, Tensor& out) override {
+    std::copy_n(list.data<int32_t>(), out.numel(), out.data<int32_t>());  // distinct, not drawn
+  }
   void layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps, Tensor& y, Tensor& mean,
                   Tensor& rstd) override {}
   void layer_norm_backward(const Tensor& x, const Tensor& gamma, const Tensor& mean, const Tensor& rstd,
@@ -97,6 +121,13 @@ class DryBackend final : public Backend {
   void crf_viterbi(const Tensor& em, const Tensor& lengths, const Tensor& trans, const Tensor& start,
                    const Tensor& end, Tensor& delta, Tensor& back, Tensor& path) override {}
   int64_t count_nonfinite(const Tensor& x, bool allow_neg_inf) override;
+ private:
+  // A selection takes each token's first candidate row (as when none is enabled): a valid row.
+  static void first_candidates(const Tensor& rows, Tensor& out) {
+    const int64_t N = out.numel(), K = rows.numel() / std::max<int64_t>(N, 1);
+    for (int64_t n = 0; n < N; ++n) out.data<int32_t>()[n] = rows.data<int32_t>()[n * K];
+  }
+  CpuBackend real_;
 };
 
 // Padding, as CUDA returns it (backend.h): no distinct id, every slot -1.

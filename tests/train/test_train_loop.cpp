@@ -230,6 +230,25 @@ TEST(TrainLoop, WithoutArithmeticAStepTakesTheSameHostPathAndMovesNoWeight) {
   EXPECT_EQ(ops::matmul(x, x).values(), (std::vector<double>{4.5, 4.5, 4.5, 4.5}));
 }
 
+// SaELMo without arithmetic past its warm-up, through refits, pruning and the usage windows the
+// host reads on logging steps: the ids it reads are still made, so it runs to the end.
+TEST(TrainLoop, WithoutArithmeticASenseModelRunsThroughItsSchedule) {
+  TrainOptions o;
+  o.quiet = true;
+  struct ArithmeticBack {
+    ~ArithmeticBack() { set_cpu_arithmetic(true); }
+  } back;
+  o.after_step = [](int64_t step) {
+    if (step == 1) set_cpu_arithmetic(false);
+  };
+  const std::string cfg = tiny_elmo_config(
+      "no-arithmetic-senses", 16,
+      "checkpoint_every = 8\nn_context = 3\ncluster_proj_dim = 2\npca_sample = 40\npca_every = 3\n"
+      "contextual_warmup = 2\nprune_first = 6\nprune_every = 3\ncontext_record_window = 4\nwarmup_init = \"data\"\n");
+  const TrainResult dry = train_model(TrainConfig::load(cfg), o);
+  EXPECT_EQ(dry.steps_done, 16);
+}
+
 TEST(ModelFamilies, TheRegistryNamesEachFamilyOnce) {
   std::vector<std::string> names;
   for (const ModelFamilyInfo& f : model_families()) {
