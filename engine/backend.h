@@ -374,8 +374,8 @@ Backend& backend_uncounted(Device d);
 Backend& cpu_backend();
 // Off: the CPU's primitives compute nothing and leave their outputs as they are (bench train
 // --no-arithmetic), so a CPU step costs what its host path costs: the work a GPU step waits on.
-// Turn it off after the model is set up (its weights stay finite); the host allocator's cache
-// goes back to the system and its blocks come zeroed from then on (allocator.h). Process-wide;
+// Ids and masks are still made (the host indexes with them). Turn it off after the model is set up
+// (its weights stay finite); small host blocks come zeroed from then on (allocator.h). Process-wide;
 // for measurement only: nothing trained without arithmetic means anything.
 void set_cpu_arithmetic(bool on);
 bool cpu_arithmetic();

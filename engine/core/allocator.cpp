@@ -38,7 +38,6 @@ void* CachingAllocator::allocate(size_t bytes) {
     sz = it->first;
     p = it->second;
     free_.erase(it);
-    if (zero_ && sz <= kZeroedReuse) std::memset(p, 0, sz);
   } else {
     if (bounded_)  // the largest cached blocks go back first
       for (const size_t limit = std::max(kCacheFloor, st_.peak_in_use);
@@ -65,10 +64,10 @@ void* CachingAllocator::allocate(size_t bytes) {
       p = raw_alloc_(sz, device_);
     }
     SA_CHECK(p, "out of memory allocating {} bytes (in use {}, reserved {})", sz, st_.in_use, st_.reserved);
-    if (zero_) std::memset(p, 0, sz);
     st_.reserved += sz;
     st_.raw_allocs++;
   }
+  if (zero_ && sz <= kZeroedMax) std::memset(p, 0, sz);
   live_[p] = sz;
   st_.in_use += sz;
   if (st_.in_use > st_.peak_in_use) st_.peak_in_use = st_.in_use;

@@ -38,12 +38,12 @@ class CachingAllocator {
   void release_held();
   AllocatorStats stats() const;
   void reset_peak();
-  // Host memory only: from now on, blocks taken from the system are zeroed once, and blocks of at
-  // most kZeroedReuse bytes at every hand-out. For a run whose kernels write nothing (the CPU
-  // without arithmetic, backend.h): the small results the host reads (a loss, a norm, chosen ids)
-  // hold no stale bytes of another dtype (a NaN, an index out of range).
+  // Host memory only: from now on, blocks of at most kZeroedMax bytes are zeroed at every
+  // hand-out. For a run whose kernels write no floats (the CPU without arithmetic, backend.h): the
+  // small results the host reads (a loss, a norm) hold no stale bytes of another dtype (a NaN).
+  // Larger blocks are left as they are: zeroing the logits of a step would cost more than the step.
   void zero_blocks(bool on);
-  static constexpr size_t kZeroedReuse = size_t{64} << 10;
+  static constexpr size_t kZeroedMax = size_t{64} << 10;
 
  private:
   static size_t round_size(size_t bytes);

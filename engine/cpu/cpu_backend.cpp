@@ -24,7 +24,6 @@ void set_cpu_arithmetic(bool on) {
     host_allocator().zero_blocks(false);
     return;
   }
-  host_allocator().release_cached();  // no stale bytes from before: blocks come zeroed (allocator.h)
   host_allocator().zero_blocks(true);
 }
 

@@ -1,7 +1,7 @@
 // The CPU backend without its arithmetic: every primitive returns at once, so a training step
 // costs only its host path (ops' checks and allocations, the tape, batch assembly, sampling, the
 // sense schedule): the work a GPU step waits on while the device computes. Float outputs are left
-// as they were (zero in fresh blocks: allocator.h); ids are made as before.
+// as they were (small blocks come zeroed: allocator.h); ids are made as before.
 #include <algorithm>
 
 #include "engine/backend.h"
