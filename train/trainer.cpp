@@ -197,7 +197,7 @@ class ElmoFamily final : public ModelFamily {
     bwd_.emplace(corpus(c.seed * 2 + 2), vocab, global_rows_, c.unroll_steps, true);
     dict_ = run_dictionary(c, vocab, out.quiet);
     seen_.emplace(vocab.size());
-    for (int64_t i = 0; i < s_->step; ++i) read_batches();  // replay the data stream up to the checkpoint
+    for (int64_t i = 0; i < s_->step; ++i) take_batches(read_batches());  // replay the data stream up to the checkpoint
     sampler_.emplace(vocab.size());
     sampler_->tabulate();
   }
@@ -350,30 +350,24 @@ class ElmoFamily final : public ModelFamily {
   }
 
   // The targets seen so far (the global batch's): the negatives' unigram mass and the rare words.
-  void read_batches() {
-    fwd_->next(bf_);
-    bwd_->next(bb_);
+  std::pair<LmBatch, LmBatch> read_batches() {
+    std::pair<LmBatch, LmBatch> next;
+    fwd_->next(next.first);
+    bwd_->next(next.second);
+    return next;
+  }
+  // The step's batches; the target counts see them when their step takes them.
+  void take_batches(std::pair<LmBatch, LmBatch> next) {
+    std::tie(bf_, bb_) = std::move(next);
     seen_->add(bf_.targets);
     seen_->add(bb_.targets);
   }
   // The step's batches, read ahead on a thread of their own while the step before ran: reading and
   // mapping 2 x 5,120 words and their characters is milliseconds of host work a GPU step would wait
-  // on. The same batches in the same order; the target counts see them when their step takes them.
+  // on. The same batches in the same order.
   void next_batches() {
-    if (ahead_.valid()) {
-      std::tie(bf_, bb_) = ahead_.get();
-      seen_->add(bf_.targets);
-      seen_->add(bb_.targets);
-    } else {
-      read_batches();
-    }
-    if (s_->step + 1 < total_)
-      ahead_ = std::async(std::launch::async, [this] {
-        std::pair<LmBatch, LmBatch> next;
-        fwd_->next(next.first);
-        bwd_->next(next.second);
-        return next;
-      });
+    take_batches(ahead_.valid() ? ahead_.get() : read_batches());
+    if (s_->step + 1 < total_) ahead_ = std::async(std::launch::async, [this] { return read_batches(); });
     if (dist::size() > 1)
       bf_ = batch_rows(bf_, first_row_, c_.batch_size), bb_ = batch_rows(bb_, first_row_, c_.batch_size);
   }

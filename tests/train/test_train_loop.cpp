@@ -192,6 +192,15 @@ TEST(TrainLoop, PhasesSplitTheForwardAndTheBackwardByOp) {
   EXPECT_LE(ops, phases);
 }
 
+// As bench train --no-arithmetic: a first real step sets everything up, then no arithmetic; back on
+// when the test ends, whatever it asserted.
+void arithmetic_off_after_step_1(int64_t step) {
+  if (step == 1) set_cpu_arithmetic(false);
+}
+struct ArithmeticBack {
+  ~ArithmeticBack() { set_cpu_arithmetic(true); }
+};
+
 // bench train --no-arithmetic: after a first step, the CPU's primitives compute nothing, so no
 // weight moves, while each step takes the host path it takes with arithmetic: the same launches,
 // uploads and host reads.
@@ -200,12 +209,8 @@ TEST(TrainLoop, WithoutArithmeticAStepTakesTheSameHostPathAndMovesNoWeight) {
   o.quiet = true;
   const TrainResult real = train_model(TrainConfig::load(tiny_elmo_config("with-arithmetic", 9, "checkpoint_every = 7\n")), o);
   const std::string cfg = tiny_elmo_config("no-arithmetic", 9, "checkpoint_every = 7\n");
-  struct ArithmeticBack {
-    ~ArithmeticBack() { set_cpu_arithmetic(true); }
-  } back;
-  o.after_step = [](int64_t step) {
-    if (step == 1) set_cpu_arithmetic(false);
-  };
+  const ArithmeticBack back;
+  o.after_step = arithmetic_off_after_step_1;
   const TrainResult dry = train_model(TrainConfig::load(cfg), o);
   EXPECT_FALSE(cpu_arithmetic());
   set_cpu_arithmetic(true);
@@ -235,12 +240,8 @@ TEST(TrainLoop, WithoutArithmeticAStepTakesTheSameHostPathAndMovesNoWeight) {
 TEST(TrainLoop, WithoutArithmeticASenseModelRunsThroughItsSchedule) {
   TrainOptions o;
   o.quiet = true;
-  struct ArithmeticBack {
-    ~ArithmeticBack() { set_cpu_arithmetic(true); }
-  } back;
-  o.after_step = [](int64_t step) {
-    if (step == 1) set_cpu_arithmetic(false);
-  };
+  const ArithmeticBack back;
+  o.after_step = arithmetic_off_after_step_1;
   const std::string cfg = tiny_elmo_config(
       "no-arithmetic-senses", 16,
       "checkpoint_every = 8\nn_context = 3\ncluster_proj_dim = 2\npca_sample = 40\npca_every = 3\n"
