@@ -1,9 +1,10 @@
 #include "layers/elmo.h"
 
 #include <cmath>
+#include <cstring>
 #include <random>
+#include <span>
 #include <string_view>
-#include <unordered_map>
 
 #include "data/char_ids.h"
 #include "data/hdf5_file.h"
@@ -172,25 +173,64 @@ Tensor ElmoModel::encode(const Tensor& ids) const {
   return ops::reshape(x, lead);
 }
 
+int64_t DistinctTokens::count() const { return static_cast<int64_t>(chars.size()) / chars::kPerToken; }
+
+namespace {
+// A token's char ids hashed through its end-of-word id: what follows is padding, and hashing all
+// 200 bytes a token was most of the de-duplication's time.
+uint64_t token_hash(const int32_t* ids) {
+  int n = 0;
+  while (n < chars::kPerToken && ids[n++] != chars::kEow) {
+  }
+  return std::hash<std::string_view>()(std::string_view(reinterpret_cast<const char*>(ids), n * sizeof(int32_t)));
+}
+}  // namespace
+
+DistinctTokens distinct_tokens(std::initializer_list<std::span<const int32_t>> parts) {
+  size_t n = 0;
+  for (std::span<const int32_t> p : parts) {
+    SA_CHECK(p.size() % chars::kPerToken == 0, "encode: {} char ids is not a whole number of {}-char tokens", p.size(),
+             chars::kPerToken);
+    n += p.size() / chars::kPerToken;
+  }
+  // Open addressing in a flat table at most half full (no node per token), rows compared whole.
+  size_t cap = 16;
+  while (cap < 2 * n) cap *= 2;
+  std::vector<int32_t> slot(cap, -1);
+  DistinctTokens t;
+  t.index.reserve(n);
+  for (std::span<const int32_t> p : parts)
+    for (size_t at = 0; at < p.size(); at += chars::kPerToken) {
+      const int32_t* row = p.data() + at;
+      size_t h = token_hash(row) & (cap - 1);
+      while (slot[h] >= 0 && std::memcmp(row, t.chars.data() + static_cast<size_t>(slot[h]) * chars::kPerToken,
+                                         chars::kPerToken * sizeof(int32_t)) != 0)
+        h = (h + 1) & (cap - 1);
+      if (slot[h] < 0) {
+        slot[h] = static_cast<int32_t>(t.count());
+        t.chars.insert(t.chars.end(), row, row + chars::kPerToken);
+      }
+      t.index.push_back(slot[h]);
+    }
+  return t;
+}
+
+DistinctTokens distinct_tokens(const std::vector<int32_t>& char_ids) { return distinct_tokens({std::span(char_ids)}); }
+
 Tensor ElmoModel::encode_tokens(const std::vector<int32_t>& char_ids, const Shape& lead, int64_t* distinct) const {
   const int64_t n = numel(lead);
   SA_CHECK(static_cast<int64_t>(char_ids.size()) == n * chars::kPerToken, "encode: {} char ids for {} tokens",
            char_ids.size(), n);
-  std::unordered_map<std::string_view, int32_t> slot;
-  slot.reserve(static_cast<size_t>(n));  // no rehashing as it fills: a quarter of this host loop
-  std::vector<int32_t> uniq, index(static_cast<size_t>(n));
-  const char* base = reinterpret_cast<const char*>(char_ids.data());
-  const size_t row_bytes = chars::kPerToken * sizeof(int32_t);
-  for (int64_t i = 0; i < n; ++i) {
-    std::string_view key(base + i * row_bytes, row_bytes);
-    auto [it, fresh] = slot.emplace(key, static_cast<int32_t>(slot.size()));
-    if (fresh) uniq.insert(uniq.end(), char_ids.begin() + i * chars::kPerToken, char_ids.begin() + (i + 1) * chars::kPerToken);
-    index[i] = it->second;
-  }
-  const int64_t u = static_cast<int64_t>(slot.size());
-  if (distinct) *distinct = u;
-  Tensor vecs = encode(Tensor::from(uniq, {u, chars::kPerToken}, device()));  // [u, P]
-  return ops::gather_rows(vecs, Tensor::from(index, lead, device()));
+  const DistinctTokens t = distinct_tokens(char_ids);
+  if (distinct) *distinct = t.count();
+  return encode_distinct(t, lead);
+}
+
+Tensor ElmoModel::encode_distinct(const DistinctTokens& t, const Shape& lead) const {
+  SA_CHECK(static_cast<int64_t>(t.index.size()) == numel(lead), "encode: {} tokens for the shape {}", t.index.size(),
+           to_string(lead));
+  Tensor vecs = encode(Tensor::from(t.chars, {t.count(), chars::kPerToken}, device()));  // [u, P]
+  return ops::gather_rows(vecs, Tensor::from(t.index, lead, device()));
 }
 
 }  // namespace sa

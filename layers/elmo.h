@@ -2,6 +2,8 @@
 // positions, highway layers, projection) shared by both directions, and per direction a stack of
 // LSTMs with projection. Parameters carry bilm-tf's weights.hdf5 names.
 #pragma once
+#include <initializer_list>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -21,6 +23,17 @@ struct NamedTensor {
 
 // The tensors of a named list, in its order (they share storage with the model's).
 std::vector<Tensor> tensors_of(const std::vector<NamedTensor>& named);
+
+// Host char ids [n, 50] with each distinct token once, and where each of the n tokens finds its
+// row: encode_tokens' host half, which a trainer runs ahead of the step on a thread of its own.
+struct DistinctTokens {
+  std::vector<int32_t> chars;  // [count, 50]
+  std::vector<int32_t> index;  // [n]: each token's row in chars
+  int64_t count() const;
+};
+DistinctTokens distinct_tokens(const std::vector<int32_t>& char_ids);
+// The same over several runs of tokens taken as one, in order (no copy of them joined).
+DistinctTokens distinct_tokens(std::initializer_list<std::span<const int32_t>> parts);
 
 class ElmoModel {
  public:
@@ -51,6 +64,8 @@ class ElmoModel {
   // gathering: batches repeat many words, and the char-CNN is a large share of the cost.
   // `distinct` (if given) gets the number of tokens encoded.
   Tensor encode_tokens(const std::vector<int32_t>& char_ids, const Shape& lead, int64_t* distinct = nullptr) const;
+  // The same from tokens already made distinct (distinct_tokens), lead being the tokens' shape.
+  Tensor encode_distinct(const DistinctTokens& tokens, const Shape& lead) const;
 };
 
 }  // namespace sa

@@ -102,18 +102,40 @@ Tensor candidate_softmax_loss_unfused(const Tensor& x, const Tensor& W, const Te
   return ops::cross_entropy(ops::concat({logit_true, logit_s}, 1), Tensor::zeros({N}, DType::I32, dev));
 }
 
+SampledCandidates draw_negatives(const LogUniformSampler& sampler, int n_samples, std::mt19937_64& rng) {
+  SampledCandidates c;
+  c.n = n_samples;
+  c.sampled = sampler.sample_unique(n_samples, rng, c.tries);
+  c.sampled_shift = sampler.log_q_shift(c.sampled, n_samples, c.tries);
+  return c;
+}
+
+void shift_labels(SampledCandidates& c, const std::vector<int32_t>& labels, const LogUniformSampler& sampler) {
+  c.true_shift = sampler.log_q_shift(labels, c.n, c.tries);
+}
+
+SampledCandidates draw_candidates(const std::vector<int32_t>& labels, const LogUniformSampler& sampler, int n_samples,
+                                  std::mt19937_64& rng) {
+  SampledCandidates c = draw_negatives(sampler, n_samples, rng);
+  shift_labels(c, labels, sampler);
+  return c;
+}
+
+Tensor sampled_softmax_loss(const Tensor& x, const Tensor& W, const Tensor& b, const std::vector<int32_t>& labels,
+                            const SampledCandidates& c) {
+  SA_CHECK(static_cast<int64_t>(labels.size()) == x.dim(0) && c.true_shift.size() == labels.size(),
+           "sampled softmax: {} labels and {} shifts for {} inputs", labels.size(), c.true_shift.size(), x.dim(0));
+  return candidate_softmax_loss(x, W, b, labels, c.sampled, &c.true_shift, &c.sampled_shift);
+}
+
 Tensor sampled_softmax_loss(const Tensor& x, const Tensor& W, const Tensor& b, const std::vector<int32_t>& labels,
                             const LogUniformSampler& sampler, int n_samples, std::mt19937_64& rng,
                             std::vector<int32_t>* drawn) {
-  const int64_t N = x.dim(0);
-  int64_t tries = 0;
-  std::vector<int32_t> sampled = sampler.sample_unique(n_samples, rng, tries);
-  if (drawn) *drawn = sampled;
-  // TF's subtract_log_q: logits minus log(expected count) for true and sampled ids.
-  SA_CHECK(static_cast<int64_t>(labels.size()) == N, "sampled softmax: {} labels for {} inputs", labels.size(), N);
-  const std::vector<double> logq_true = sampler.log_q_shift(labels, n_samples, tries);
-  const std::vector<double> logq_s = sampler.log_q_shift(sampled, n_samples, tries);
-  return candidate_softmax_loss(x, W, b, labels, sampled, &logq_true, &logq_s);
+  SA_CHECK(static_cast<int64_t>(labels.size()) == x.dim(0), "sampled softmax: {} labels for {} inputs", labels.size(),
+           x.dim(0));
+  const SampledCandidates c = draw_candidates(labels, sampler, n_samples, rng);
+  if (drawn) *drawn = c.sampled;
+  return sampled_softmax_loss(x, W, b, labels, c);
 }
 
 std::vector<double> softmax_init_rows(int64_t vocab, int64_t dim, uint64_t seed) {

@@ -53,11 +53,31 @@ Tensor candidate_softmax_loss_unfused(const Tensor& x, const Tensor& W, const Te
                               const std::vector<int32_t>& sampled, const std::vector<double>* true_shift = nullptr,
                               const std::vector<double>* sampled_shift = nullptr);
 
+// A sampled softmax's host work: the negatives and both log-Q shifts (TF's subtract_log_q), made
+// before the step needs them (a trainer makes the next step's while this one runs).
+struct SampledCandidates {
+  std::vector<int32_t> sampled;                   // distinct ids, in the order drawn
+  std::vector<double> true_shift, sampled_shift;  // -log expected count of each label and each sampled id
+  int n = 0;                                      // ids asked for
+  int64_t tries = 0;                              // draws it took
+};
+// The negatives and their shifts, without the labels': they do not depend on the batch, so a
+// trainer draws them beside reading it.
+SampledCandidates draw_negatives(const LogUniformSampler& sampler, int n_samples, std::mt19937_64& rng);
+// The labels' shifts, which need the draw's count of tries.
+void shift_labels(SampledCandidates& c, const std::vector<int32_t>& labels, const LogUniformSampler& sampler);
+// Both.
+SampledCandidates draw_candidates(const std::vector<int32_t>& labels, const LogUniformSampler& sampler, int n_samples,
+                                  std::mt19937_64& rng);
+
 // Per-row loss [N] of x [N, P] against labels (vocab ids) with the sampled softmax over table
 // W [V, P] and bias b [V, 1]; draws its candidates from `rng` (into `drawn` when given).
 Tensor sampled_softmax_loss(const Tensor& x, const Tensor& W, const Tensor& b, const std::vector<int32_t>& labels,
                             const LogUniformSampler& sampler, int n_samples, std::mt19937_64& rng,
                             std::vector<int32_t>* drawn = nullptr);
+// The same with candidates drawn for these labels beforehand.
+Tensor sampled_softmax_loss(const Tensor& x, const Tensor& W, const Tensor& b, const std::vector<int32_t>& labels,
+                            const SampledCandidates& c);
 
 // The output table of the plain ELMo LM before training: N(0, 1/sqrt(dim)) rows [vocab, dim] from
 // one stream of `seed`, drawn word by word. SaELMo's sense 0 rows come from the same stream, so a

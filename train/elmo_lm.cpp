@@ -67,23 +67,41 @@ void ElmoLM::set_trainable() {
     if (nt.name.find("softmax/") == 0 || nt.name.find("sense/") == 0) nt.tensor->set_sparse_grad();
 }
 
-std::pair<Tensor, Tensor> encode_batches(const ElmoLM& lm, const LmBatch& f, const LmBatch& b, int64_t* distinct) {
+DistinctTokens distinct_batch_tokens(const LmBatch& f, const LmBatch& b) {
   SA_CHECK(f.rows == b.rows && f.steps == b.steps, "encode_batches: the two directions' batches differ in shape");
-  std::vector<int32_t> ids(f.char_ids);
-  ids.insert(ids.end(), b.char_ids.begin(), b.char_ids.end());
-  std::vector<Tensor> both = ops::unbind(lm.bilm.encode_tokens(ids, {2, f.rows, f.steps}, distinct));
+  return distinct_tokens({std::span(f.char_ids), std::span(b.char_ids)});
+}
+
+std::pair<Tensor, Tensor> encode_batches(const ElmoLM& lm, const DistinctTokens& tokens, int rows, int steps) {
+  std::vector<Tensor> both = ops::unbind(lm.bilm.encode_distinct(tokens, {2, rows, steps}));
   return {both[0], both[1]};
 }
 
+std::pair<Tensor, Tensor> encode_batches(const ElmoLM& lm, const LmBatch& f, const LmBatch& b, int64_t* distinct) {
+  const DistinctTokens tokens = distinct_batch_tokens(f, b);
+  if (distinct) *distinct = tokens.count();
+  return encode_batches(lm, tokens, f.rows, f.steps);
+}
+
+namespace {
+Tensor flat_top(const ElmoLM& lm, const Tensor& top, const LmBatch& b) {
+  return ops::reshape(top, {static_cast<int64_t>(b.rows) * b.steps, lm.bilm.opt.projection_dim});
+}
+}  // namespace
+
 Tensor direction_loss(ElmoLM& lm, int d, const Tensor& top, const LmBatch& b, const LossOptions& o,
                       const LogUniformSampler* sampler, std::mt19937_64* rng, std::vector<int32_t>* drawn) {
-  const int64_t B = b.rows, T = b.steps, P = lm.bilm.opt.projection_dim;
-  Tensor flat = ops::reshape(top, {B * T, P});
+  const Tensor flat = flat_top(lm, top, b);
   const Tensor &W = lm.softmax_W[static_cast<size_t>(d)], &bias = lm.softmax_b[static_cast<size_t>(d)];
   Tensor loss = o.training && o.n_samples > 0
                     ? sampled_softmax_loss(flat, W, bias, b.targets, *sampler, o.n_samples, *rng, drawn)
                     : full_softmax_loss(flat, W, bias, b.targets);
   return ops::mean(loss);
+}
+
+Tensor direction_loss(ElmoLM& lm, int d, const Tensor& top, const LmBatch& b, const SampledCandidates& c) {
+  return ops::mean(sampled_softmax_loss(flat_top(lm, top, b), lm.softmax_W[static_cast<size_t>(d)],
+                                        lm.softmax_b[static_cast<size_t>(d)], b.targets, c));
 }
 
 }  // namespace sa

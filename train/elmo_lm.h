@@ -46,11 +46,16 @@ struct LossOptions {
 // once (the encoder is shared by the two directions); `distinct` gets their number.
 std::pair<Tensor, Tensor> encode_batches(const ElmoLM& lm, const LmBatch& fwd, const LmBatch& bwd,
                                          int64_t* distinct = nullptr);
+// Both directions' input tokens made distinct (encode_batches' host half), and their encoding.
+DistinctTokens distinct_batch_tokens(const LmBatch& fwd, const LmBatch& bwd);
+std::pair<Tensor, Tensor> encode_batches(const ElmoLM& lm, const DistinctTokens& tokens, int rows, int steps);
 
 // Mean token loss of direction `d` from its top output [B, T, P] (bilm_forward's `top`); the
 // sampled negatives' word ids go to `drawn` when given.
 Tensor direction_loss(ElmoLM& lm, int d, const Tensor& top, const LmBatch& batch, const LossOptions& o,
                       const LogUniformSampler* sampler, std::mt19937_64* sample_rng,
                       std::vector<int32_t>* drawn = nullptr);
+// The same, training, with the sampled softmax's candidates drawn beforehand for the batch's targets.
+Tensor direction_loss(ElmoLM& lm, int d, const Tensor& top, const LmBatch& batch, const SampledCandidates& c);
 
 }  // namespace sa

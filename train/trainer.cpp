@@ -197,7 +197,7 @@ class ElmoFamily final : public ModelFamily {
     bwd_.emplace(corpus(c.seed * 2 + 2), vocab, global_rows_, c.unroll_steps, true);
     dict_ = run_dictionary(c, vocab, out.quiet);
     seen_.emplace(vocab.size());
-    for (int64_t i = 0; i < s_->step; ++i) take_batches(read_batches());  // replay the data stream up to the checkpoint
+    for (int64_t i = 0; i < s_->step; ++i) take_batches(read_batches(0));  // replay the data stream up to the checkpoint
     sampler_.emplace(vocab.size());
     sampler_->tabulate();
   }
@@ -223,8 +223,9 @@ class ElmoFamily final : public ModelFamily {
     TrainingState& s = *s_;
     ElmoLM& lm = s.lm;
     // batch
-    next_batches();
-    const int64_t step = ++s.step;
+    const int64_t step = s.step + 1;
+    next_batches(step);
+    s.step = step;
     s.carried.reset_rows(c.state_reset, c.seed * 998244353 + static_cast<uint64_t>(step), first_row_, global_rows_);
     std::mt19937_64 sample_rng(c.seed * 1000003 + static_cast<uint64_t>(step));
     phases.mark("batch");
@@ -234,17 +235,16 @@ class ElmoFamily final : public ModelFamily {
     // forward
     StepStats st;
     st.tokens = tokens_per_step_;
-    auto [tf, tb] = encode_batches(lm, bf_, bb_, &st.encoded_tokens);
+    st.encoded_tokens = in_.tokens.count();
+    auto [tf, tb] = encode_batches(lm, in_.tokens, in_.fwd.rows, in_.fwd.steps);
     BilmOutputs out = bilm_forward(lm.bilm, {tf, tb}, s.carried, c.dropout, s.dropout);
     phases.mark("forward");
     // loss
-    const LmBatch* batches[2] = {&bf_, &bb_};
+    const LmBatch* batches[2] = {&in_.fwd, &in_.bwd};
     Tensor dir_loss[2];
     std::optional<WorkingTable> work[2];
-    const LossOptions lo{true, c.dropout, c.n_negative_samples_batch};
     for (int d = 0; d < 2; ++d) {
       picked_[d] = SenseStep();
-      drawn_[d].clear();
       if (sense_) {
         const Tensor select_top = c.sense.select_after_dropout ? Tensor() : out.clean_top(d);
         if (sharded_)
@@ -254,11 +254,11 @@ class ElmoFamily final : public ModelFamily {
                                            true, sample_rng, &picked_[d], dict_.get(), select_top,
                                            work[d] ? &*work[d] : nullptr);
       } else {
-        dir_loss[d] = direction_loss(lm, d, out.top[d], *batches[d], lo, &*sampler_, &sample_rng, &drawn_[d]);
+        dir_loss[d] = direction_loss(lm, d, out.top[d], *batches[d], in_.negatives[d]);
       }
     }
     for (int d = 0; d < 2; ++d)
-      st.softmax_rows += static_cast<double>(sense_ ? picked_[d].negative_count() : static_cast<int64_t>(drawn_[d].size())) / 2;
+      st.softmax_rows += static_cast<double>(sense_ ? picked_[d].negative_count() : static_cast<int64_t>(in_.negatives[d].sampled.size())) / 2;
     out = BilmOutputs();  // the tape keeps what backward needs; hold no other activations through it
     Tensor loss = ops::scale(ops::add(dir_loss[0], dir_loss[1]), 0.5);
     // The global batch's loss (equal rows per rank); one process keeps it on the device.
@@ -302,7 +302,7 @@ class ElmoFamily final : public ModelFamily {
   nlohmann::json step_metrics() const override {
     double words = 0, mass = 0, rows = 0;
     for (int d = 0; d < 2; ++d) {
-      std::vector<int32_t> w = sense_ ? picked_[d].negatives() : drawn_[d];
+      std::vector<int32_t> w = sense_ ? picked_[d].negatives() : in_.negatives[d].sampled;
       rows += static_cast<double>(w.size()) / 2;
       if (sense_)
         for (int32_t& r : w) r /= c_.sense.n_context;
@@ -349,27 +349,62 @@ class ElmoFamily final : public ModelFamily {
                          vocab_->checksum(), ranks};
   }
 
-  // The targets seen so far (the global batch's): the negatives' unigram mass and the rare words.
-  std::pair<LmBatch, LmBatch> read_batches() {
-    std::pair<LmBatch, LmBatch> next;
-    fwd_->next(next.first);
-    bwd_->next(next.second);
-    return next;
+  // A step's batches (this rank's rows) and the host work made from them before the step.
+  struct StepInputs {
+    LmBatch fwd, bwd;
+    std::vector<int32_t> all_targets[2];  // every rank's targets (data parallel only: else fwd's and bwd's)
+    DistinctTokens tokens;                // both directions' input tokens, each once
+    SampledCandidates negatives[2];       // ELMo's sampled softmax (SaELMo draws from its tables' state)
+  };
+  // The batches of step `step` and their host work (step 0: the batches alone, as a resume replays
+  // the stream). Reads the streams and the sampler's table, nothing a step changes.
+  StepInputs read_batches(int64_t step) {
+    // The negatives do not depend on the batch: drawn beside the reading (one stream, in order).
+    std::future<std::array<SampledCandidates, 2>> drawing;
+    if (step > 0 && !sense_ && c_.n_negative_samples_batch > 0)
+      drawing = std::async(std::launch::async, [this, step] {
+        std::mt19937_64 rng(c_.seed * 1000003 + static_cast<uint64_t>(step));
+        std::array<SampledCandidates, 2> neg;
+        for (SampledCandidates& n : neg) n = draw_negatives(*sampler_, c_.n_negative_samples_batch, rng);
+        return neg;
+      });
+    StepInputs in;
+    std::future<void> backward_read;  // the two streams are independent: each read on its own thread
+    if (step > 0) backward_read = std::async(std::launch::async, [this, &in] { bwd_->next(in.bwd); });
+    fwd_->next(in.fwd);
+    if (backward_read.valid())
+      backward_read.get();
+    else
+      bwd_->next(in.bwd);
+    if (dist::size() > 1) {
+      in.all_targets[0] = in.fwd.targets, in.all_targets[1] = in.bwd.targets;
+      in.fwd = batch_rows(in.fwd, first_row_, c_.batch_size), in.bwd = batch_rows(in.bwd, first_row_, c_.batch_size);
+    }
+    if (step == 0) return in;
+    in.tokens = distinct_batch_tokens(in.fwd, in.bwd);
+    if (drawing.valid()) {
+      std::array<SampledCandidates, 2> neg = drawing.get();
+      for (int d = 0; d < 2; ++d) {
+        in.negatives[d] = std::move(neg[static_cast<size_t>(d)]);
+        shift_labels(in.negatives[d], d == 0 ? in.fwd.targets : in.bwd.targets, *sampler_);
+      }
+    }
+    return in;
   }
-  // The step's batches; the target counts see them when their step takes them.
-  void take_batches(std::pair<LmBatch, LmBatch> next) {
-    std::tie(bf_, bb_) = std::move(next);
-    seen_->add(bf_.targets);
-    seen_->add(bb_.targets);
+  // The step's inputs; the target counts (the global batch's: the negatives' unigram mass and the
+  // rare words) see them when their step takes them.
+  void take_batches(StepInputs in) {
+    in_ = std::move(in);
+    for (int d = 0; d < 2; ++d)
+      seen_->add(!in_.all_targets[d].empty() ? in_.all_targets[d] : d == 0 ? in_.fwd.targets : in_.bwd.targets);
   }
-  // The step's batches, read ahead on a thread of their own while the step before ran: reading and
-  // mapping 2 x 5,120 words and their characters is milliseconds of host work a GPU step would wait
-  // on. The same batches in the same order.
-  void next_batches() {
-    take_batches(ahead_.valid() ? ahead_.get() : read_batches());
-    if (s_->step + 1 < total_) ahead_ = std::async(std::launch::async, [this] { return read_batches(); });
-    if (dist::size() > 1)
-      bf_ = batch_rows(bf_, first_row_, c_.batch_size), bb_ = batch_rows(bb_, first_row_, c_.batch_size);
+  // The step's inputs, read and prepared ahead on a thread of their own while the step before ran:
+  // reading 2 x 5,120 words and their characters, making the tokens distinct and drawing the
+  // negatives are milliseconds of host work a GPU step would wait on. The same inputs in the same
+  // order.
+  void next_batches(int64_t step) {
+    take_batches(ahead_.valid() ? ahead_.get() : read_batches(step));
+    if (step < total_) ahead_ = std::async(std::launch::async, [this, step] { return read_batches(step + 1); });
   }
 
   // Warm-up end, center updates, PCA refits and pruning, after the step's update.
@@ -409,10 +444,9 @@ class ElmoFamily final : public ModelFamily {
   std::unique_ptr<TranslationTable> dict_;
   std::optional<TargetCounts> seen_;
   std::optional<LogUniformSampler> sampler_;
-  LmBatch bf_, bb_;
-  std::future<std::pair<LmBatch, LmBatch>> ahead_;  // the next step's batches (next_batches); waited for first when destroyed
+  StepInputs in_;
+  std::future<StepInputs> ahead_;  // the next step's inputs (next_batches); waited for first when destroyed
   SenseStep picked_[2];
-  std::vector<int32_t> drawn_[2];  // ELMo's negatives (word ids)
   std::vector<char> bf16_wanted_;  // the weights whose bf16 copies a step takes (Bf16WeightCopies)
 };
 

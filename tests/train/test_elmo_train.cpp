@@ -81,6 +81,57 @@ TEST(ElmoTrain, TabulatedLogQShiftsAreTheFormulasBits) {
   EXPECT_EQ(LogUniformSampler(V).log_q_shift(ids, n, 137), s.log_q_shift(ids, n, 137));  // untabulated: the same
 }
 
+// A trainer draws the next step's negatives and their log-Q shifts, and makes its tokens
+// distinct, ahead of the step: the loss from those equals the loss drawn in the step, bit for bit,
+// with the generator left where the step would leave it; the tokens encode as they do undeduplicated.
+TEST(ElmoTrain, InputsPreparedAheadGiveTheStepsOwnLoss) {
+  const int64_t V = 5000, N = 12, P = 6;
+  const int n = 300;
+  std::mt19937_64 fill(3);
+  std::normal_distribution<double> g(0.0, 1.0);
+  auto random = [&](int64_t k) {
+    std::vector<double> v(static_cast<size_t>(k));
+    for (double& e : v) e = g(fill);
+    return v;
+  };
+  const Tensor x = Tensor::of(random(N * P), {N, P}, DType::F64, Device::cpu());
+  const Tensor W = Tensor::of(random(V * P), {V, P}, DType::F64, Device::cpu());
+  const Tensor b = Tensor::of(random(V), {V, 1}, DType::F64, Device::cpu());
+  std::vector<int32_t> labels(static_cast<size_t>(N));
+  for (int64_t i = 0; i < N; ++i) labels[i] = static_cast<int32_t>((i * 37 + 1) % 400);  // some among the frequent draws
+  LogUniformSampler sampler(V);
+  sampler.tabulate();
+  std::mt19937_64 in_step(9), ahead(9);
+  std::vector<int32_t> drawn;
+  const std::vector<double> want = sampled_softmax_loss(x, W, b, labels, sampler, n, in_step, &drawn).values();
+  const SampledCandidates c = draw_candidates(labels, sampler, n, ahead);
+  EXPECT_EQ(sampled_softmax_loss(x, W, b, labels, c).values(), want);
+  EXPECT_EQ(c.sampled, drawn);
+  EXPECT_EQ(in_step(), ahead());
+
+  Vocab v = Vocab::from_words({"<S>", "</S>", "<UNK>", "the", "cat", "sat", "on", "a", "mat", "."});
+  ElmoLM lm = ElmoLM::init(tiny(), v.size(), 3, Device::cpu(), DType::F64, true);
+  const std::vector<std::string> words = {"<S>", "the", "cat", "sat", "on", "the", "mat", ".", "</S>", "the"};
+  LmBatch bf = batch(words, v, 2, 5), bb = batch({words.rbegin(), words.rend()}, v, 2, 5);
+  const DistinctTokens t = distinct_batch_tokens(bf, bb);
+  EXPECT_EQ(t.count(), 8);  // <S> the cat sat on mat . </S>
+  // Rows hash through their end-of-word id but compare whole: rows that differ past it stay apart.
+  std::vector<int32_t> two(2 * chars::kPerToken);
+  chars::token_ids("cat", two.data());
+  chars::token_ids("cat", two.data() + chars::kPerToken);
+  EXPECT_EQ(distinct_tokens(two).count(), 1);
+  two.back() = chars::kBow;
+  EXPECT_EQ(distinct_tokens(two).count(), 2);
+  auto [tf, tb] = encode_batches(lm, t, 2, 5);
+  std::vector<int32_t> ids(bf.char_ids);
+  ids.insert(ids.end(), bb.char_ids.begin(), bb.char_ids.end());
+  const std::vector<double> all = lm.bilm.encode(Tensor::from(ids, {20, chars::kPerToken}, Device::cpu())).values();
+  std::vector<double> got = tf.values(), back = tb.values();
+  got.insert(got.end(), back.begin(), back.end());
+  ASSERT_EQ(got.size(), all.size());
+  for (size_t i = 0; i < all.size(); ++i) EXPECT_NEAR(got[i], all[i], 1e-12) << "element " << i;
+}
+
 // In both table layouts: one softmax table for both directions (bilm-tf) and one per direction.
 TEST(ElmoTrain, WholeLossGradientMatchesFiniteDifferences) {
   for (bool shared : {true, false}) {
