@@ -2,6 +2,9 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <unordered_map>
 
 namespace sa {
@@ -34,13 +37,28 @@ void LogUniformSampler::tabulate() {
   for (int64_t k = 0; k < range_; ++k) log1m_p_[static_cast<size_t>(k)] = std::log1p(-prob(k));
 }
 
+double LogUniformSampler::log_q_shift(int32_t id, int n, int64_t tries) const {
+  return -std::log(!log1m_p_.empty() && tries != n
+                       ? -std::expm1(static_cast<double>(tries) * log1m_p_[static_cast<size_t>(id)])
+                       : expected_count(id, n, tries));
+}
+
 std::vector<double> LogUniformSampler::log_q_shift(const std::vector<int32_t>& ids, int n, int64_t tries) const {
   std::vector<double> out(ids.size());
-  const bool table = !log1m_p_.empty() && tries != n;
-  for (size_t i = 0; i < ids.size(); ++i)
-    out[i] = -std::log(table ? -std::expm1(static_cast<double>(tries) * log1m_p_[static_cast<size_t>(ids[i])])
-                             : expected_count(ids[i], n, tries));
+  for (size_t i = 0; i < ids.size(); ++i) out[i] = log_q_shift(ids[i], n, tries);
   return out;
+}
+
+const LogUniformSampler& tabulated_log_uniform(int64_t range) {
+  static std::mutex mu;
+  static std::map<int64_t, std::unique_ptr<LogUniformSampler>> made;
+  std::lock_guard<std::mutex> lock(mu);
+  std::unique_ptr<LogUniformSampler>& s = made[range];
+  if (!s) {
+    s = std::make_unique<LogUniformSampler>(range);
+    s->tabulate();
+  }
+  return *s;
 }
 
 Tensor candidate_softmax_loss(const Tensor& x, const Tensor& W, const Tensor& b, const std::vector<int32_t>& true_rows,

@@ -21,6 +21,7 @@ class LogUniformSampler {
   double expected_count(int64_t k, int n, int64_t tries) const;
   // -log expected_count of each id: the log-Q shift of the sampled softmax, the same bits.
   std::vector<double> log_q_shift(const std::vector<int32_t>& ids, int n, int64_t tries) const;
+  double log_q_shift(int32_t id, int n, int64_t tries) const;
   // Keeps log(1 - P(k)) for every id, so log_q_shift takes two transcendentals an id instead of
   // five: a trainer shifts every target and negative on the host each step.
   void tabulate();
@@ -31,6 +32,10 @@ class LogUniformSampler {
   double log_range_;
   std::vector<double> log1m_p_;  // tabulate()'s log1p(-P(k)), or empty
 };
+
+// A tabulated sampler over `range` ids, made once a process and shared (read only once made): the
+// sense softmax shifts every target and negative word through it each step.
+const LogUniformSampler& tabulated_log_uniform(int64_t range);
 
 // The core of every sampled softmax here: per-row cross entropy [N] where row n's candidates are
 // its true row true_rows[n] (column 0) and the shared `sampled` rows; logit = x . W[r] + b[r] plus

@@ -32,7 +32,7 @@ SenseNegatives sample_log_uniform_senses(const SenseTable& t, int n, const std::
                                          std::mt19937_64& rng, SenseOptions::NegativeBudget budget, int64_t max_rows) {
   const int V = t.vocab(), C = t.n_context();
   const int words = log_uniform_words(V, t.enabled_count(), n, budget, max_rows);
-  const LogUniformSampler sampler(V);
+  const LogUniformSampler& sampler = tabulated_log_uniform(V);
   SenseNegatives out;
   const std::vector<int32_t> drawn = sampler.sample_unique(words, rng, out.tries);
   out.vocab = V, out.words = words;
@@ -47,7 +47,7 @@ SenseNegatives sample_log_uniform_senses(const SenseTable& t, int n, const std::
 
 double SenseNegatives::word_shift(int32_t w) const {
   SA_CHECK(vocab > 0, "log-Q shift asked of negatives that were not drawn log-uniformly");
-  return -std::log(LogUniformSampler(vocab).expected_count(w, words, tries));
+  return tabulated_log_uniform(vocab).log_q_shift(w, words, tries);
 }
 
 Tensor sense_sampled_loss(const Tensor& x, const SenseTable& t, const std::vector<int32_t>& selected,

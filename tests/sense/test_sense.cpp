@@ -632,6 +632,12 @@ TEST(SenseSoftmax, LogUniformNegativesTakeWholeWordsWithLogQ) {
     if (neg.rows[i] / 4 == neg.rows[i + 1] / 4) {
       EXPECT_EQ(neg.shift[i], neg.shift[i + 1]);
     }
+  // Each shift is TF's -log(expected count) written out, bit for bit (the shifts come from a table).
+  const LogUniformSampler formula(400);
+  ASSERT_GT(neg.tries, 30);
+  for (size_t i = 0; i < neg.rows.size(); ++i)
+    EXPECT_EQ(neg.shift[i], -std::log(formula.expected_count(neg.rows[i] / 4, neg.words, neg.tries))) << i;
+  EXPECT_EQ(neg.true_shift[1], -std::log(formula.expected_count(5, neg.words, neg.tries)));
   // The loss with shifts equals the unshifted one computed on shifted logits: check one row by hand.
   Tensor x = Tensor::of({0.3, -0.7}, {1, 2}, DType::F64);
   const int32_t target = t.row(5, 1);
