@@ -198,8 +198,7 @@ class ElmoFamily final : public ModelFamily {
     dict_ = run_dictionary(c, vocab, out.quiet);
     seen_.emplace(vocab.size());
     for (int64_t i = 0; i < s_->step; ++i) take_batches(read_batches(0));  // replay the data stream up to the checkpoint
-    sampler_.emplace(vocab.size());
-    sampler_->tabulate();
+    sampler_ = &tabulated_log_uniform(vocab.size());
   }
 
   int64_t step() const override { return s_->step; }
@@ -443,7 +442,7 @@ class ElmoFamily final : public ModelFamily {
   std::optional<LmStream> fwd_, bwd_;
   std::unique_ptr<TranslationTable> dict_;
   std::optional<TargetCounts> seen_;
-  std::optional<LogUniformSampler> sampler_;
+  const LogUniformSampler* sampler_ = nullptr;  // ELMo's negatives (tabulated; shared and read only)
   StepInputs in_;
   std::future<StepInputs> ahead_;  // the next step's inputs (next_batches); waited for first when destroyed
   SenseStep picked_[2];
