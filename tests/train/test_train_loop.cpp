@@ -245,9 +245,32 @@ TEST(TrainLoop, WithoutArithmeticASenseModelRunsThroughItsSchedule) {
   const std::string cfg = tiny_elmo_config(
       "no-arithmetic-senses", 16,
       "checkpoint_every = 8\nn_context = 3\ncluster_proj_dim = 2\npca_sample = 40\npca_every = 3\n"
-      "contextual_warmup = 2\nprune_first = 6\nprune_every = 3\ncontext_record_window = 4\nwarmup_init = \"data\"\n");
+      "contextual_warmup = 2\nprune_first = 6\nprune_every = 3\ncontext_record_window = 4\nwarmup_init = \"random\"\n"
+      "sense_negatives = \"log_uniform\"\n");  // as saelmo.cfg: the selections made on the device
   const TrainResult dry = train_model(TrainConfig::load(cfg), o);
   EXPECT_EQ(dry.steps_done, 16);
+  // The host read real ids: each target's first candidate reached its own word's usage window (a
+  // window holds the word's rows, word x 3 senses). Unwritten (zeroed) ids would all be word 0's.
+  const SafetensorsFile at16 =
+      load_safetensors(fs::path(cfg).parent_path().string() + "/run/checkpoints/ckpt-00000016.safetensors");
+  int heads = 0;
+  for (const auto& [name, t] : at16.tensors) {
+    if (!name.ends_with("usage")) continue;
+    ++heads;
+    const int64_t V = t.dim(0), W = t.dim(1);
+    const std::vector<double> v = t.values();
+    int words = 0;
+    for (int64_t r = 0; r < V; ++r) {
+      bool any = false;
+      for (int64_t k = 0; k < W; ++k) {
+        EXPECT_TRUE(v[r * W + k] == -1 || static_cast<int64_t>(v[r * W + k]) / 3 == r) << name << " word " << r;
+        any = any || v[r * W + k] >= 0;
+      }
+      words += any;
+    }
+    EXPECT_GT(words, 3) << name;
+  }
+  EXPECT_EQ(heads, 2);
 }
 
 TEST(ModelFamilies, TheRegistryNamesEachFamilyOnce) {
