@@ -10,7 +10,9 @@
 # Usage: eval/scripts/learning_curve.sh CONFIG RUN_DIR "STEP STEP ..." [--set key=value ...]
 # Environment: SEMCOR (unified XML, from `bin/wsd_eval convert-semcor`), WSD_TESTS (the test
 # sets' .data.xml, space-separated), PAIRS (pseudo-word pair files, space-separated; empty: no
-# purity), PURITY_CORPUS (the unmerged text pseudo-eval reads), WORDNET (index.sense).
+# purity), PURITY_CORPUS (the unmerged text pseudo-eval reads), WORDNET (index.sense), CKPT_EVERY
+# (a checkpoint every that many steps inside a stage too, so a killed stage resumes near where it
+# stopped; by default only at the points).
 set -euo pipefail
 cfg=${1:?usage: learning_curve.sh CONFIG RUN_DIR \"STEP ...\" [--set key=value ...]}
 run=${2:?run directory}
@@ -27,7 +29,7 @@ done_steps() { [ -f "$run/wsd.jsonl" ] && python3 -c 'import json,sys; print(" "
 
 for step in $points; do
   if [[ " $(done_steps) " == *" $step "* ]]; then echo "learning_curve: step $step already evaluated"; continue; fi
-  ./bin/train "$cfg" --set run_dir="$run" --set n_steps="$step" --set checkpoint_every="$step" "$@"
+  ./bin/train "$cfg" --set run_dir="$run" --set n_steps="$step" --set checkpoint_every="${CKPT_EVERY:-$step}" "$@"
   [ -f "$run/checkpoints/$(printf "ckpt-%08d.safetensors" "$step")" ] ||
     { echo "learning_curve: no checkpoint at step $step in $run/checkpoints" >&2; exit 1; }
   ./bin/wsd_eval --model "$run" --train "$SEMCOR" "${tests[@]}" --layer 0,1,2 --all-settings --wordnet "$WORDNET" \
