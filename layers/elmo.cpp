@@ -218,9 +218,6 @@ DistinctTokens distinct_tokens(std::initializer_list<std::span<const int32_t>> p
 DistinctTokens distinct_tokens(const std::vector<int32_t>& char_ids) { return distinct_tokens({std::span(char_ids)}); }
 
 Tensor ElmoModel::encode_tokens(const std::vector<int32_t>& char_ids, const Shape& lead, int64_t* distinct) const {
-  const int64_t n = numel(lead);
-  SA_CHECK(static_cast<int64_t>(char_ids.size()) == n * chars::kPerToken, "encode: {} char ids for {} tokens",
-           char_ids.size(), n);
   const DistinctTokens t = distinct_tokens(char_ids);
   if (distinct) *distinct = t.count();
   return encode_distinct(t, lead);

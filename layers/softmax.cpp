@@ -50,6 +50,11 @@ std::vector<double> LogUniformSampler::log_q_shift(const std::vector<int32_t>& i
 }
 
 const LogUniformSampler& tabulated_log_uniform(int64_t range) {
+  // The sense softmax asks once a word: the last answer is kept per thread, without the lock (made
+  // samplers live as long as the process).
+  thread_local int64_t last_range = -1;
+  thread_local const LogUniformSampler* last = nullptr;
+  if (range == last_range) return *last;
   static std::mutex mu;
   static std::map<int64_t, std::unique_ptr<LogUniformSampler>> made;
   std::lock_guard<std::mutex> lock(mu);
@@ -58,6 +63,7 @@ const LogUniformSampler& tabulated_log_uniform(int64_t range) {
     s = std::make_unique<LogUniformSampler>(range);
     s->tabulate();
   }
+  last_range = range, last = s.get();
   return *s;
 }
 
@@ -149,8 +155,6 @@ Tensor sampled_softmax_loss(const Tensor& x, const Tensor& W, const Tensor& b, c
 Tensor sampled_softmax_loss(const Tensor& x, const Tensor& W, const Tensor& b, const std::vector<int32_t>& labels,
                             const LogUniformSampler& sampler, int n_samples, std::mt19937_64& rng,
                             std::vector<int32_t>* drawn) {
-  SA_CHECK(static_cast<int64_t>(labels.size()) == x.dim(0), "sampled softmax: {} labels for {} inputs", labels.size(),
-           x.dim(0));
   const SampledCandidates c = draw_candidates(labels, sampler, n_samples, rng);
   if (drawn) *drawn = c.sampled;
   return sampled_softmax_loss(x, W, b, labels, c);

@@ -368,13 +368,11 @@ class ElmoFamily final : public ModelFamily {
         return neg;
       });
     StepInputs in;
-    std::future<void> backward_read;  // the two streams are independent: each read on its own thread
-    if (step > 0) backward_read = std::async(std::launch::async, [this, &in] { bwd_->next(in.bwd); });
+    // The two streams are independent: each read on its own thread (a resume's replay, in turn).
+    std::future<void> backward_read = std::async(step > 0 ? std::launch::async : std::launch::deferred,
+                                                 [this, &in] { bwd_->next(in.bwd); });
     fwd_->next(in.fwd);
-    if (backward_read.valid())
-      backward_read.get();
-    else
-      bwd_->next(in.bwd);
+    backward_read.get();
     if (dist::size() > 1) {
       in.all_targets[0] = in.fwd.targets, in.all_targets[1] = in.bwd.targets;
       in.fwd = batch_rows(in.fwd, first_row_, c_.batch_size), in.bwd = batch_rows(in.bwd, first_row_, c_.batch_size);
