@@ -9,10 +9,29 @@ void SenseUsage::record(const std::vector<int32_t>& rows, int C) {
   for (int32_t r : rows) append(r, C);
 }
 
-void SenseUsage::append(int32_t row, int C) const {
-  auto& w = log_[row / C];
-  w.push_back(row);
-  if (static_cast<int>(w.size()) > window_) w.pop_front();
+void SenseUsage::push(int word, int32_t row) const {
+  if (word >= static_cast<int>(ring_of_.size())) ring_of_.resize(static_cast<size_t>(word) + 1, -1);
+  int32_t& k = ring_of_[static_cast<size_t>(word)];
+  if (k < 0) {
+    k = static_cast<int32_t>(word_of_.size());
+    word_of_.push_back(word), oldest_.push_back(0), held_.push_back(0);
+    rings_.resize(rings_.size() + static_cast<size_t>(window_));
+  }
+  const size_t first = static_cast<size_t>(k) * window_;
+  int32_t &oldest = oldest_[static_cast<size_t>(k)], &held = held_[static_cast<size_t>(k)];
+  if (held < window_) {
+    rings_[first + static_cast<size_t>((oldest + held++) % window_)] = row;
+  } else {  // full: the newest takes the oldest's place
+    rings_[first + static_cast<size_t>(oldest)] = row;
+    oldest = (oldest + 1) % window_;
+  }
+}
+
+template <class F>
+void SenseUsage::for_each_in(int k, F f) const {
+  const size_t first = static_cast<size_t>(k) * window_;
+  for (int i = 0; i < held_[static_cast<size_t>(k)]; ++i)
+    f(rings_[first + static_cast<size_t>((oldest_[static_cast<size_t>(k)] + i) % window_)]);
 }
 
 void SenseUsage::record(const Tensor& rows, int C) {
@@ -31,20 +50,23 @@ void SenseUsage::flush() const {
   for (double r : all) append(static_cast<int32_t>(r), pending_context_);
 }
 
-const std::deque<int32_t>* SenseUsage::window_of(int word) const {
+std::vector<int32_t> SenseUsage::window_of(int word) const {
   flush();
-  auto it = log_.find(word);
-  return it == log_.end() ? nullptr : &it->second;
+  std::vector<int32_t> out;
+  if (word >= 0 && word < static_cast<int>(ring_of_.size()) && ring_of_[static_cast<size_t>(word)] >= 0)
+    for_each_in(ring_of_[static_cast<size_t>(word)], [&](int32_t r) { out.push_back(r); });
+  return out;
 }
 
 int SenseUsage::prune(SenseTable& t, double threshold) const {
   flush();
   const int C = t.n_context();
   int disabled = 0;
-  for (const auto& [w, win] : log_) {
-    if (static_cast<int>(win.size()) < window_) continue;  // rare words are never pruned
+  for (int k = 0; k < static_cast<int>(word_of_.size()); ++k) {
+    if (held_[static_cast<size_t>(k)] < window_) continue;  // rare words are never pruned
+    const int w = word_of_[static_cast<size_t>(k)];
     std::vector<int> count(static_cast<size_t>(C), 0);
-    for (int32_t r : win) ++count[static_cast<size_t>(r - w * C)];
+    for_each_in(k, [&](int32_t r) { ++count[static_cast<size_t>(r - w * C)]; });
     std::vector<float> next(static_cast<size_t>(C));
     for (int s = 0; s < C; ++s) {
       const float score = t.enabled[static_cast<size_t>(t.row(w, s))];
@@ -76,19 +98,21 @@ int SenseUsage::prune(SenseTable& t, double threshold) const {
 Tensor SenseUsage::to_tensor(int vocab) const {
   flush();
   std::vector<int32_t> v(static_cast<size_t>(vocab) * window_, -1);
-  for (const auto& [w, win] : log_)
-    for (size_t i = 0; i < win.size(); ++i) v[static_cast<size_t>(w) * window_ + i] = win[i];
+  for (int k = 0; k < static_cast<int>(word_of_.size()); ++k) {
+    int32_t* out = &v[static_cast<size_t>(word_of_[static_cast<size_t>(k)]) * window_];
+    for_each_in(k, [&](int32_t r) { *out++ = r; });
+  }
   return Tensor::from(v, {vocab, window_});
 }
 
 void SenseUsage::restore(const Tensor& windows) {
   SA_CHECK(windows.rank() == 2 && windows.dim(1) == window_, "usage windows {} must be [vocab, {}]", describe(windows),
            window_);
-  log_.clear(), pending_.clear();
+  ring_of_.clear(), word_of_.clear(), rings_.clear(), oldest_.clear(), held_.clear(), pending_.clear();
   std::vector<double> v = windows.values();
   for (int64_t w = 0; w < windows.dim(0); ++w)
     for (int64_t i = 0; i < window_; ++i)
-      if (int32_t r = static_cast<int32_t>(v[w * window_ + i]); r >= 0) log_[static_cast<int>(w)].push_back(r);
+      if (int32_t r = static_cast<int32_t>(v[w * window_ + i]); r >= 0) push(static_cast<int>(w), r);
 }
 
 }  // namespace sa

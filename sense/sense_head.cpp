@@ -80,7 +80,7 @@ Tensor selection_context(const Tensor& top) {
 
 Tensor sense_direction_loss(SenseHead& h, const Tensor& top, const LmBatch& b, const SenseOptions& o, int n_negatives,
                             bool training, std::mt19937_64& rng, SenseStep* step, const TranslationTable* dict,
-                            const Tensor& select_top, WorkingTable* work) {
+                            const Tensor& select_top, WorkingTable* work, WordsDrawnAhead* ahead) {
   const int64_t B = top.dim(0), T = top.dim(1), P = top.dim(2);
   SA_CHECK(work || !training || h.table.stores_all(), "sense_direction_loss: a sharded table trains through a WorkingTable");
   SenseTable& table = work ? work->table : h.table;
@@ -116,7 +116,7 @@ Tensor sense_direction_loss(SenseHead& h, const Tensor& top, const LmBatch& b, c
     return drawn = h.uniform_negatives(n_negatives, rng());
   };
   auto log_uniform = [&] {
-    return sample_log_uniform_senses(table, n_negatives, targets, rng, o.negative_budget, o.negative_rows_max);
+    return sample_log_uniform_senses(table, n_negatives, targets, rng, o.negative_budget, o.negative_rows_max, ahead);
   };
   // The common training case runs selection inside the fused softmax; seeding (sequential over
   // tokens), the translation loss and the other negatives select first. The selection stays on the

@@ -95,10 +95,11 @@ Tensor selection_context(const Tensor& top);
 // reads instead of `top` (select_after_dropout = false). With `work` (a sharded table), training
 // reads the step's working table, its negatives and dictionary instead of the head's, and `step`
 // gets that table's rows; evaluation of a sharded table is collective (sharded_word_nll).
+// `ahead`: log-uniform words drawn before the step (sample_log_uniform_senses takes them).
 Tensor sense_direction_loss(SenseHead& head, const Tensor& top, const LmBatch& b, const SenseOptions& o,
                             int n_negatives, bool training, std::mt19937_64& rng, SenseStep* step = nullptr,
                             const TranslationTable* dict = nullptr, const Tensor& select_top = Tensor(),
-                            WorkingTable* work = nullptr);
+                            WorkingTable* work = nullptr, WordsDrawnAhead* ahead = nullptr);
 
 // Everything a head does between training steps, in order: the center update and usage record of
 // `s`; a projection refit on the first step and every pca_every steps after it (Alg. 2); the end

@@ -28,20 +28,32 @@ int log_uniform_words(int64_t V, int64_t enabled, int n, SenseOptions::NegativeB
   return static_cast<int>(std::clamp<int64_t>(std::lround(words), 1, V));
 }
 
+WordsDrawnAhead draw_words_ahead(int64_t vocab, int words, std::mt19937_64& rng) {
+  WordsDrawnAhead a;
+  a.rng_before = rng;
+  a.draw = draw_negatives(tabulated_log_uniform(vocab), words, rng);
+  a.rng_after = rng;
+  return a;
+}
+
 SenseNegatives sample_log_uniform_senses(const SenseTable& t, int n, const std::vector<int32_t>& targets,
-                                         std::mt19937_64& rng, SenseOptions::NegativeBudget budget, int64_t max_rows) {
+                                         std::mt19937_64& rng, SenseOptions::NegativeBudget budget, int64_t max_rows,
+                                         WordsDrawnAhead* ahead) {
   const int V = t.vocab(), C = t.n_context();
   const int words = log_uniform_words(V, t.enabled_count(), n, budget, max_rows);
   const LogUniformSampler& sampler = tabulated_log_uniform(V);
+  const bool take = ahead && ahead->draw.n == words && ahead->draw.true_shift.size() == targets.size() &&
+                    ahead->rng_before == rng;
+  SampledCandidates c = take ? std::move(ahead->draw) : draw_candidates(targets, sampler, words, rng);
+  if (take) rng = ahead->rng_after;
   SenseNegatives out;
-  const std::vector<int32_t> drawn = sampler.sample_unique(words, rng, out.tries);
-  out.vocab = V, out.words = words;
-  for (int32_t w : drawn) {
-    const double shift = out.word_shift(w);
+  out.vocab = V, out.words = words, out.tries = c.tries;
+  out.true_shift = std::move(c.true_shift);
+  out.rows.reserve(c.sampled.size() * static_cast<size_t>(C));
+  out.shift.reserve(out.rows.capacity());
+  for (size_t i = 0; i < c.sampled.size(); ++i)
     for (int s = 0; s < C; ++s)
-      if (t.is_enabled(t.row(w, s))) out.rows.push_back(t.row(w, s)), out.shift.push_back(shift);
-  }
-  for (int32_t w : targets) out.true_shift.push_back(out.word_shift(w));
+      if (const int r = t.row(c.sampled[i], s); t.is_enabled(r)) out.rows.push_back(r), out.shift.push_back(c.sampled_shift[i]);
   return out;
 }
 

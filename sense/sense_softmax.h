@@ -5,6 +5,7 @@
 #include <random>
 #include <vector>
 
+#include "layers/softmax.h"
 #include "sense/sense_table.h"
 
 namespace sa {
@@ -30,10 +31,20 @@ struct SenseNegatives {
   // -log(expected count) of word `w` (a global word id) in this draw.
   double word_shift(int32_t w) const;
 };
+// A step's log-uniform words drawn before the step (a trainer's read-ahead thread), with the
+// targets' shifts, from the generator state the step's own draw starts from.
+struct WordsDrawnAhead {
+  SampledCandidates draw;
+  std::mt19937_64 rng_before, rng_after;
+};
+WordsDrawnAhead draw_words_ahead(int64_t vocab, int words, std::mt19937_64& rng);
+// With `ahead`, the draw takes its words where they are what `rng` would draw now (the same
+// generator state and count of words, which follows the enabled senses: a step that enabled or
+// pruned some in between makes the draw anew) and moves rng past them: the same bits either way.
 SenseNegatives sample_log_uniform_senses(const SenseTable& table, int n, const std::vector<int32_t>& targets,
                                          std::mt19937_64& rng,
                                          SenseOptions::NegativeBudget budget = SenseOptions::NegativeBudget::Rows,
-                                         int64_t max_rows = 0);
+                                         int64_t max_rows = 0, WordsDrawnAhead* ahead = nullptr);
 // How many words such a draw takes from a table with `enabled` enabled rows over `vocab` words.
 int log_uniform_words(int64_t vocab, int64_t enabled, int n, SenseOptions::NegativeBudget budget, int64_t max_rows);
 

@@ -251,7 +251,8 @@ class ElmoFamily final : public ModelFamily {
                                              sample_rng, dict_.get()));
         dir_loss[d] = sense_direction_loss(lm.heads[d], out.top[d], *batches[d], c.sense, c.n_negative_samples_batch,
                                            true, sample_rng, &picked_[d], dict_.get(), select_top,
-                                           work[d] ? &*work[d] : nullptr);
+                                           work[d] ? &*work[d] : nullptr,
+                                           in_.sense_words.empty() ? nullptr : &in_.sense_words[static_cast<size_t>(d)]);
       } else {
         dir_loss[d] = direction_loss(lm, d, out.top[d], *batches[d], in_.negatives[d]);
       }
@@ -353,19 +354,44 @@ class ElmoFamily final : public ModelFamily {
     LmBatch fwd, bwd;
     std::vector<int32_t> all_targets[2];  // every rank's targets (data parallel only: else fwd's and bwd's)
     DistinctTokens tokens;                // both directions' input tokens, each once
-    SampledCandidates negatives[2];       // ELMo's sampled softmax (SaELMo draws from its tables' state)
+    SampledCandidates negatives[2];       // ELMo's sampled softmax
+    std::vector<WordsDrawnAhead> sense_words;  // SaELMo's log-uniform words, one a direction (or none)
   };
+  // How many log-uniform words each direction's sense negatives take with the senses enabled now
+  // (0: drawn otherwise, or in the step: a sharded table's working tables draw their own).
+  std::array<int, 2> sense_words_now() const {
+    std::array<int, 2> w{};
+    if (!sense_ || sharded_ || c_.sense.negatives != SenseOptions::Negatives::LogUniform || c_.n_negative_samples_batch <= 0)
+      return w;
+    for (int d = 0; d < 2; ++d) {
+      const SenseTable& t = s_->lm.heads[d].table;
+      w[static_cast<size_t>(d)] = log_uniform_words(t.vocab(), t.enabled_count(), c_.n_negative_samples_batch,
+                                                    c_.sense.negative_budget, c_.sense.negative_rows_max);
+    }
+    return w;
+  }
   // The batches of step `step` and their host work (step 0: the batches alone, as a resume replays
-  // the stream). Reads the streams and the sampler's table, nothing a step changes.
-  StepInputs read_batches(int64_t step) {
-    // The negatives do not depend on the batch: drawn beside the reading (one stream, in order).
+  // the stream). Reads the streams and the sampler's table, nothing a step changes. `sense_words`:
+  // sense_words_now() when the step before began; the step draws anew if its schedule changed them.
+  StepInputs read_batches(int64_t step, std::array<int, 2> sense_words = {}) {
+    // The negatives do not depend on the batch: drawn beside the reading (one stream, in order, from
+    // the seed the step's own draw takes).
     std::future<std::array<SampledCandidates, 2>> drawing;
+    std::future<std::vector<WordsDrawnAhead>> drawing_words;
+    auto step_rng = [this, step] { return std::mt19937_64(c_.seed * 1000003 + static_cast<uint64_t>(step)); };
     if (step > 0 && !sense_ && c_.n_negative_samples_batch > 0)
-      drawing = std::async(std::launch::async, [this, step] {
-        std::mt19937_64 rng(c_.seed * 1000003 + static_cast<uint64_t>(step));
+      drawing = std::async(std::launch::async, [this, step_rng] {
+        std::mt19937_64 rng = step_rng();
         std::array<SampledCandidates, 2> neg;
         for (SampledCandidates& n : neg) n = draw_negatives(*sampler_, c_.n_negative_samples_batch, rng);
         return neg;
+      });
+    if (step > 0 && sense_words[0] > 0)
+      drawing_words = std::async(std::launch::async, [this, step_rng, sense_words] {
+        std::mt19937_64 rng = step_rng();
+        std::vector<WordsDrawnAhead> words;
+        for (int w : sense_words) words.push_back(draw_words_ahead(sampler_->range(), w, rng));
+        return words;
       });
     StepInputs in;
     // The two streams are independent: each read on its own thread (a resume's replay, in turn).
@@ -386,6 +412,11 @@ class ElmoFamily final : public ModelFamily {
         shift_labels(in.negatives[d], d == 0 ? in.fwd.targets : in.bwd.targets, *sampler_);
       }
     }
+    if (drawing_words.valid()) {
+      in.sense_words = drawing_words.get();
+      for (int d = 0; d < 2; ++d)
+        shift_labels(in.sense_words[static_cast<size_t>(d)].draw, d == 0 ? in.fwd.targets : in.bwd.targets, *sampler_);
+    }
     return in;
   }
   // The step's inputs; the target counts (the global batch's: the negatives' unigram mass and the
@@ -400,8 +431,10 @@ class ElmoFamily final : public ModelFamily {
   // negatives are milliseconds of host work a GPU step would wait on. The same inputs in the same
   // order.
   void next_batches(int64_t step) {
-    take_batches(ahead_.valid() ? ahead_.get() : read_batches(step));
-    if (step < total_) ahead_ = std::async(std::launch::async, [this, step] { return read_batches(step + 1); });
+    const std::array<int, 2> words = sense_words_now();
+    take_batches(ahead_.valid() ? ahead_.get() : read_batches(step, words));
+    if (step < total_)
+      ahead_ = std::async(std::launch::async, [this, step, words] { return read_batches(step + 1, words); });
   }
 
   // Warm-up end, center updates, PCA refits and pruning, after the step's update.
@@ -440,7 +473,7 @@ class ElmoFamily final : public ModelFamily {
   std::optional<LmStream> fwd_, bwd_;
   std::unique_ptr<TranslationTable> dict_;
   std::optional<TargetCounts> seen_;
-  const LogUniformSampler* sampler_ = nullptr;  // ELMo's negatives (tabulated; shared and read only)
+  const LogUniformSampler* sampler_ = nullptr;  // log-uniform negatives, ELMo's and SaELMo's words (tabulated; shared, read only)
   StepInputs in_;
   std::future<StepInputs> ahead_;  // the next step's inputs (next_batches); waited for first when destroyed
   SenseStep picked_[2];

@@ -86,19 +86,18 @@ class Model {
     for (int d = 0; d < 2; ++d) {
       const SenseHead& h = r.heads[static_cast<size_t>(d)];
       const int C = h.table.n_context();
-      const auto* win = h.usage.window_of(w);
+      const std::vector<int32_t> win = h.usage.window_of(w);
       for (int s = 0; s < C; ++s) {
         const int32_t row = h.table.row(w, s);
         if (!h.table.is_enabled(row)) continue;
         int chosen = 0;
-        if (win)
-          for (int32_t x : *win) chosen += x == row;
+        for (int32_t x : win) chosen += x == row;
         py::dict d_;
         d_["direction"] = d == 0 ? "forward" : "backward";
         d_["sense"] = s;
         d_["score"] = h.table.enabled[static_cast<size_t>(row)];
         d_["selections"] = chosen;
-        d_["window"] = win ? win->size() : 0;
+        d_["window"] = win.size();
         out.append(d_);
       }
     }

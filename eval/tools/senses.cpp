@@ -83,8 +83,8 @@ void list(SenseModel& r, const std::string& word, int top, const std::string& la
     SenseHead& h = r.heads[d];
     const int C = h.table.n_context();
     std::map<int, int> counts;
-    if (const auto* win = h.usage.window_of(w))
-      for (int32_t row : *win) ++counts[row - w * C];
+    const std::vector<int32_t> win = h.usage.window_of(w);
+    for (int32_t row : win) ++counts[row - w * C];
     const Tensor unit = unit_rows(h.table.W);
     const std::vector<uint8_t> candidates = neighbour_candidates(h, min_selections, min_count);
     std::printf("%s direction, '%s':\n", d == 0 ? "forward" : "backward", word.c_str());
@@ -96,7 +96,7 @@ void list(SenseModel& r, const std::string& word, int top, const std::string& la
       for (int32_t row : g) chosen += counts[row % C];
       const std::string name = sense_name(r, g);
       std::printf("  sense %s (score %.3g, %d of the last %zu selections%s):", name.substr(name.rfind('#') + 1).c_str(),
-                  h.table.enabled[g[0]], chosen, h.usage.window_of(w) ? h.usage.window_of(w)->size() : 0,
+                  h.table.enabled[g[0]], chosen, win.size(),
                   g.size() > 1 ? ", identical rows" : "");
       if (langs.empty()) {
         for (const auto& o : nearest_sense_groups(h.table, unit, g[0], top, candidates)) std::printf(" %s", sense_name(r, o).c_str());
@@ -248,8 +248,7 @@ void html(SenseModel& r, std::vector<std::string> words, int n_words, const std:
     const std::string page = "w" + std::to_string(w);
     const WordContexts wc = sense_contexts(r, word, co);
     std::map<int, int> usage;
-    if (const auto* win = h.usage.window_of(w))
-      for (int32_t row : *win) ++usage[row - w * C];
+    for (int32_t row : h.usage.window_of(w)) ++usage[row - w * C];
     std::string plot_html;
     try {
       plot(r, word, top, direction, dir + "/" + page + ".svg", "L1,L2", 1, 10);

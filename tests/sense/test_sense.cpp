@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <limits>
 #include <random>
 #include <set>
@@ -465,7 +466,37 @@ TEST(SensePruning, DeviceSelectionsReachTheWindowsInOneRead) {
   const Tensor windows = lazy.to_tensor(4);
   EXPECT_EQ((device_counters() - before).host_reads, 1);
   EXPECT_EQ(windows.values(), eager.to_tensor(4).values());
-  for (int w = 0; w < 4; ++w) EXPECT_EQ(*lazy.window_of(w), *eager.window_of(w));
+  for (int w = 0; w < 4; ++w) EXPECT_EQ(lazy.window_of(w), eager.window_of(w));
+}
+
+// Each word's window holds its last `window` selections, oldest first, through wrapping, a
+// checkpoint's tensor and its restore: the same as a queue per word kept the plain way.
+TEST(SensePruning, WindowsKeepEachWordsLastSelectionsInOrder) {
+  const int C = 3, V = 40, window = 7;
+  SenseUsage u(window), restored(window);
+  std::vector<std::deque<int32_t>> plain(V);
+  std::mt19937_64 rng(11);
+  for (int step = 0; step < 60; ++step) {
+    std::vector<int32_t> rows;
+    for (int n = 0; n < 9; ++n) rows.push_back(static_cast<int32_t>((rng() % 4 == 0 ? rng() % V : rng() % 3) * C + rng() % C));
+    for (int32_t r : rows) {
+      plain[static_cast<size_t>(r / C)].push_back(r);
+      if (static_cast<int>(plain[static_cast<size_t>(r / C)].size()) > window) plain[static_cast<size_t>(r / C)].pop_front();
+    }
+    u.record(rows, C);
+    if (step == 30) restored.restore(u.to_tensor(V));
+    if (step > 30) restored.record(rows, C);
+  }
+  const std::vector<double> t = u.to_tensor(V).values();
+  for (int w = 0; w < V; ++w) {
+    const std::vector<int32_t> want(plain[static_cast<size_t>(w)].begin(), plain[static_cast<size_t>(w)].end());
+    EXPECT_EQ(u.window_of(w), want) << w;
+    EXPECT_EQ(restored.window_of(w), want) << w;
+    for (int i = 0; i < window; ++i)
+      EXPECT_EQ(t[static_cast<size_t>(w * window + i)], i < static_cast<int>(want.size()) ? want[static_cast<size_t>(i)] : -1);
+  }
+  EXPECT_EQ(plain[0].size(), static_cast<size_t>(window));  // the frequent words wrapped
+  EXPECT_TRUE(u.window_of(V + 5).empty());
 }
 
 TEST(SensePruning, HalvesRareSensesThenDisablesAndResets) {
@@ -604,6 +635,54 @@ TEST(SenseSoftmax, OneSensePerWordEqualsElmosSampledSoftmax) {
   backward(ops::sum(le));
   testing::expect_outputs_near({ls.values(), gx_sense}, {le.values(), x.grad().values()}, 1e-12);
   EXPECT_EQ(rng_sense(), rng_elmo());  // the same draws consumed
+}
+
+// Words drawn before the step are taken only where the step's own draw would give the same: the
+// same generator state and the same count of words. Either way the negatives, their shifts and
+// the generator after are those of drawing in the step.
+TEST(SenseSoftmax, WordsDrawnAheadAreTakenOnlyWhereTheyAreTheStepsOwn) {
+  SenseTable t(400, 4, 2, 1, Device::cpu(), DType::F64);
+  const std::vector<int32_t> targets = {0, 5, 9};
+  const auto budget = SenseOptions::NegativeBudget::Words;
+  auto ahead_of = [&](int words, uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    WordsDrawnAhead a = draw_words_ahead(t.vocab(), words, rng);
+    shift_labels(a.draw, targets, tabulated_log_uniform(t.vocab()));
+    a.draw.sampled_shift[0] += 1;  // a mark: seen in the result only where the ahead draw is taken
+    return a;
+  };
+  auto expect_same = [](const SenseNegatives& a, const SenseNegatives& b, bool first_shift_differs) {
+    EXPECT_EQ(a.rows, b.rows);
+    EXPECT_EQ(a.true_shift, b.true_shift);
+    EXPECT_EQ(a.tries, b.tries);
+    ASSERT_EQ(a.shift.size(), b.shift.size());
+    EXPECT_EQ(a.shift[0] != b.shift[0], first_shift_differs);
+    EXPECT_TRUE(std::equal(a.shift.begin() + 1, a.shift.end(), b.shift.begin() + 1));
+  };
+  // During the warm-up (one sense a word) 60 words stay under the cap of 150 rows.
+  const int words = log_uniform_words(t.vocab(), t.enabled_count(), 60, budget, 150);
+  ASSERT_EQ(words, 60);
+  std::mt19937_64 step_rng(7), fresh_rng(7);
+  WordsDrawnAhead ahead = ahead_of(words, 7);
+  const SenseNegatives fresh = sample_log_uniform_senses(t, 60, targets, fresh_rng, budget, 150);
+  expect_same(sample_log_uniform_senses(t, 60, targets, step_rng, budget, 150, &ahead), fresh, true);
+  EXPECT_EQ(step_rng, fresh_rng);
+  // Another generator state: drawn anew.
+  std::mt19937_64 other_rng(8), other_fresh(8);
+  ahead = ahead_of(words, 7);
+  expect_same(sample_log_uniform_senses(t, 60, targets, other_rng, budget, 150, &ahead),
+              sample_log_uniform_senses(t, 60, targets, other_fresh, budget, 150), false);
+  EXPECT_EQ(other_rng, other_fresh);
+  // The warm-up ends between the draw and the step: 3 senses a word bring the words under the cap
+  // to 50, and the step draws anew.
+  t.end_warmup(false);
+  ASSERT_EQ(log_uniform_words(t.vocab(), t.enabled_count(), 60, budget, 150), 50);
+  std::mt19937_64 late_rng(7), late_fresh(7);
+  ahead = ahead_of(words, 7);
+  const SenseNegatives late = sample_log_uniform_senses(t, 60, targets, late_rng, budget, 150, &ahead);
+  expect_same(late, sample_log_uniform_senses(t, 60, targets, late_fresh, budget, 150), false);
+  EXPECT_EQ(late.words, 50);
+  EXPECT_EQ(late_rng, late_fresh);
 }
 
 TEST(SenseSoftmax, LogUniformNegativesTakeWholeWordsWithLogQ) {
