@@ -67,14 +67,26 @@ void PcaProjection::refit() {
   for (const auto& x : queue_)
     for (int i = 0; i < d; ++i) mean[i] += x[i];
   for (double& m : mean) m /= n;
-  std::vector<double> c(static_cast<size_t>(d));
+  // The sum of c c^T over the centered samples through BLAS, a block of them at a time: at 20,000
+  // samples of 512 this is 2.6G multiply-adds a refit (pca_every steps, each direction), which a
+  // loop of our own took 0.3 s for. The block, column-major [d, rows], gives the upper triangle.
+  constexpr int kBlock = 1024;
+  std::vector<double> block(static_cast<size_t>(kBlock) * d);
+  int rows = 0;
+  auto add_block = [&] {
+    const double one = 1;
+    if (rows > 0) dsyrk_("U", "N", &d, &rows, &one, block.data(), &d, &one, cov.data(), &d);
+    rows = 0;
+  };
   for (const auto& x : queue_) {
+    double* c = &block[static_cast<size_t>(rows) * d];
     for (int i = 0; i < d; ++i) c[i] = x[i] - mean[i];
-    for (int i = 0; i < d; ++i)
-      for (int j = i; j < d; ++j) cov[static_cast<size_t>(i) * d + j] += c[i] * c[j];
+    if (++rows == kBlock) add_block();
   }
-  for (int i = 0; i < d; ++i)
-    for (int j = i; j < d; ++j) cov[static_cast<size_t>(j) * d + i] = cov[static_cast<size_t>(i) * d + j] /= (n - 1);
+  add_block();
+  // Column-major upper triangle: element (i, j), i <= j, at cov[j * d + i]. Both halves, scaled.
+  for (int j = 0; j < d; ++j)
+    for (int i = 0; i <= j; ++i) cov[static_cast<size_t>(i) * d + j] = cov[static_cast<size_t>(j) * d + i] /= (n - 1);
   for (double e : cov) SA_CHECK(std::isfinite(e), "projection: the contexts' covariance overflows (a value of {})", e);
   // The k largest eigenpairs: indices d-k+1 .. d in LAPACK's ascending order.
   const int il = d - k_ + 1, iu = d, lda = d, ldz = d;

@@ -1,4 +1,4 @@
-// The LAPACK routines the host code calls (OpenBLAS, which the build links, exports them). Fortran
+// The LAPACK (and BLAS) routines the host code calls (OpenBLAS, which the build links, exports them). Fortran
 // calling convention: every argument by pointer, matrices column-major.
 #pragma once
 
@@ -11,6 +11,9 @@ void dsyevr_(const char* jobz, const char* range, const char* uplo, const int* n
 // Least squares through QR.
 void dgels_(const char* trans, const int* m, const int* n, const int* nrhs, double* a, const int* lda, double* b,
             const int* ldb, double* work, const int* lwork, int* info);
+// C = alpha * op(A) op(A)^T + beta * C on one triangle of C (BLAS).
+void dsyrk_(const char* uplo, const char* trans, const int* n, const int* k, const double* alpha, const double* a,
+            const int* lda, const double* beta, double* c, const int* ldc);
 // Singular value decomposition (divide and conquer).
 void dgesdd_(const char* jobz, const int* m, const int* n, double* a, const int* lda, double* s, double* u,
              const int* ldu, double* vt, const int* ldvt, double* work, const int* lwork, int* iwork, int* info);

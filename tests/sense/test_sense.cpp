@@ -346,6 +346,44 @@ TEST(SenseProjection, RecoversKnownPrincipalAxes) {
   EXPECT_NEAR(n1, 1, 1e-6);
 }
 
+// The fit's components are eigenvectors of the queue's covariance, summed here the plain way: at an
+// odd width, over more samples than one block of the BLAS sum and a partial block.
+TEST(SenseProjection, ComponentsAreEigenvectorsOfThePlainCovariance) {
+  const int d = 37, k = 5, n = 2500;
+  std::mt19937_64 rng(4);
+  std::normal_distribution<double> g(0, 1);
+  std::vector<double> v(static_cast<size_t>(n) * d);
+  for (int r = 0; r < n; ++r)
+    for (int i = 0; i < d; ++i) v[static_cast<size_t>(r) * d + i] = 0.3 * i + g(rng) * (1 + (i % 7)) + (i % 3 == 0 ? 2 * v[static_cast<size_t>(r) * d] : 0);
+  PcaProjection p(d, k, n, 1);
+  p.push(Tensor::of(v, {n, d}));
+  p.refit();
+  // The plain covariance of the f32 samples the queue holds.
+  std::vector<double> x(v.size()), mean(d, 0.0), cov(static_cast<size_t>(d) * d, 0.0);
+  for (size_t e = 0; e < v.size(); ++e) x[e] = static_cast<float>(v[e]);
+  for (int r = 0; r < n; ++r)
+    for (int i = 0; i < d; ++i) mean[i] += x[static_cast<size_t>(r) * d + i] / n;
+  for (int r = 0; r < n; ++r)
+    for (int i = 0; i < d; ++i)
+      for (int j = 0; j < d; ++j)
+        cov[static_cast<size_t>(i) * d + j] +=
+            (x[static_cast<size_t>(r) * d + i] - mean[i]) * (x[static_cast<size_t>(r) * d + j] - mean[j]) / (n - 1);
+  const std::vector<double> P = p.matrix().values(), var = p.explained_variance();
+  for (int c = 0; c < k; ++c) {
+    // Sigma p = lambda p, to the f32 rounding of the stored component.
+    double residual = 0, norm = 0;
+    for (int i = 0; i < d; ++i) {
+      double sp = 0;
+      for (int j = 0; j < d; ++j) sp += cov[static_cast<size_t>(i) * d + j] * P[static_cast<size_t>(j) * k + c];
+      residual = std::max(residual, std::abs(sp - var[c] * P[static_cast<size_t>(i) * k + c]));
+      norm += P[static_cast<size_t>(i) * k + c] * P[static_cast<size_t>(i) * k + c];
+    }
+    EXPECT_LT(residual, 1e-5 * var[0]) << c;
+    EXPECT_NEAR(norm, 1, 1e-6) << c;
+    if (c > 0) EXPECT_GT(var[c - 1], var[c]);
+  }
+}
+
 // A context vector with a NaN or an inf is refused with a message: LAPACK's dsyevr can loop
 // forever on such a covariance (without the check this test hangs or fails on the message).
 TEST(SenseProjection, RefusesNonFiniteContexts) {
