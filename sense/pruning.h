@@ -37,7 +37,7 @@ class SenseUsage {
   int window_;
   // The windows are complete whenever read: const readers flush what is pending into them. Each
   // selected word has a ring of `window_` rows in one flat array, so recording a selection is an
-  // index and a store (a step records 2 x 5,120; a map of deques spent ~1 ms a step on it).
+  // index and a store (a step records 2 x 5,120; a map of deques took three times as long).
   mutable std::vector<int32_t> ring_of_;              // word -> its ring, -1: none yet
   mutable std::vector<int32_t> word_of_;              // ring -> word
   mutable std::vector<int32_t> rings_;                // ring k at [k * window_, (k + 1) * window_)
