@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "data/vocab.h"
 #include "engine/core/error.h"
@@ -35,6 +34,14 @@ void lowercase_ascii(std::string& s) {
     if (ch >= 'A' && ch <= 'Z') ch = static_cast<char>(ch - 'A' + 'a');
 }
 
+namespace {
+
+// The whitespace `>>` splits on in the C locale. Splitting here instead of through a string
+// stream per line reads a corpus about twice as fast (a trainer rereads its shards every epoch).
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'; }
+
+}  // namespace
+
 std::vector<Sentence> read_sentences(const std::string& path, bool lowercase) {
   check_not_directory(path);
   std::ifstream f(path);
@@ -45,11 +52,16 @@ std::vector<Sentence> read_sentences(const std::string& path, bool lowercase) {
     if (!line.empty() && line.back() == '\r') line.pop_back();  // CRLF files
     require_utf8(line, path, lineno);
     if (lowercase) lowercase_ascii(line);
-    std::istringstream ss(line);
     Sentence s;
-    for (std::string w; ss >> w;) {
-      check_token_length(w, path, lineno);
-      s.push_back(std::move(w));
+    for (size_t i = 0, n = line.size(); i < n;) {
+      while (i < n && is_space(line[i])) ++i;
+      size_t end = i;
+      while (end < n && !is_space(line[end])) ++end;
+      if (end > i) {
+        s.emplace_back(line, i, end - i);
+        check_token_length(s.back(), path, lineno);
+      }
+      i = end;
     }
     if (!s.empty()) out.push_back(std::move(s));
   }

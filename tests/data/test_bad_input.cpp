@@ -140,6 +140,25 @@ TEST(BadInput, ReadLineGivesWhatGetlineGives) {
   }
 }
 
+// A corpus line splits into the tokens `>>` gives in the C locale: runs of space, tab, vertical
+// tab, form feed and CR; bytes of other characters (a UTF-8 no-break space) stay inside a token.
+TEST(BadInput, CorpusTokensAreWhatAStreamGives) {
+  const std::vector<std::string> lines = {"a b  c", "\t lead and trail \t", "x\vy\fz", "one\r", "nbsp\xc2\xa0inside",
+                                          "   ", "many     spaces\there", "\xe2\x80\x83" "em-space stays"};
+  std::ofstream f(tmp("split.txt"), std::ios::binary);
+  for (const std::string& l : lines) f << l << "\n";
+  f.close();
+  std::vector<Sentence> want;
+  for (const std::string& l : lines) {
+    std::istringstream ss(l);
+    Sentence s;
+    for (std::string w; ss >> w;) s.push_back(w);
+    if (!s.empty()) want.push_back(s);
+  }
+  EXPECT_EQ(read_sentences(tmp("split.txt"), false), want);
+  EXPECT_EQ(want.size(), 7u);
+}
+
 // Checkpoint metadata of the wrong type is damage naming the file and field; metrics.jsonl lines
 // name their line, except a last line cut by a kill, which is dropped.
 TEST(BadInput, CheckpointMetadataAndMetricsLines) {
