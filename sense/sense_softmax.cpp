@@ -30,7 +30,7 @@ int log_uniform_words(int64_t V, int64_t enabled, int n, SenseOptions::NegativeB
 
 WordsDrawnAhead draw_words_ahead(int64_t vocab, int words, std::mt19937_64& rng) {
   WordsDrawnAhead a;
-  a.rng_before = rng;
+  a.rng_before = rng, a.vocab = vocab;
   a.draw = draw_negatives(tabulated_log_uniform(vocab), words, rng);
   a.rng_after = rng;
   return a;
@@ -42,10 +42,10 @@ SenseNegatives sample_log_uniform_senses(const SenseTable& t, int n, const std::
   const int V = t.vocab(), C = t.n_context();
   const int words = log_uniform_words(V, t.enabled_count(), n, budget, max_rows);
   const LogUniformSampler& sampler = tabulated_log_uniform(V);
-  const bool take = ahead && ahead->draw.n == words && ahead->draw.true_shift.size() == targets.size() &&
-                    ahead->rng_before == rng;
+  const bool take = ahead && !ahead->taken && ahead->vocab == V && ahead->draw.n == words &&
+                    ahead->draw.true_shift.size() == targets.size() && ahead->rng_before == rng;
   SampledCandidates c = take ? std::move(ahead->draw) : draw_candidates(targets, sampler, words, rng);
-  if (take) rng = ahead->rng_after;
+  if (take) rng = ahead->rng_after, ahead->taken = true;
   SenseNegatives out;
   out.vocab = V, out.words = words, out.tries = c.tries;
   out.true_shift = std::move(c.true_shift);

@@ -35,7 +35,9 @@ struct SenseNegatives {
 // targets' shifts, from the generator state the step's own draw starts from.
 struct WordsDrawnAhead {
   SampledCandidates draw;
+  int64_t vocab = 0;  // the words drawn from
   std::mt19937_64 rng_before, rng_after;
+  bool taken = false;  // set where the step took them
 };
 WordsDrawnAhead draw_words_ahead(int64_t vocab, int words, std::mt19937_64& rng);
 // With `ahead`, the draw takes its words where they are what `rng` would draw now (the same

@@ -309,7 +309,11 @@ class ElmoFamily final : public ModelFamily {
       const NegativeCoverage cov = seen_->coverage(w);
       words += cov.words / 2.0, mass += cov.mass / 2;
     }
-    return {{"negative_rows", rows}, {"negative_words", words}, {"negative_unigram_mass", mass}};
+    nlohmann::json m = {{"negative_rows", rows}, {"negative_words", words}, {"negative_unigram_mass", mass}};
+    // The share of the directions whose log-uniform words were drawn ahead and taken (read_batches).
+    if (!in_.sense_words.empty())
+      m["negatives_drawn_ahead"] = (in_.sense_words[0].taken + in_.sense_words[1].taken) / 2.0;
+    return m;
   }
 
   void save() override {
@@ -431,7 +435,10 @@ class ElmoFamily final : public ModelFamily {
   // negatives are milliseconds of host work a GPU step would wait on. The same inputs in the same
   // order.
   void next_batches(int64_t step) {
-    const std::array<int, 2> words = sense_words_now();
+    // Counted anew only after a schedule event that may change them (a scan of every row: ~1 ms
+    // at 800k words x 6 senses); a count gone stale costs a draw in the step, never other bits.
+    if (!sense_words_) sense_words_ = sense_words_now();
+    const std::array<int, 2> words = *sense_words_;
     take_batches(ahead_.valid() ? ahead_.get() : read_batches(step, words));
     if (step < total_)
       ahead_ = std::async(std::launch::async, [this, step, words] { return read_batches(step + 1, words); });
@@ -445,7 +452,10 @@ class ElmoFamily final : public ModelFamily {
     const std::vector<int32_t> rare = step == c.sense.contextual_warmup && c.sense.split_min_count > 0
                                           ? seen_->rarer_than(c.sense.split_min_count)
                                           : std::vector<int32_t>{};
-    for (int d = 0; d < 2; ++d) ev[d] = after_step(lm.heads[d], c.sense, step, picked_[d], work[d] ? &*work[d] : nullptr, rare);
+    for (int d = 0; d < 2; ++d) {
+      ev[d] = after_step(lm.heads[d], c.sense, step, picked_[d], work[d] ? &*work[d] : nullptr, rare);
+      if (ev[d].warmup_ended || ev[d].pruned > 0) sense_words_.reset();
+    }
     // The selections reach the usage windows on logging steps, which read the loss anyway.
     if (step % c.log_every == 0)
       for (SenseHead& h : lm.heads) h.usage.flush();
@@ -471,6 +481,7 @@ class ElmoFamily final : public ModelFamily {
   std::optional<TrainingState> s_;
   int global_rows_ = 0, first_row_ = 0;
   std::optional<LmStream> fwd_, bwd_;
+  std::optional<std::array<int, 2>> sense_words_;  // sense_words_now() since the last event that changes it
   std::unique_ptr<TranslationTable> dict_;
   std::optional<TargetCounts> seen_;
   const LogUniformSampler* sampler_ = nullptr;  // log-uniform negatives, ELMo's and SaELMo's words (tabulated; shared, read only)

@@ -121,9 +121,13 @@ Tensor Tensor::clone() const {
   return out;
 }
 
-std::vector<double> Tensor::values() const {
+Tensor Tensor::to_host() const {
   if (!device().is_cuda()) counters::host_read();  // a GPU tensor counts in copy_from
-  Tensor h = to(Device::cpu());
+  return to(Device::cpu());
+}
+
+std::vector<double> Tensor::values() const {
+  const Tensor h = to_host();
   std::vector<double> v(static_cast<size_t>(numel()));
   for (size_t i = 0; i < v.size(); ++i) {
     switch (dtype()) {

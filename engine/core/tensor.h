@@ -93,6 +93,9 @@ class Tensor {
   void copy_from(const Tensor& src);
   // All elements as doubles on the host (any dtype); for tests, logs and small reads.
   std::vector<double> values() const;
+  // The tensor on the host, its values read as they are (large reads): counted as a host read on
+  // every device, as values() is, so CPU counts show where a GPU run reads.
+  Tensor to_host() const;
   double item() const;
 
   // Views share storage and are not recorded on the tape (use ops::reshape / ops::slice for that).

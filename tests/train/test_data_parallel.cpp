@@ -41,16 +41,7 @@ std::string mpi_missing() {
   return "";
 }
 
-// Each step's value of a metric ("loss", "heldout_perplexity") in a run's metrics.jsonl.
-std::map<int64_t, double> metric(const std::string& run, const char* key) {
-  std::map<int64_t, double> m;
-  std::ifstream f(sa::run_files::metrics(run));
-  for (std::string line; std::getline(f, line);) {
-    auto j = nlohmann::json::parse(line);
-    if (j.contains(key)) m[j["step"].get<int64_t>()] = j[key].get<double>();
-  }
-  return m;
-}
+using sa::testing::metric;
 std::map<int64_t, double> losses(const std::string& run) { return metric(run, "loss"); }
 
 int64_t last_step(const std::string& run) {

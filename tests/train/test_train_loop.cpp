@@ -273,6 +273,26 @@ TEST(TrainLoop, WithoutArithmeticASenseModelRunsThroughItsSchedule) {
   EXPECT_EQ(heads, 2);
 }
 
+// SaELMo's log-uniform words, drawn on the read-ahead thread, are taken at every step but the one
+// after the warm-up's end: its words were drawn while one sense a word kept the cap away, and two
+// senses a word take fewer words under sense_negative_rows_max.
+TEST(TrainLoop, SenseWordsDrawnAheadAreTakenWhereTheCountHolds) {
+  TrainOptions o;
+  o.quiet = true;
+  TrainConfig c = TrainConfig::load(tiny_elmo_config(
+      "sense-words-ahead", 8,
+      "checkpoint_every = 1000\nn_context = 3\ncluster_proj_dim = 2\npca_sample = 40\ncontextual_warmup = 3\n"
+      "sense_negatives = \"log_uniform\"\nsense_negative_budget = \"words\"\nsense_negative_rows_max = 6\n"));
+  c.log_every = 1;
+  train_model(c, o);
+  const auto taken = testing::metric(c.run_dir, "negatives_drawn_ahead");
+  const auto words = testing::metric(c.run_dir, "negative_words");
+  ASSERT_EQ(taken.size(), 8u);
+  for (const auto& [step, share] : taken) EXPECT_EQ(share, step == 4 ? 0.0 : 1.0) << "step " << step;
+  EXPECT_EQ(words.at(3), 4);  // 4 words of one sense each
+  EXPECT_EQ(words.at(4), 3);  // 6 rows / 2 senses a word
+}
+
 TEST(ModelFamilies, TheRegistryNamesEachFamilyOnce) {
   std::vector<std::string> names;
   for (const ModelFamilyInfo& f : model_families()) {
