@@ -378,24 +378,18 @@ class ElmoFamily final : public ModelFamily {
   // the stream). Reads the streams and the sampler's table, nothing a step changes. `sense_words`:
   // sense_words_now() when the step before began; the step draws anew if its schedule changed them.
   StepInputs read_batches(int64_t step, std::array<int, 2> sense_words = {}) {
-    // The negatives do not depend on the batch: drawn beside the reading (one stream, in order, from
-    // the seed the step's own draw takes).
-    std::future<std::array<SampledCandidates, 2>> drawing;
-    std::future<std::vector<WordsDrawnAhead>> drawing_words;
-    auto step_rng = [this, step] { return std::mt19937_64(c_.seed * 1000003 + static_cast<uint64_t>(step)); };
-    if (step > 0 && !sense_ && c_.n_negative_samples_batch > 0)
-      drawing = std::async(std::launch::async, [this, step_rng] {
-        std::mt19937_64 rng = step_rng();
-        std::array<SampledCandidates, 2> neg;
-        for (SampledCandidates& n : neg) n = draw_negatives(*sampler_, c_.n_negative_samples_batch, rng);
-        return neg;
-      });
-    if (step > 0 && sense_words[0] > 0)
-      drawing_words = std::async(std::launch::async, [this, step_rng, sense_words] {
-        std::mt19937_64 rng = step_rng();
-        std::vector<WordsDrawnAhead> words;
-        for (int w : sense_words) words.push_back(draw_words_ahead(sampler_->range(), w, rng));
-        return words;
+    // The negatives do not depend on the batch: drawn beside the reading, from the seed the step's
+    // own draw takes, one direction after the other. ELMo draws n ids a direction, SaELMo the words
+    // it will expand into their enabled senses.
+    const std::array<int, 2> counts = !sense_ ? std::array<int, 2>{c_.n_negative_samples_batch, c_.n_negative_samples_batch}
+                                              : sense_words;
+    std::future<std::vector<WordsDrawnAhead>> drawing;
+    if (step > 0 && counts[0] > 0)
+      drawing = std::async(std::launch::async, [this, step, counts] {
+        std::mt19937_64 rng(c_.seed * 1000003 + static_cast<uint64_t>(step));
+        std::vector<WordsDrawnAhead> drawn;
+        for (int n : counts) drawn.push_back(draw_words_ahead(sampler_->range(), n, rng));
+        return drawn;
       });
     StepInputs in;
     // The two streams are independent: each read on its own thread (a resume's replay, in turn).
@@ -410,16 +404,13 @@ class ElmoFamily final : public ModelFamily {
     if (step == 0) return in;
     in.tokens = distinct_batch_tokens(in.fwd, in.bwd);
     if (drawing.valid()) {
-      std::array<SampledCandidates, 2> neg = drawing.get();
-      for (int d = 0; d < 2; ++d) {
-        in.negatives[d] = std::move(neg[static_cast<size_t>(d)]);
-        shift_labels(in.negatives[d], d == 0 ? in.fwd.targets : in.bwd.targets, *sampler_);
-      }
-    }
-    if (drawing_words.valid()) {
-      in.sense_words = drawing_words.get();
+      std::vector<WordsDrawnAhead> drawn = drawing.get();
       for (int d = 0; d < 2; ++d)
-        shift_labels(in.sense_words[static_cast<size_t>(d)].draw, d == 0 ? in.fwd.targets : in.bwd.targets, *sampler_);
+        shift_labels(drawn[static_cast<size_t>(d)].draw, d == 0 ? in.fwd.targets : in.bwd.targets, *sampler_);
+      if (sense_)
+        in.sense_words = std::move(drawn);
+      else
+        for (int d = 0; d < 2; ++d) in.negatives[d] = std::move(drawn[static_cast<size_t>(d)].draw);
     }
     return in;
   }
