@@ -34,13 +34,20 @@ void lowercase_ascii(std::string& s) {
     if (ch >= 'A' && ch <= 'Z') ch = static_cast<char>(ch - 'A' + 'a');
 }
 
-namespace {
-
-// The whitespace `>>` splits on in the C locale. Splitting here instead of through a string
-// stream per line reads a corpus about twice as fast (a trainer rereads its shards every epoch).
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'; }
-
-}  // namespace
+Sentence split_tokens(const std::string& line) {
+  // By hand, not through a string stream per line: a corpus reads about 1.4x as fast (a trainer
+  // rereads its shards every epoch).
+  auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'; };
+  Sentence s;
+  for (size_t i = 0, n = line.size(); i < n;) {
+    while (i < n && space(line[i])) ++i;
+    size_t end = i;
+    while (end < n && !space(line[end])) ++end;
+    if (end > i) s.emplace_back(line, i, end - i);
+    i = end;
+  }
+  return s;
+}
 
 std::vector<Sentence> read_sentences(const std::string& path, bool lowercase) {
   check_not_directory(path);
@@ -52,17 +59,8 @@ std::vector<Sentence> read_sentences(const std::string& path, bool lowercase) {
     if (!line.empty() && line.back() == '\r') line.pop_back();  // CRLF files
     require_utf8(line, path, lineno);
     if (lowercase) lowercase_ascii(line);
-    Sentence s;
-    for (size_t i = 0, n = line.size(); i < n;) {
-      while (i < n && is_space(line[i])) ++i;
-      size_t end = i;
-      while (end < n && !is_space(line[end])) ++end;
-      if (end > i) {
-        s.emplace_back(line, i, end - i);
-        check_token_length(s.back(), path, lineno);
-      }
-      i = end;
-    }
+    Sentence s = split_tokens(line);
+    for (const std::string& w : s) check_token_length(w, path, lineno);
     if (!s.empty()) out.push_back(std::move(s));
   }
   return out;

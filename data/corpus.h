@@ -18,6 +18,10 @@ std::vector<std::string> expand_glob(const std::string& pattern);
 // (and pugixml reports it as a failed allocation), so its errors would blame the content.
 void check_not_directory(const std::string& path);
 
+// The tokens of a line: its runs of anything but the C locale's whitespace (space, tab, LF, VT,
+// FF, CR), as `>>` splits them. Training, embedding and the task readers split alike.
+Sentence split_tokens(const std::string& line);
+
 // The corpus option `lowercase`: ASCII letters only, as bilm-tf's training data was prepared.
 void lowercase_ascii(std::string& s);
 

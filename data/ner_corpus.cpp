@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "data/corpus.h"
 #include "data/vocab.h"
 #include "engine/core/error.h"
 
@@ -19,15 +20,11 @@ void check_iob_tag(const std::string& tag, const std::string& path, int line) {
 }
 
 std::vector<std::string> split(const std::string& line, char sep) {
+  if (sep == ' ') return split_tokens(line);
   std::vector<std::string> f;
-  if (sep == ' ') {
-    std::istringstream s(line);
-    for (std::string w; s >> w;) f.push_back(w);
-  } else {
-    size_t at = 0;
-    for (size_t tab; (tab = line.find(sep, at)) != std::string::npos; at = tab + 1) f.push_back(line.substr(at, tab - at));
-    f.push_back(line.substr(at));
-  }
+  size_t at = 0;
+  for (size_t tab; (tab = line.find(sep, at)) != std::string::npos; at = tab + 1) f.push_back(line.substr(at, tab - at));
+  f.push_back(line.substr(at));
   return f;
 }
 

@@ -1,7 +1,8 @@
 #include "eval/precomputed_encoder.h"
 
 #include <nlohmann/json.hpp>
-#include <sstream>
+
+#include "data/corpus.h"
 
 namespace sa {
 
@@ -33,10 +34,8 @@ PrecomputedEncoder::PrecomputedEncoder(const std::vector<std::string>& files) {
     for (const auto& [sentence, key] : index.items()) {
       SA_CHECK(key.is_string(), "{}: sentence_to_index maps \"{}\" to {}, not a dataset name", path,
                sentence.substr(0, 80), key.dump());
-      std::istringstream words(sentence);  // the line as the embedder read it: whitespace-separated tokens
-      std::vector<std::string> tokens;
-      for (std::string w; words >> w;) tokens.push_back(w);
-      index_.emplace(joined(tokens), std::make_pair(files_.size() - 1, key.get<std::string>()));
+      // The line as the embedder read it: whitespace-separated tokens.
+      index_.emplace(joined(split_tokens(sentence)), std::make_pair(files_.size() - 1, key.get<std::string>()));
     }
   }
   SA_CHECK(!index_.empty(), "--embeddings: no sentence in {}", files[0]);

@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "data/corpus.h"
 #include "data/hdf5_file.h"
@@ -34,12 +33,9 @@ std::vector<std::vector<std::string>> read_sentences(const std::string& path, st
   for (int lineno = 1; std::getline(f, line); ++lineno) {
     if (!line.empty() && line.back() == '\r') line.pop_back();  // CRLF: the line is a sentence_to_index key
     require_utf8(line, path, lineno);
-    std::istringstream ss(line);
-    std::vector<std::string> toks;
-    for (std::string w; ss >> w;) {
-      if (lowercase) lowercase_ascii(w);
-      toks.push_back(w);
-    }
+    std::vector<std::string> toks = split_tokens(line);
+    if (lowercase)
+      for (std::string& w : toks) lowercase_ascii(w);
     SA_CHECK(!toks.empty(), "{}:{}: empty line (one tokenized sentence per line expected; keys follow line numbers)",
              path, lineno);
     out.push_back(std::move(toks));

@@ -153,6 +153,7 @@ TEST(BadInput, CorpusTokensAreWhatAStreamGives) {
     std::istringstream ss(l);
     Sentence s;
     for (std::string w; ss >> w;) s.push_back(w);
+    EXPECT_EQ(split_tokens(l), s);  // as the embedder and the task readers split
     if (!s.empty()) want.push_back(s);
   }
   EXPECT_EQ(read_sentences(tmp("split.txt"), false), want);
