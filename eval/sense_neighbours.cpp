@@ -1,5 +1,6 @@
 #include "eval/sense_neighbours.h"
 
+#include <numeric>
 #include <algorithm>
 #include <functional>
 
@@ -8,12 +9,9 @@ namespace sa {
 std::vector<uint8_t> neighbour_candidates(const SenseHead& h, int min_selections, int min_count) {
   const SenseTable& t = h.table;
   std::vector<uint8_t> ok(static_cast<size_t>(t.rows()), 0);
-  std::vector<int> count(static_cast<size_t>(t.n_context()));
   for (int w = 0; w < t.vocab(); ++w) {
-    std::fill(count.begin(), count.end(), 0);
-    const std::vector<int32_t> win = h.usage.window_of(w);
-    for (int32_t r : win) ++count[static_cast<size_t>(r - t.row(w, 0))];
-    const bool frequent = static_cast<int>(win.size()) >= min_count;
+    const std::vector<int> count = h.usage.sense_counts(w, t.n_context());
+    const bool frequent = std::accumulate(count.begin(), count.end(), 0) >= min_count;
     for (int s = 0; s < t.n_context(); ++s) {
       const int32_t r = t.row(w, s);
       ok[static_cast<size_t>(r)] = frequent && t.is_enabled(r) && count[static_cast<size_t>(s)] >= min_selections;

@@ -58,6 +58,14 @@ std::vector<int32_t> SenseUsage::window_of(int word) const {
   return out;
 }
 
+std::vector<int> SenseUsage::sense_counts(int word, int C) const {
+  flush();
+  std::vector<int> count(static_cast<size_t>(C), 0);
+  if (word >= 0 && word < static_cast<int>(ring_of_.size()) && ring_of_[static_cast<size_t>(word)] >= 0)
+    for_each_in(ring_of_[static_cast<size_t>(word)], [&](int32_t r) { ++count[static_cast<size_t>(r - word * C)]; });
+  return count;
+}
+
 int SenseUsage::prune(SenseTable& t, double threshold) const {
   flush();
   const int C = t.n_context();
@@ -65,8 +73,7 @@ int SenseUsage::prune(SenseTable& t, double threshold) const {
   for (int k = 0; k < static_cast<int>(word_of_.size()); ++k) {
     if (held_[static_cast<size_t>(k)] < window_) continue;  // rare words are never pruned
     const int w = word_of_[static_cast<size_t>(k)];
-    std::vector<int> count(static_cast<size_t>(C), 0);
-    for_each_in(k, [&](int32_t r) { ++count[static_cast<size_t>(r - w * C)]; });
+    const std::vector<int> count = sense_counts(w, C);
     std::vector<float> next(static_cast<size_t>(C));
     for (int s = 0; s < C; ++s) {
       const float score = t.enabled[static_cast<size_t>(t.row(w, s))];

@@ -23,6 +23,8 @@ class SenseUsage {
   int prune(SenseTable& table, double threshold) const;
   // The word's window, oldest selection first (empty: never selected).
   std::vector<int32_t> window_of(int word) const;
+  // How often each of the word's `n_context` senses is in its window (they sum to its length).
+  std::vector<int> sense_counts(int word, int n_context) const;
   // For checkpoints: the windows as i32 [vocab, window], -1 where a window is not full.
   Tensor to_tensor(int vocab) const;
   void restore(const Tensor& windows);

@@ -7,6 +7,7 @@
 //   sensealign.Aligner.load("W.layer{layer}.txt").apply(vecs)
 // Errors are the tools' messages, raised as RuntimeError; embedding releases the GIL, so threads
 // can share one model.
+#include <numeric>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -86,18 +87,18 @@ class Model {
     for (int d = 0; d < 2; ++d) {
       const SenseHead& h = r.heads[static_cast<size_t>(d)];
       const int C = h.table.n_context();
-      const std::vector<int32_t> win = h.usage.window_of(w);
+      const std::vector<int> counts = h.usage.sense_counts(w, C);
+      const int window = std::accumulate(counts.begin(), counts.end(), 0);
       for (int s = 0; s < C; ++s) {
         const int32_t row = h.table.row(w, s);
         if (!h.table.is_enabled(row)) continue;
-        int chosen = 0;
-        for (int32_t x : win) chosen += x == row;
+        const int chosen = counts[static_cast<size_t>(s)];
         py::dict d_;
         d_["direction"] = d == 0 ? "forward" : "backward";
         d_["sense"] = s;
         d_["score"] = h.table.enabled[static_cast<size_t>(row)];
         d_["selections"] = chosen;
-        d_["window"] = win.size();
+        d_["window"] = window;
         out.append(d_);
       }
     }

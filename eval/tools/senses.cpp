@@ -12,6 +12,7 @@
 //   bin/senses dump --model RUN --output F [--direction D]   sense vectors, word2vec text, "word#s"
 //   bin/senses pseudo-corpus --pairs P --corpus C --output F  merge each pair into one token "a_b"
 //   bin/senses pseudo-eval --model RUN --pairs P --corpus C   purity / V-measure of the selected senses
+#include <numeric>
 #include <CLI/CLI.hpp>
 #include <cctype>
 #include <cmath>
@@ -82,9 +83,8 @@ void list(SenseModel& r, const std::string& word, int top, const std::string& la
   for (int d = 0; d < 2; ++d) {
     SenseHead& h = r.heads[d];
     const int C = h.table.n_context();
-    std::map<int, int> counts;
-    const std::vector<int32_t> win = h.usage.window_of(w);
-    for (int32_t row : win) ++counts[row - w * C];
+    const std::vector<int> counts = h.usage.sense_counts(w, C);
+    const int window = std::accumulate(counts.begin(), counts.end(), 0);
     const Tensor unit = unit_rows(h.table.W);
     const std::vector<uint8_t> candidates = neighbour_candidates(h, min_selections, min_count);
     std::printf("%s direction, '%s':\n", d == 0 ? "forward" : "backward", word.c_str());
@@ -93,10 +93,10 @@ void list(SenseModel& r, const std::string& word, int top, const std::string& la
       if (h.table.is_enabled(h.table.row(w, s))) own.push_back(h.table.row(w, s));
     for (const std::vector<int32_t>& g : collapse_identical(own, unit, C)) {
       int chosen = 0;
-      for (int32_t row : g) chosen += counts[row % C];
+      for (int32_t row : g) chosen += counts[static_cast<size_t>(row % C)];
       const std::string name = sense_name(r, g);
-      std::printf("  sense %s (score %.3g, %d of the last %zu selections%s):", name.substr(name.rfind('#') + 1).c_str(),
-                  h.table.enabled[g[0]], chosen, win.size(),
+      std::printf("  sense %s (score %.3g, %d of the last %d selections%s):", name.substr(name.rfind('#') + 1).c_str(),
+                  h.table.enabled[g[0]], chosen, window,
                   g.size() > 1 ? ", identical rows" : "");
       if (langs.empty()) {
         for (const auto& o : nearest_sense_groups(h.table, unit, g[0], top, candidates)) std::printf(" %s", sense_name(r, o).c_str());
@@ -247,8 +247,7 @@ void html(SenseModel& r, std::vector<std::string> words, int n_words, const std:
     const int w = r.vocab.id(word);
     const std::string page = "w" + std::to_string(w);
     const WordContexts wc = sense_contexts(r, word, co);
-    std::map<int, int> usage;
-    for (int32_t row : h.usage.window_of(w)) ++usage[row - w * C];
+    const std::vector<int> usage = h.usage.sense_counts(w, C);
     std::string plot_html;
     try {
       plot(r, word, top, direction, dir + "/" + page + ".svg", "L1,L2", 1, 10);
@@ -265,7 +264,7 @@ void html(SenseModel& r, std::vector<std::string> words, int n_words, const std:
       std::string near;
       for (const auto& g : nearest_sense_groups(h.table, unit, h.table.row(w, e.sense), 8, candidates))
         near.append(near.empty() ? "" : ", ").append(xml_escape(sense_name(r, g)));
-      body += "<tr><td>#" + std::to_string(e.sense) + "</td><td>" + std::to_string(usage[e.sense]) + "</td><td>" +
+      body += "<tr><td>#" + std::to_string(e.sense) + "</td><td>" + std::to_string(usage[static_cast<size_t>(e.sense)]) + "</td><td>" +
               std::to_string(e.selected) + "</td><td>" + near + "</td></tr>";
     }
     body += "</table><h2>Clearest contexts</h2>";

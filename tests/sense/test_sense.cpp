@@ -380,7 +380,9 @@ TEST(SenseProjection, ComponentsAreEigenvectorsOfThePlainCovariance) {
     }
     EXPECT_LT(residual, 1e-5 * var[0]) << c;
     EXPECT_NEAR(norm, 1, 1e-6) << c;
-    if (c > 0) EXPECT_GT(var[c - 1], var[c]);
+    if (c > 0) {
+      EXPECT_GT(var[c - 1], var[c]);
+    }
   }
 }
 
