@@ -1,8 +1,8 @@
 #include "eval/sense_neighbours.h"
 
-#include <numeric>
 #include <algorithm>
 #include <functional>
+#include <numeric>
 
 namespace sa {
 

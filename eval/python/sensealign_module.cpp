@@ -7,11 +7,11 @@
 //   sensealign.Aligner.load("W.layer{layer}.txt").apply(vecs)
 // Errors are the tools' messages, raised as RuntimeError; embedding releases the GIL, so threads
 // can share one model.
-#include <numeric>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <numeric>
 #include <cmath>
 #include <filesystem>
 #include <memory>

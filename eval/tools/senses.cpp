@@ -12,10 +12,10 @@
 //   bin/senses dump --model RUN --output F [--direction D]   sense vectors, word2vec text, "word#s"
 //   bin/senses pseudo-corpus --pairs P --corpus C --output F  merge each pair into one token "a_b"
 //   bin/senses pseudo-eval --model RUN --pairs P --corpus C   purity / V-measure of the selected senses
-#include <numeric>
 #include <CLI/CLI.hpp>
 #include <cctype>
 #include <cmath>
+#include <numeric>
 #include <cstdio>
 #include <algorithm>
 #include <array>
