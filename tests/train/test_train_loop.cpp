@@ -15,6 +15,7 @@
 #include "engine/engine.h"
 #include "tests/test_util.h"
 #include "train/families.h"
+#include "train/periodic_work.h"
 #include "train/train_loop.h"
 
 namespace sa {
@@ -291,6 +292,28 @@ TEST(TrainLoop, SenseWordsDrawnAheadAreTakenWhereTheCountHolds) {
   for (const auto& [step, share] : taken) EXPECT_EQ(share, step == 4 ? 0.0 : 1.0) << "step " << step;
   EXPECT_EQ(words.at(3), 4);  // 4 words of one sense each
   EXPECT_EQ(words.at(4), 3);  // 6 rows / 2 senses a word
+}
+
+// bench train says which of a sense model's periodic host work its timed steps held: refits on step
+// 1 and every pca_every after, flushes on logging steps, prunings from prune_first on.
+TEST(TrainLoop, PeriodicSenseWorkCountsTheStepsItFallsOn) {
+  TrainConfig c;
+  c.sense.n_context = 6, c.sense.pca_every = 250, c.log_every = 100;
+  c.sense.prune_every = 50, c.sense.prune_first = 100;
+  PeriodicWork w = periodic_work(c, 6, 25);  // bench train's 20 timed steps
+  EXPECT_EQ(w.refits + w.flushes + w.prunings, 0);
+  EXPECT_TRUE(testing::contains(periodic_work_line(c, 6, 25), "time more steps"));
+  w = periodic_work(c, 6, 605);
+  EXPECT_EQ(w.refits, 2);     // 251, 501
+  EXPECT_EQ(w.flushes, 6);    // 100, ..., 600
+  EXPECT_EQ(w.prunings, 11);  // 100, 150, ..., 600
+  EXPECT_FALSE(testing::contains(periodic_work_line(c, 6, 605), "time more steps"));
+  EXPECT_EQ(periodic_work(c, 1, 1).refits, 1);
+  EXPECT_EQ(periodic_work(c, 251, 251).refits, 1);
+  EXPECT_EQ(periodic_work(c, 252, 500).refits, 0);
+  c.sense.n_context = 1;  // no senses: nothing periodic
+  EXPECT_EQ(periodic_work(c, 1, 1000).refits, 0);
+  EXPECT_EQ(periodic_work_line(c, 1, 1000), "");
 }
 
 TEST(ModelFamilies, TheRegistryNamesEachFamilyOnce) {

@@ -31,6 +31,7 @@
 #include "train/cpu_profiler.h"
 #include "train/families.h"
 #include "train/memory_bench.h"
+#include "train/periodic_work.h"
 #include "train/step_flops.h"
 
 using namespace sa;
@@ -777,6 +778,7 @@ int bench_train(const TrainBenchArgs& args) {
     if (args.no_arithmetic)
       std::printf("  host per step without arithmetic: %.2f ms, %.1f us a backend launch\n", r.steady_seconds / n * 1e3,
                   k.launches > 0 ? r.steady_seconds / static_cast<double>(k.launches) * 1e6 : 0.0);
+    if (const std::string p = periodic_work_line(c, 6, 5 + args.steps); !p.empty()) std::printf("%s\n", p.c_str());
   }
   if (d.is_cuda()) {  // whether the switches of the upload path took effect (SA_SYNC_UPLOADS, SA_COPY_STREAM)
     const cuda::UploadPaths u = cuda::upload_paths(d.index);
