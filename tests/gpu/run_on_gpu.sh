@@ -89,7 +89,7 @@ rates() {
   # of the full one says the device's work bounds it; near the same, the host or the launches.
   echo "== SA_CUDA_GRAPHS=1, a quarter of the batch" >> "$out/bench-train.log"
   SA_CUDA_GRAPHS=1 bench_runs bench-train.log "" "elmo.cfg 20 tf32 --set batch_size=64"
-  grep -E "^== |tokens/s|launches|host reads|host per step|graphs|uploads over" "$out/bench-train.log" | tail -100
+  grep -E "^== |tokens/s|launches|host reads|host per step|periodic sense work|graphs|uploads over" "$out/bench-train.log" | tail -100
 }
 # The tests that need a GPU (140 at the last count; the rest ran on the development machine). The
 # failures, each with its messages, go to tests-failed.log: the end of the output may not hold them.
