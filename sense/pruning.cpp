@@ -10,8 +10,8 @@ void SenseUsage::record(const std::vector<int32_t>& rows, int C) {
 }
 
 void SenseUsage::push(int word, int32_t row) const {
-  if (word >= static_cast<int>(ring_of_.size())) ring_of_.resize(static_cast<size_t>(word) + 1, -1);
-  int32_t& k = ring_of_[static_cast<size_t>(word)];
+  if (word >= static_cast<int>(word_ring_.size())) word_ring_.resize(static_cast<size_t>(word) + 1, -1);
+  int32_t& k = word_ring_[static_cast<size_t>(word)];
   if (k < 0) {
     k = static_cast<int32_t>(word_of_.size());
     word_of_.push_back(word), oldest_.push_back(0), held_.push_back(0);
@@ -50,20 +50,26 @@ void SenseUsage::flush() const {
   for (double r : all) append(static_cast<int32_t>(r), pending_context_);
 }
 
+int SenseUsage::ring_of(int word) const {
+  return word >= 0 && word < static_cast<int>(word_ring_.size()) ? word_ring_[static_cast<size_t>(word)] : -1;
+}
+
+std::vector<int> SenseUsage::counts_in(int k, int word, int C) const {
+  std::vector<int> count(static_cast<size_t>(C), 0);
+  if (k >= 0) for_each_in(k, [&](int32_t r) { ++count[static_cast<size_t>(r - word * C)]; });
+  return count;
+}
+
 std::vector<int32_t> SenseUsage::window_of(int word) const {
   flush();
   std::vector<int32_t> out;
-  if (word >= 0 && word < static_cast<int>(ring_of_.size()) && ring_of_[static_cast<size_t>(word)] >= 0)
-    for_each_in(ring_of_[static_cast<size_t>(word)], [&](int32_t r) { out.push_back(r); });
+  if (const int k = ring_of(word); k >= 0) for_each_in(k, [&](int32_t r) { out.push_back(r); });
   return out;
 }
 
 std::vector<int> SenseUsage::sense_counts(int word, int C) const {
   flush();
-  std::vector<int> count(static_cast<size_t>(C), 0);
-  if (word >= 0 && word < static_cast<int>(ring_of_.size()) && ring_of_[static_cast<size_t>(word)] >= 0)
-    for_each_in(ring_of_[static_cast<size_t>(word)], [&](int32_t r) { ++count[static_cast<size_t>(r - word * C)]; });
-  return count;
+  return counts_in(ring_of(word), word, C);
 }
 
 int SenseUsage::prune(SenseTable& t, double threshold) const {
@@ -73,7 +79,7 @@ int SenseUsage::prune(SenseTable& t, double threshold) const {
   for (int k = 0; k < static_cast<int>(word_of_.size()); ++k) {
     if (held_[static_cast<size_t>(k)] < window_) continue;  // rare words are never pruned
     const int w = word_of_[static_cast<size_t>(k)];
-    const std::vector<int> count = sense_counts(w, C);
+    const std::vector<int> count = counts_in(k, w, C);
     std::vector<float> next(static_cast<size_t>(C));
     for (int s = 0; s < C; ++s) {
       const float score = t.enabled[static_cast<size_t>(t.row(w, s))];
@@ -115,7 +121,7 @@ Tensor SenseUsage::to_tensor(int vocab) const {
 void SenseUsage::restore(const Tensor& windows) {
   SA_CHECK(windows.rank() == 2 && windows.dim(1) == window_, "usage windows {} must be [vocab, {}]", describe(windows),
            window_);
-  ring_of_.clear(), word_of_.clear(), rings_.clear(), oldest_.clear(), held_.clear(), pending_.clear();
+  word_ring_.clear(), word_of_.clear(), rings_.clear(), oldest_.clear(), held_.clear(), pending_.clear();
   std::vector<double> v = windows.values();
   for (int64_t w = 0; w < windows.dim(0); ++w)
     for (int64_t i = 0; i < window_; ++i)

@@ -32,15 +32,17 @@ class SenseUsage {
  private:
   void append(int32_t row, int n_context) const { push(row / n_context, row); }
   void push(int word, int32_t row) const;
+  int ring_of(int word) const;  // the word's ring, -1: never selected
   template <class F>
   void for_each_in(int ring, F f) const;  // f(row) for ring's entries, oldest first
+  std::vector<int> counts_in(int ring, int word, int n_context) const;
 
   static constexpr size_t kMaxPendingSteps = 1000;  // ~20 MB of i32 rows at 5k targets a step
   int window_;
   // The windows are complete whenever read: const readers flush what is pending into them. Each
   // selected word has a ring of `window_` rows in one flat array, so recording a selection is an
   // index and a store (a step records 2 x 5,120; a map of deques took three times as long).
-  mutable std::vector<int32_t> ring_of_;              // word -> its ring, -1: none yet
+  mutable std::vector<int32_t> word_ring_;            // word -> its ring, -1: none yet
   mutable std::vector<int32_t> word_of_;              // ring -> word
   mutable std::vector<int32_t> rings_;                // ring k at [k * window_, (k + 1) * window_)
   mutable std::vector<int32_t> oldest_, held_;        // per ring: the oldest entry's place, entries held

@@ -7,12 +7,8 @@
 #include <fstream>
 #include <functional>
 #include <limits>
-#include <map>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include "data/run_files.h"
 
 #include "engine/core/error.h"
 #include "engine/core/scoped_env.h"
@@ -27,17 +23,6 @@ inline std::string temp_file(const std::string& name, const std::string& text) {
   const std::string path = ::testing::TempDir() + "/" + name;
   std::ofstream(path, std::ios::binary) << text;
   return path;
-}
-
-// Each step's value of a metric ("loss", "heldout_perplexity") in a run's metrics.jsonl.
-inline std::map<int64_t, double> metric(const std::string& run, const char* key) {
-  std::map<int64_t, double> m;
-  std::ifstream f(run_files::metrics(run));
-  for (std::string line; std::getline(f, line);) {
-    auto j = nlohmann::json::parse(line);
-    if (j.contains(key)) m[j["step"].get<int64_t>()] = j[key].get<double>();
-  }
-  return m;
 }
 
 inline bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }

@@ -19,6 +19,7 @@
 #include "data/safetensors.h"
 #include "engine/dist/communicator.h"
 #include "engine/dist/nccl.h"
+#include "tests/run_metrics.h"
 #include "tests/test_util.h"
 
 namespace {

@@ -13,6 +13,7 @@
 #include "data/run_files.h"
 #include "data/safetensors.h"
 #include "engine/engine.h"
+#include "tests/run_metrics.h"
 #include "tests/test_util.h"
 #include "train/families.h"
 #include "train/periodic_work.h"
