@@ -215,6 +215,15 @@ DistinctTokens distinct_tokens(std::initializer_list<std::span<const int32_t>> p
   return t;
 }
 
+void pad_distinct_tokens(DistinctTokens& t, int64_t bucket) {
+  if (bucket <= 0 || t.count() == 0) return;
+  const int64_t n = static_cast<int64_t>(t.index.size());
+  const int64_t padded = std::min((t.count() + bucket - 1) / bucket * bucket, n);
+  const std::vector<int32_t> first(t.chars.begin(), t.chars.begin() + chars::kPerToken);
+  t.chars.reserve(static_cast<size_t>(padded) * chars::kPerToken);
+  for (int64_t r = t.count(); r < padded; ++r) t.chars.insert(t.chars.end(), first.begin(), first.end());
+}
+
 DistinctTokens distinct_tokens(const std::vector<int32_t>& char_ids) { return distinct_tokens({std::span(char_ids)}); }
 
 Tensor ElmoModel::encode_tokens(const std::vector<int32_t>& char_ids, const Shape& lead, int64_t* distinct) const {

@@ -34,6 +34,9 @@ struct DistinctTokens {
 DistinctTokens distinct_tokens(const std::vector<int32_t>& char_ids);
 // The same over several runs of tokens taken as one, in order (no copy of them joined).
 DistinctTokens distinct_tokens(std::initializer_list<std::span<const int32_t>> parts);
+// Pads the distinct rows up to a multiple of `bucket` (at most one row a token), repeating the
+// first: rows no token finds, whose gradient is zero, so that the char-CNN's shapes repeat.
+void pad_distinct_tokens(DistinctTokens& t, int64_t bucket);
 
 class ElmoModel {
  public:

@@ -130,6 +130,7 @@ const std::vector<Key>& schema() {
         SA_KEY(double, "a number", "all_clip_norm_val", all_clip_norm_val),
         SA_KEY(double, "a number", "learning_rate", learning_rate),
         SA_KEY(double, "a number", "state_reset", state_reset),
+        SA_KEY(int64_t, "an integer", "char_tokens_bucket", char_tokens_bucket),
         SA_KEY(int64_t, "an integer", "n_epochs", n_epochs),
         SA_KEY(int64_t, "an integer", "n_train_tokens", n_train_tokens),
         SA_KEY(std::string, "a string", "train_prefix", train_prefix),
@@ -288,6 +289,7 @@ void validate(const TrainConfig& c, const std::string& origin, const KeyLines& l
   positive("learning_rate", c.learning_rate);
   positive("all_clip_norm_val", c.all_clip_norm_val);
   positive("heldout_batches", c.heldout_batches);
+  non_negative("char_tokens_bucket", static_cast<double>(c.char_tokens_bucket));
   non_negative("heldout_every", c.heldout_every);
   non_negative("n_steps", static_cast<double>(c.n_steps));
   non_negative("n_train_tokens", static_cast<double>(c.n_train_tokens));

@@ -10,6 +10,7 @@
 #include "engine/core/error.h"
 #include "engine/dist/communicator.h"
 #include "engine/engine.h"
+#include "engine/replay_audit.h"
 
 namespace sa {
 
@@ -46,7 +47,9 @@ TrainResult run_training(ModelFamily& f, const TrainConfig& c, const RunOutput& 
     phases.start();
     std::optional<StepGraphs> recorded;
     if (record_steps) recorded.emplace(f.device(), step_kind);
+    replay_audit::step_begun();
     const StepStats st = f.train_step(phases);
+    replay_audit::step_ended();
     const int64_t step = f.step();
     tokens += st.tokens;
     if (step - first > warm) res.encoded_tokens += st.encoded_tokens, res.softmax_rows += st.softmax_rows;
@@ -70,6 +73,7 @@ TrainResult run_training(ModelFamily& f, const TrainConfig& c, const RunOutput& 
       t_warm = clock::now(), tokens_warm = tokens;
       counted_from = device_counters();
       phases.reset();
+      replay_audit::reset_totals();
     }
     if (step - first > warm) {  // the timed steps' time and counts, both before this step's scoring and saving
       res.steady_seconds = seconds_since(t_warm);

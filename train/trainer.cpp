@@ -403,6 +403,7 @@ class ElmoFamily final : public ModelFamily {
     }
     if (step == 0) return in;
     in.tokens = distinct_batch_tokens(in.fwd, in.bwd);
+    pad_distinct_tokens(in.tokens, c_.char_tokens_bucket);
     if (drawing.valid()) {
       std::vector<WordsDrawnAhead> drawn = drawing.get();
       for (int d = 0; d < 2; ++d)

@@ -4,6 +4,7 @@
 #include <atomic>
 
 #include "engine/cpu/blas_kernel.h"
+#include "engine/replay_audit.h"
 
 namespace sa {
 
@@ -13,10 +14,12 @@ namespace {
 std::atomic<bool> g_arithmetic{true};
 }  // namespace
 
-Backend& cpu_backend() {
+Backend& computing_cpu_backend() {
   static CpuBackend b;
   return g_arithmetic.load(std::memory_order_relaxed) ? b : dry_cpu_backend();
 }
+
+Backend& cpu_backend() { return replay_audit::on() ? audit_cpu_backend() : computing_cpu_backend(); }
 
 void set_cpu_arithmetic(bool on) {
   g_arithmetic = on;

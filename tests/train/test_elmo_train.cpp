@@ -130,6 +130,25 @@ TEST(ElmoTrain, InputsPreparedAheadGiveTheStepsOwnLoss) {
   got.insert(got.end(), back.begin(), back.end());
   ASSERT_EQ(got.size(), all.size());
   for (size_t i = 0; i < all.size(); ++i) EXPECT_NEAR(got[i], all[i], 1e-12) << "element " << i;
+
+  // Padded (char_tokens_bucket) up to a multiple of the bucket, at most a row a token, with rows
+  // no token finds: the same vectors.
+  auto padded = [&](int64_t bucket) {
+    DistinctTokens p = t;
+    pad_distinct_tokens(p, bucket);
+    EXPECT_EQ(p.index, t.index);
+    EXPECT_TRUE(std::equal(t.chars.begin(), t.chars.end(), p.chars.begin()));
+    for (int64_t r = t.count(); r < p.count(); ++r)
+      EXPECT_TRUE(std::equal(p.chars.begin(), p.chars.begin() + chars::kPerToken, p.chars.begin() + r * chars::kPerToken));
+    return p;
+  };
+  EXPECT_EQ(padded(0).count(), 8);
+  EXPECT_EQ(padded(3).count(), 9);
+  EXPECT_EQ(padded(8).count(), 8);
+  EXPECT_EQ(padded(64).count(), 20);
+  auto [pf, pb] = encode_batches(lm, padded(3), 2, 5);
+  EXPECT_EQ(pf.values(), tf.values());
+  EXPECT_EQ(pb.values(), tb.values());
 }
 
 // In both table layouts: one softmax table for both directions (bilm-tf) and one per direction.

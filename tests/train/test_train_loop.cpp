@@ -13,6 +13,7 @@
 #include "data/run_files.h"
 #include "data/safetensors.h"
 #include "engine/engine.h"
+#include "engine/replay_audit.h"
 #include "tests/run_metrics.h"
 #include "tests/test_util.h"
 #include "train/families.h"
@@ -293,6 +294,45 @@ TEST(TrainLoop, SenseWordsDrawnAheadAreTakenWhereTheCountHolds) {
   for (const auto& [step, share] : taken) EXPECT_EQ(share, step == 4 ? 0.0 : 1.0) << "step " << step;
   EXPECT_EQ(words.at(3), 4);  // 4 words of one sense each
   EXPECT_EQ(words.at(4), 3);  // 6 rows / 2 senses a word
+}
+
+// The replay audit over ELMo steps without arithmetic (the GPU's shapes: coalesced rows come
+// padded, as CUDA returns them): the char-CNN's distinct tokens change its shapes from step to
+// step; padded to one count (char_tokens_bucket), only buffers and the dropout seeds change, and
+// without dropout only buffers. Padding changes no result.
+ReplayAudit audit_tiny_elmo(const std::string& name, const std::string& extra) {
+  TrainOptions o;
+  o.quiet = true;
+  const ArithmeticBack back;
+  o.after_step = arithmetic_off_after_step_1;
+  replay_audit::start();
+  train_model(TrainConfig::load(tiny_elmo_config(name, 10, "checkpoint_every = 1000\n" + extra)), o);
+  const ReplayAudit a = replay_audit::totals();
+  replay_audit::stop();
+  return a;
+}
+
+TEST(TrainLoop, PaddedCharTokensLeaveOnlyBuffersAndDropoutSeedsToChange) {
+  const ReplayAudit plain = audit_tiny_elmo("audit-plain", "");
+  EXPECT_EQ(plain.steps, 5);  // the 5 timed steps after warm-up, each against the one before
+  EXPECT_EQ(plain.order, 0);
+  EXPECT_GT(plain.shapes_by.count("conv1d_max"), 0u) << replay_audit::summary(plain);
+  const ReplayAudit padded = audit_tiny_elmo("audit-padded", "char_tokens_bucket = 16\n");  // 2 x 2 rows x 4 steps
+  EXPECT_EQ(padded.launches, plain.launches);
+  EXPECT_EQ(padded.order + padded.shapes, 0) << replay_audit::summary(padded);
+  EXPECT_EQ(padded.values_by, (std::map<std::string, int64_t>{{"dropout_mask", padded.values}}));
+  EXPECT_GT(padded.values, 0);
+  const ReplayAudit no_dropout = audit_tiny_elmo("audit-no-dropout", "char_tokens_bucket = 16\ndropout = 0\n");
+  EXPECT_EQ(no_dropout.order + no_dropout.shapes + no_dropout.values, 0) << replay_audit::summary(no_dropout);
+  EXPECT_EQ(no_dropout.same + no_dropout.buffers, no_dropout.launches);
+
+  TrainOptions o;
+  o.quiet = true;
+  const TrainResult a = train_model(TrainConfig::load(tiny_elmo_config("pad-off", 6, "checkpoint_every = 1000\n")), o);
+  const TrainResult b = train_model(
+      TrainConfig::load(tiny_elmo_config("pad-on", 6, "checkpoint_every = 1000\nchar_tokens_bucket = 5\n")), o);
+  EXPECT_NEAR(b.last_loss, a.last_loss, 1e-6 * std::abs(a.last_loss));
+  EXPECT_GT(b.encoded_tokens, a.encoded_tokens);  // the padding rows were encoded
 }
 
 // bench train says which of a sense model's periodic host work its timed steps held: refits on step

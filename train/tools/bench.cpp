@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "engine/bench_support.h"
+#include "engine/replay_audit.h"
 #include "engine/upload_paths.h"
 #include "engine/core/philox.h"
 #include "engine/cpu/blas_kernel.h"
@@ -712,6 +713,7 @@ struct TrainBenchArgs {
   bool time_phases = false;
   std::string profile;
   bool no_arithmetic = false;  // the CPU's host path alone (set_cpu_arithmetic)
+  bool replay_audit = false;   // what replaying a captured step would have to change (engine/replay_audit.h)
 };
 
 int bench_train(const TrainBenchArgs& args) {
@@ -727,8 +729,11 @@ int bench_train(const TrainBenchArgs& args) {
               args.steps, family.batch_shape(c).c_str());
   SA_CHECK(!args.no_arithmetic || !resolve_device(c.device).is_cuda(),
            "--no-arithmetic times the CPU's host path: run it with --device cpu");
+  SA_CHECK(!args.replay_audit || !resolve_device(c.device).is_cuda(),
+           "--replay-audit records the CPU backend's primitives: run it with --device cpu");
   if (args.no_arithmetic)
     std::printf("no arithmetic: every backend primitive returns at once (the rate is the host path's alone)\n");
+  if (args.replay_audit) replay_audit::start();
   else if (!resolve_device(c.device).is_cuda())
     std::printf("BLAS: %s\n", blas_kernel_line().c_str());
   TrainOptions to;
@@ -748,6 +753,8 @@ int bench_train(const TrainBenchArgs& args) {
   };
   TrainResult r = train_model(c, to);
   set_cpu_arithmetic(true);
+  const ReplayAudit audit = replay_audit::totals();
+  replay_audit::stop();
   profiler.stop();
   if (!args.profile.empty())
     std::printf("CPU profile of the timed steps but the last: %s (google-pprof --text bin/bench %s)\n", args.profile.c_str(), args.profile.c_str());
@@ -779,6 +786,7 @@ int bench_train(const TrainBenchArgs& args) {
       std::printf("  host per step without arithmetic: %.2f ms, %.1f us a backend launch\n", r.steady_seconds / n * 1e3,
                   k.launches > 0 ? r.steady_seconds / static_cast<double>(k.launches) * 1e6 : 0.0);
     if (const std::string p = periodic_work_line(c, 6, 5 + args.steps); !p.empty()) std::printf("%s\n", p.c_str());
+    if (args.replay_audit) std::printf("  %s\n", replay_audit::summary(audit).c_str());
   }
   if (d.is_cuda()) {  // whether the switches of the upload path took effect (SA_SYNC_UPLOADS, SA_COPY_STREAM)
     const cuda::UploadPaths u = cuda::upload_paths(d.index);
@@ -860,6 +868,9 @@ int main(int argc, char** argv) {
   train_cmd->add_flag("--no-arithmetic", tb.no_arithmetic,
                       "on the CPU, skip every primitive's arithmetic: the step's host path alone, per step and "
                       "(with --phases) per op");
+  train_cmd->add_flag("--replay-audit", tb.replay_audit,
+                      "on the CPU, compare each timed step's primitives with the step before's: what replaying a "
+                      "captured step would have to change (shapes, scalar arguments, buffers)");
   train_cmd->add_option("--set", tb.overrides, "key=value config overrides, as bin/train (e.g. lstm.cudnn=on)");
   CLI::App* memory_cmd = app.add_subcommand("memory", "resident memory over a long training run and a long embedding run");
   MemoryBenchOptions mem;
