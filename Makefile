@@ -40,7 +40,7 @@ endif
 LDLIBS := $(SAN_LDFLAGS) -L$(BLAS_DIR) -Wl,-rpath,$(BLAS_DIR) -lopenblas -lfmt -lhdf5_serial -ltomlplusplus -lpugixml -lutf8proc -fopenmp -lpthread
 NVCCFLAGS := -std=c++20 -O3 -I. $(CUDA_ARCH) -Xcompiler -fopenmp,-fPIC --expt-relaxed-constexpr -MMD -MP
 
-ENGINE_SRC := engine/backend.cpp $(wildcard engine/core/*.cpp engine/ops/*.cpp engine/cpu/*.cpp engine/optim/*.cpp) engine/dist/tensor_collectives.cpp \
+ENGINE_SRC := engine/backend.cpp engine/replay_audit.cpp engine/step_replay.cpp $(wildcard engine/core/*.cpp engine/ops/*.cpp engine/cpu/*.cpp engine/optim/*.cpp) engine/dist/tensor_collectives.cpp \
   engine/dist/nccl_library.cpp
 # MPI (data-parallel training, `mpirun -np N ./bin/train`) when OpenMPI's compiler wrapper is found;
 # `make MPI=0` builds single-process binaries. Only engine/dist/mpi_communicator.cpp sees mpi.h.

@@ -185,7 +185,8 @@ class Backend {
   // the distinct ids in increasing order (i32 [U]) and their summed rows [U, d]. Each sum adds its
   // rows in the order they come, so the result is deterministic and the same on every backend.
   // allow_padding: the backend may return M slots instead, the U distinct ids first and then -1
-  // with zero rows (CUDA does, to keep U on the device; the CPU never pads).
+  // with zero rows (CUDA does, to keep U on the device; the CPU only in a captured step,
+  // engine/step_replay.h). Consumers skip id -1.
   virtual std::pair<Tensor, Tensor> coalesce_rows(const Tensor& ids, const Tensor& rows, bool allow_padding) = 0;
 
   // 1-D convolution over positions then max over positions:

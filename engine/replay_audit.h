@@ -24,6 +24,12 @@ struct ReplayAudit {
   std::map<std::string, int64_t> shapes_by, values_by;
 };
 
+// A primitive's call, hashed in three parts: its shapes and kinds, its scalar arguments (seeds,
+// factors), its buffers.
+struct PrimitiveSignature {
+  uint64_t shape = 1, value = 1, addr = 1;
+};
+
 namespace replay_audit {
 // From now on the CPU backend records the primitives run between step_begun and step_ended (all
 // threads; the CPU's LSTM sequences run on threads of their own). Process-wide, for measurement.
@@ -31,6 +37,8 @@ void start();
 void stop();
 bool on();
 void step_begun();
+// The CPU backend's recording layer notes each primitive run between step_begun and step_ended.
+void note(const char* prim, const PrimitiveSignature& sig);
 // Compares the step with the one before and adds it to the totals.
 void step_ended();
 // The totals since start or reset; reset keeps the last step, the next one's reference.

@@ -25,18 +25,40 @@ BilmState BilmState::rows(int64_t first, int64_t n) const {
 }
 
 void BilmState::reset_rows(double p, uint64_t seed, int64_t first_row, int64_t all_rows) {
-  if (p <= 0) return;
+  reset_rows(reset_masks(p, seed, first_row, all_rows));
+}
+
+std::vector<std::vector<uint8_t>> BilmState::reset_masks(double p, uint64_t seed, int64_t first_row,
+                                                         int64_t all_rows) const {
+  std::vector<std::vector<uint8_t>> masks;
+  if (p <= 0) return masks;
   std::mt19937_64 rng(seed);
   std::bernoulli_distribution reset(p);
-  for (auto& d : dir) {
+  for (const auto& d : dir) {
     if (d.empty()) continue;
     const int64_t rows = d[0].c.dim(0), drawn = std::max(all_rows, first_row + rows);
     std::vector<uint8_t> all(static_cast<size_t>(drawn));
     for (uint8_t& v : all) v = reset(rng) ? 1 : 0;
-    std::vector<uint8_t> m(all.begin() + first_row, all.begin() + first_row + rows);
-    Tensor mask = Tensor::from(m, {rows, 1}, d[0].c.device());
+    masks.emplace_back(all.begin() + first_row, all.begin() + first_row + rows);
+  }
+  return masks;
+}
+
+void BilmState::reset_rows(const std::vector<std::vector<uint8_t>>& masks) {
+  size_t k = 0;
+  for (auto& d : dir) {
+    if (d.empty() || k == masks.size()) continue;
+    const std::vector<uint8_t>& m = masks[k++];
+    Tensor mask = Tensor::from(m, {static_cast<int64_t>(m.size()), 1}, d[0].c.device());
     for (LstmState& s : d) s = {ops::masked_fill(s.c, mask, 0.0), ops::masked_fill(s.m, mask, 0.0)};
   }
+}
+
+std::vector<Tensor> BilmState::tensors() const {
+  std::vector<Tensor> v;
+  for (const auto& d : dir)
+    for (const LstmState& s : d) v.push_back(s.c), v.push_back(s.m);
+  return v;
 }
 
 Tensor BilmOutputs::clean_top(int d) const {

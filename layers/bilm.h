@@ -20,6 +20,12 @@ struct BilmState {
   // [first_row, first_row + rows) of a batch of `all_rows` draws for all of them and keeps its own,
   // so the ranks reset the rows one process with the whole batch would.
   void reset_rows(double p, uint64_t seed, int64_t first_row = 0, int64_t all_rows = 0);
+  // reset_rows in two halves: the draw (a mask per direction with state, 1 = reset, on the host),
+  // and its use. A replayed step (engine/step_replay.h) takes the masks as inputs.
+  std::vector<std::vector<uint8_t>> reset_masks(double p, uint64_t seed, int64_t first_row = 0, int64_t all_rows = 0) const;
+  void reset_rows(const std::vector<std::vector<uint8_t>>& masks);
+  // Every state tensor (direction, layer, c then m), in a fixed order.
+  std::vector<Tensor> tensors() const;
   // Copies of rows [first, first + n) of every state.
   BilmState rows(int64_t first, int64_t n) const;
 };

@@ -113,6 +113,7 @@ TrainResult run_training(ModelFamily& f, const TrainConfig& c, const RunOutput& 
   }
   res.steps_done = f.step();
   res.host_reads_why = f.host_reads_per_step();
+  res.replay = f.replay_summary();
   res.steady_steps = std::max<int64_t>(0, f.step() - first - warm);
   res.phase_seconds = phases.totals();
   res.backward_op_seconds = phases.backward_ops();

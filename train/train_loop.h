@@ -45,6 +45,7 @@ struct TrainResult {
   DeviceCounters steady_counters;
   int64_t steady_steps = 0;
   std::string host_reads_why;  // the family's host_reads_per_step()
+  std::string replay;          // the family's replay_summary()
 };
 
 // Where a family reports what happens during training: metrics.jsonl (the rank that owns the run
@@ -109,6 +110,8 @@ class ModelFamily {
   // The host reads a step still makes between logging steps and why (bench train prints it);
   // empty when it makes none.
   virtual std::string host_reads_per_step() const { return ""; }
+  // With SA_STEP_REPLAY=1: how many steps replayed a captured one, or why none could.
+  virtual std::string replay_summary() const { return ""; }
 };
 
 // Runs `family` from its step() to its total_steps() (or opts.max_new_steps more). The host reads

@@ -17,6 +17,7 @@
 #include "engine/dist/communicator.h"
 #include "engine/dist/tensor_collectives.h"
 #include "engine/engine.h"
+#include "engine/step_replay.h"
 #include "train/checkpoint.h"
 #include "train/run_dir.h"
 #include "train/run_session.h"
@@ -148,6 +149,15 @@ class ElmoFamily final : public ModelFamily {
     // it reads into a working table per direction (sense/working_table.h).
     sense_ = c.sense.n_context >= 2;
     sharded_ = sense_ && c.sense_tables == "sharded";
+    replay_wanted_ = step_replay_enabled();
+    if (replay_wanted_) {
+      replay_off_ = sense_          ? "no step captured: a sense model's schedule reads and changes its tables between steps"
+                    : ranks > 1     ? "no step captured: not over several ranks"
+                    : dev_.is_cuda() ? "no step captured: a step replays on the CPU only so far, the model of a CUDA "
+                                       "graph's replay; on the GPU steps run launched"
+                                     : "";
+      if (!replay_off_.empty() && !out.quiet) std::printf("SA_STEP_REPLAY: %s\n", replay_off_.c_str());
+    }
     s_.emplace(fresh_state());
     auto restore = [&](const std::string& p) {
       try {
@@ -225,16 +235,30 @@ class ElmoFamily final : public ModelFamily {
     const int64_t step = s.step + 1;
     next_batches(step);
     s.step = step;
-    s.carried.reset_rows(c.state_reset, c.seed * 998244353 + static_cast<uint64_t>(step), first_row_, global_rows_);
-    std::mt19937_64 sample_rng(c.seed * 1000003 + static_cast<uint64_t>(step));
+    const std::vector<std::vector<uint8_t>> resets =
+        s.carried.reset_masks(c.state_reset, c.seed * 998244353 + static_cast<uint64_t>(step), first_row_, global_rows_);
     phases.mark("batch");
+    if (replay_ && replay_->replay(step_inputs(resets))) {
+      phases.mark("replayed step");
+      s.carried = replay_carried_out_;  // what the replay wrote (a launched step may have moved it)
+      StepStats st = stats_of_inputs();
+      st.loss = replay_loss_;
+      return st;
+    }
+    // With SA_STEP_REPLAY=1 the second step a process runs is captured, for later steps to replay.
+    std::vector<Tensor> carried_in;
+    if (replay_wanted_ && replay_off_.empty() && !replay_ && ++launched_ == 2) {
+      replay_.emplace();
+      replay_->begin(&s.dropout);
+      carried_in = s.carried.tensors();
+    }
+    s.carried.reset_rows(resets);
+    std::mt19937_64 sample_rng(c.seed * 1000003 + static_cast<uint64_t>(step));
     phases.profile_forward_ops(true);
     // Under bf16 the weights' bf16 copies, made at once and taken by every product until the update.
     Bf16WeightCopies copies(lm.params(), bf16_wanted_);
     // forward
-    StepStats st;
-    st.tokens = tokens_per_step_;
-    st.encoded_tokens = in_.tokens.count();
+    StepStats st = stats_of_inputs();
     auto [tf, tb] = encode_batches(lm, in_.tokens, in_.fwd.rows, in_.fwd.steps);
     BilmOutputs out = bilm_forward(lm.bilm, {tf, tb}, s.carried, c.dropout, s.dropout);
     phases.mark("forward");
@@ -257,8 +281,8 @@ class ElmoFamily final : public ModelFamily {
         dir_loss[d] = direction_loss(lm, d, out.top[d], *batches[d], in_.negatives[d]);
       }
     }
-    for (int d = 0; d < 2; ++d)
-      st.softmax_rows += static_cast<double>(sense_ ? picked_[d].negative_count() : static_cast<int64_t>(in_.negatives[d].sampled.size())) / 2;
+    if (sense_)
+      for (int d = 0; d < 2; ++d) st.softmax_rows += static_cast<double>(picked_[d].negative_count()) / 2;
     out = BilmOutputs();  // the tape keeps what backward needs; hold no other activations through it
     Tensor loss = ops::scale(ops::add(dir_loss[0], dir_loss[1]), 0.5);
     // The global batch's loss (equal rows per rank); one process keeps it on the device.
@@ -289,12 +313,29 @@ class ElmoFamily final : public ModelFamily {
           if (auto [ids, g] = work[d]->stored_gradient(from); ids.defined()) s.opt.step_rows(to, ids, g);
     s.opt.step(sharded_ ? lm.params() : params);
     s.carried.detach();
+    if (replay_ && StepReplay::capturing() == &*replay_)
+      end_capture(carried_in, resets, st.loss);
+    else if (replay_ && replay_->usable()) {  // a step launched after the capture: the next replay starts from its state
+      const std::vector<Tensor> now = s.carried.tensors();
+      for (size_t i = 0; i < now.size(); ++i) replay_carried_in_[i].copy_from(now[i]);
+    }
     phases.mark("update");
     if (sense_) {
       sense_schedule(step, work);
       phases.mark("sense schedule");
     }
     return st;
+  }
+
+  std::string replay_summary() const override {
+    if (!replay_wanted_) return "";
+    if (!replay_) return replay_off_;
+    if (!replay_->usable()) return "the captured step cannot replay: " + replay_->why_not();
+    return fmt::format("{} steps replayed the step captured at step {} ({} primitives and copies){}", replay_->replays(),
+                       replay_step_, replay_->kept(),
+                       replay_->replays() + 1 < s_->step - replay_step_
+                           ? "; the others' inputs had other sizes (char_tokens_bucket pads the distinct tokens)"
+                           : "");
   }
 
   // What the negatives covered, the mean of the two directions: distinct words and their share of
@@ -422,6 +463,49 @@ class ElmoFamily final : public ModelFamily {
     for (int d = 0; d < 2; ++d)
       seen_->add(!in_.all_targets[d].empty() ? in_.all_targets[d] : d == 0 ? in_.fwd.targets : in_.bwd.targets);
   }
+  // The step's counts that its inputs decide (ELMo's negative rows; a sense model adds its own).
+  StepStats stats_of_inputs() const {
+    StepStats st;
+    st.tokens = tokens_per_step_;
+    st.encoded_tokens = in_.tokens.count();
+    if (!sense_)
+      for (int d = 0; d < 2; ++d) st.softmax_rows += static_cast<double>(in_.negatives[d].sampled.size()) / 2;
+    return st;
+  }
+
+  // The step's tensors made from host values, in the order the step makes them: the carried
+  // state's reset masks, the distinct tokens, then each direction's targets, negatives and their
+  // log-Q shifts. A replay copies them into the captured step's (checked against them at capture).
+  std::vector<HostBytes> step_inputs(const std::vector<std::vector<uint8_t>>& resets) const {
+    std::vector<HostBytes> v;
+    for (const std::vector<uint8_t>& m : resets) v.push_back(bytes_of(m));
+    v.push_back(bytes_of(in_.tokens.chars));
+    v.push_back(bytes_of(in_.tokens.index));
+    for (int d = 0; d < 2; ++d) {
+      const SampledCandidates& n = in_.negatives[d];
+      for (HostBytes b : {bytes_of((d == 0 ? in_.fwd : in_.bwd).targets), bytes_of(n.sampled), bytes_of(n.true_shift),
+                          bytes_of(n.sampled_shift)})
+        v.push_back(b);
+    }
+    return v;
+  }
+
+  // Closes the capture: the state the step carried out goes back into what it read, and the
+  // inputs the step made must be the ones step_inputs lists.
+  void end_capture(const std::vector<Tensor>& carried_in, const std::vector<std::vector<uint8_t>>& resets,
+                   const Tensor& loss) {
+    replay_->carry(s_->carried.tensors(), carried_in);
+    replay_->end();
+    replay_carried_in_ = carried_in, replay_carried_out_ = s_->carried;
+    if (const std::string why = replay_->check_inputs(step_inputs(resets)); !why.empty()) replay_->refuse(why);
+    replay_loss_ = loss;
+    replay_step_ = s_->step;
+    if (!out_.quiet)
+      std::printf("step %ld: %s\n", (long)s_->step,
+                  replay_->usable() ? fmt::format("captured for replay ({} primitives and copies)", replay_->kept()).c_str()
+                                    : ("not replayed: " + replay_->why_not()).c_str());
+  }
+
   // The step's inputs, read and prepared ahead on a thread of their own while the step before ran:
   // reading 2 x 5,120 words and their characters, making the tokens distinct and drawing the
   // negatives are milliseconds of host work a GPU step would wait on. The same inputs in the same
@@ -480,6 +564,15 @@ class ElmoFamily final : public ModelFamily {
   StepInputs in_;
   std::future<StepInputs> ahead_;  // the next step's inputs (next_batches); waited for first when destroyed
   SenseStep picked_[2];
+  // SA_STEP_REPLAY=1: a captured step that later steps replay (engine/step_replay.h), on the CPU.
+  bool replay_wanted_ = false;
+  std::string replay_off_;  // why no step is captured
+  int launched_ = 0;        // steps this process launched
+  std::optional<StepReplay> replay_;
+  Tensor replay_loss_;
+  int64_t replay_step_ = 0;
+  std::vector<Tensor> replay_carried_in_;  // the state the captured step reads, and what it carries out
+  BilmState replay_carried_out_;
   std::vector<char> bf16_wanted_;  // the weights whose bf16 copies a step takes (Bf16WeightCopies)
 };
 

@@ -8,6 +8,7 @@
 
 #include "engine/backend.h"
 #include "engine/core/bf16.h"
+#include "engine/core/capture_hooks.h"
 #include "engine/core/error.h"
 
 namespace sa {
@@ -40,7 +41,10 @@ Tensor Tensor::from(const std::vector<T>& values, const Shape& shape, Device dev
            values.size(), to_string(shape));
   Tensor host = empty(shape, dtype_of<T>(), Device::cpu());
   if (!values.empty()) std::memcpy(host.raw(), values.data(), values.size() * sizeof(T));
-  if (dev == Device::cpu()) counters::upload();  // a GPU run copies it over (counted in copy_from)
+  if (dev == Device::cpu()) {
+    counters::upload();  // a GPU run copies it over (counted in copy_from)
+    capture_hooks::uploaded(host);
+  }
   return dev == Device::cpu() ? host : host.to(dev);
 }
 template Tensor Tensor::from(const std::vector<float>&, const Shape&, Device);
@@ -95,6 +99,7 @@ void Tensor::copy_from(const Tensor& src) {
   Device a = device(), b = src.device();
   if (!a.is_cuda() && !b.is_cuda()) {
     if (cpu_arithmetic()) std::memcpy(raw(), src.raw(), nbytes());  // without: a GPU's copy, queued
+    capture_hooks::copied(src, *this);
   } else {
     if (a.is_cuda() != b.is_cuda()) a.is_cuda() ? counters::upload() : counters::host_read();
     cuda::copy(raw(), a, src.raw(), b, nbytes());
@@ -212,7 +217,7 @@ void SparseGrad::coalesce_in_place(bool allow_padding) {
   indices.push_back(ids);
   rows.push_back(summed);
   coalesced = true;
-  padded = allow_padding && ids.device().is_cuda();
+  padded = allow_padding && (ids.device().is_cuda() || (ids.numel() > 0 && ids.data<int32_t>()[ids.numel() - 1] < 0));
 }
 
 std::pair<Tensor, Tensor> SparseGrad::coalesce(bool allow_padding) const {

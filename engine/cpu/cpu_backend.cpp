@@ -5,6 +5,7 @@
 
 #include "engine/cpu/blas_kernel.h"
 #include "engine/replay_audit.h"
+#include "engine/step_replay.h"
 
 namespace sa {
 
@@ -19,7 +20,9 @@ Backend& computing_cpu_backend() {
   return g_arithmetic.load(std::memory_order_relaxed) ? b : dry_cpu_backend();
 }
 
-Backend& cpu_backend() { return replay_audit::on() ? audit_cpu_backend() : computing_cpu_backend(); }
+Backend& cpu_backend() {
+  return replay_audit::on() || StepReplay::capturing() ? recording_cpu_backend() : computing_cpu_backend();
+}
 
 void set_cpu_arithmetic(bool on) {
   g_arithmetic = on;

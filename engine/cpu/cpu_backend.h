@@ -20,10 +20,11 @@ class CpuBackend final : public Backend {
 // The CPU backend whose primitives compute nothing (dry_backend.cpp); cpu_backend() answers with
 // it after set_cpu_arithmetic(false).
 Backend& dry_cpu_backend();
-// The backend that computes (CpuBackend, or the dry one), and the layer over it that records each
-// primitive for the replay audit (audit_backend.cpp; cpu_backend() answers with it while it is on).
+// The backend that computes (CpuBackend, or the dry one), and the layer over it that notes each
+// primitive for the replay audit and keeps it for a step's replay (recording_backend.cpp;
+// cpu_backend() answers with it while either is on).
 Backend& computing_cpu_backend();
-Backend& audit_cpu_backend();
+Backend& recording_cpu_backend();
 
 // Parallelize a loop only when it is large enough to pay for the threads.
 constexpr int64_t kParallelMin = 1 << 14;

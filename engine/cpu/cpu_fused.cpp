@@ -260,13 +260,13 @@ void CpuBackend::adagrad(Tensor& w, Tensor& acc, const Tensor& g, double lr) {
 void CpuBackend::adagrad_rows(Tensor& w, Tensor& acc, const Tensor& ids, const Tensor& g, double lr) {
   const int64_t v = w.dim(0), d = w.numel() / std::max<int64_t>(v, 1), n = ids.numel();
   const int32_t* ix = ids.data<int32_t>();
-  for (int64_t i = 0; i < n; ++i)
-    SA_CHECK(ix[i] >= 0 && ix[i] < v, "adagrad_rows: row {} is outside the table's {} rows", ix[i], v);
+  for (int64_t i = 0; i < n; ++i)  // a negative id is padding (coalesce_rows), skipped
+    SA_CHECK(ix[i] >= -1 && ix[i] < v, "adagrad_rows: row {} is outside the table's {} rows", ix[i], v);
   dispatch_float(w.dtype(), "adagrad_rows", [&](auto tag) {
     using T = decltype(tag);
 #pragma omp parallel for if (n * d > kParallelMin)
     for (int64_t i = 0; i < n; ++i)
-      adagrad_span<T>(w.data<T>() + ix[i] * d, acc.data<T>() + ix[i] * d, g.data<T>() + i * d, d, T(lr));
+      if (ix[i] >= 0) adagrad_span<T>(w.data<T>() + ix[i] * d, acc.data<T>() + ix[i] * d, g.data<T>() + i * d, d, T(lr));
   });
 }
 

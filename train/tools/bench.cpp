@@ -781,6 +781,7 @@ int bench_train(const TrainBenchArgs& args) {
                   k.graphs / n, k.graph_breaks > 0 ? fmt::format(" ({:.1f} read or upload)", k.graph_breaks / n).c_str() : "",
                   k.gpu_launches() / n, d.is_cuda() ? "started on the GPU" : "a GPU would start");
     if (!r.host_reads_why.empty()) std::printf("  host reads left per step: %s\n", r.host_reads_why.c_str());
+    if (!r.replay.empty()) std::printf("  step replay (SA_STEP_REPLAY): %s\n", r.replay.c_str());
     if (d.is_cuda()) std::printf("%s\n", host_time_line(r.steady_seconds / n, k.wait_ns * 1e-9 / n, args.time_phases).c_str());
     if (args.no_arithmetic)
       std::printf("  host per step without arithmetic: %.2f ms, %.1f us a backend launch\n", r.steady_seconds / n * 1e3,

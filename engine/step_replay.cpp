@@ -1,0 +1,124 @@
+// A step captured once and replayed (engine/step_replay.h), and the tensor hooks that feed it.
+#include "engine/step_replay.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "engine/backend.h"
+#include "engine/core/capture_hooks.h"
+#include "engine/core/device_counters.h"
+#include "engine/core/error.h"
+
+namespace sa {
+namespace {
+std::atomic<StepReplay*> g_capturing{nullptr};
+std::mutex g_keep;  // the CPU's LSTM sequences run primitives on threads of their own
+thread_local int t_inside = 0;
+}  // namespace
+
+bool step_replay_enabled() {
+  const char* e = std::getenv("SA_STEP_REPLAY");
+  return e && std::string(e) == "1";
+}
+
+StepReplay::InsidePrimitive::InsidePrimitive() { ++t_inside; }
+StepReplay::InsidePrimitive::~InsidePrimitive() { --t_inside; }
+
+StepReplay* StepReplay::capturing() { return g_capturing.load(std::memory_order_acquire); }
+
+StepReplay::~StepReplay() {
+  StepReplay* self = this;
+  g_capturing.compare_exchange_strong(self, nullptr);
+}
+
+void StepReplay::begin(Generator* dropout) {
+  SA_CHECK(!capturing(), "step replay: a capture is open already (one at a time)");
+  work_.clear(), inputs_.clear(), why_not_.clear();
+  closed_ = false, replays_ = 0;
+  dropout_ = dropout;
+  offset_begin_ = dropout ? dropout->offset : 0;
+  host_reads_before_ = device_counters().host_reads;
+  g_capturing.store(this, std::memory_order_release);
+}
+
+void StepReplay::carry(const std::vector<Tensor>& from, const std::vector<Tensor>& to) {
+  SA_CHECK(capturing() == this, "step replay: carry() outside the capture");
+  SA_CHECK(from.size() == to.size(), "step replay: {} tensors carried into {}", from.size(), to.size());
+  for (size_t i = 0; i < from.size(); ++i)
+    if (from[i].raw() != to[i].raw()) const_cast<Tensor&>(to[i]).copy_from(from[i]);  // kept by the copy hook
+}
+
+void StepReplay::end() {
+  StepReplay* self = this;
+  SA_CHECK(g_capturing.compare_exchange_strong(self, nullptr), "step replay: end() without begin()");
+  closed_ = true;
+  if (const int64_t reads = device_counters().host_reads - host_reads_before_; reads > 0)
+    refuse(fmt::format("the step read device values {} times (a replay runs no host code between its work)", reads));
+  if (dropout_) offset_per_step_ = dropout_->offset - offset_begin_;
+}
+
+std::string StepReplay::check_inputs(const std::vector<HostBytes>& values) const {
+  if (values.size() != inputs_.size())
+    return fmt::format("the step made {} tensors from host values, its inputs list {}", inputs_.size(), values.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (values[i].bytes != inputs_[i].nbytes())
+      return fmt::format("input {} has {} bytes, the step's tensor {}", i, values[i].bytes, inputs_[i].nbytes());
+    if (values[i].bytes > 0 && std::memcmp(values[i].data, inputs_[i].raw(), values[i].bytes) != 0)
+      return fmt::format("input {} holds other values than the tensor the step made from host values", i);
+  }
+  return "";
+}
+
+bool StepReplay::replay(const std::vector<HostBytes>& values) {
+  if (!usable() || values.size() != inputs_.size()) return false;
+  for (size_t i = 0; i < values.size(); ++i)
+    if (values[i].bytes != inputs_[i].nbytes()) return false;
+  for (size_t i = 0; i < values.size(); ++i)
+    if (values[i].bytes > 0) std::memcpy(inputs_[i].raw(), values[i].data, values[i].bytes);
+  counters::upload(static_cast<int64_t>(values.size()));
+  const uint64_t shift = dropout_ ? dropout_->offset - offset_begin_ : 0;
+  for (auto& w : work_) w(shift);
+  if (dropout_) dropout_->offset += offset_per_step_;
+  // What a GPU starts: the step's work as one graph.
+  counters::launch(static_cast<int64_t>(work_.size()));
+  counters::graph(static_cast<int64_t>(work_.size()));
+  ++replays_;
+  return true;
+}
+
+void StepReplay::keep(std::function<void(uint64_t)> run) {
+  const std::lock_guard lock(g_keep);
+  work_.push_back(std::move(run));
+}
+
+void StepReplay::refuse(const std::string& why) {
+  const std::lock_guard lock(g_keep);
+  if (why_not_.empty()) why_not_ = why;
+}
+
+void StepReplay::keep_input(const Tensor& t) {
+  const std::lock_guard lock(g_keep);
+  inputs_.push_back(t);
+}
+
+void StepReplay::check_dropout_seed(uint64_t seed) {
+  if (!dropout_ || seed != dropout_->seed) refuse("a random mask drawn from a generator the replay does not advance");
+}
+
+namespace capture_hooks {
+void uploaded(const Tensor& t) {
+  if (StepReplay* r = StepReplay::capturing(); r && t_inside == 0) r->keep_input(t);
+}
+void copied(const Tensor& src, const Tensor& dst) {
+  if (StepReplay* r = StepReplay::capturing(); r && t_inside == 0)
+    r->keep([src, dst](uint64_t) {
+      if (cpu_arithmetic()) std::memcpy(dst.raw(), src.raw(), src.nbytes());
+    });
+}
+}  // namespace capture_hooks
+
+}  // namespace sa

@@ -1,0 +1,90 @@
+// A training step captured once and replayed: the CPU's model of a step captured as one CUDA graph
+// and replayed (docs/design.md §6.7). While a step is captured, every primitive the CPU backend
+// runs, every host copy between tensors and every tensor made from host values (the step's
+// inputs) is kept with the tensors it touched, which the capture keeps alive: buffers that stay
+// fixed, as a graph's private pool keeps them. A replay copies the next step's inputs into the
+// captured ones and runs the kept work again, without the step's host path (ops, checks, the tape,
+// allocations). Per-step values: dropout's random offsets advance as the step's own draws would.
+// A replay holds only what the capture held, so a step that reads device values, or whose inputs
+// change shape, runs launched.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "engine/core/tensor.h"
+#include "engine/ops/ops.h"
+
+namespace sa {
+
+// Host values for one captured input, in its dtype.
+struct HostBytes {
+  const void* data = nullptr;
+  size_t bytes = 0;
+};
+template <typename T>
+HostBytes bytes_of(const std::vector<T>& v) {
+  return {v.data(), v.size() * sizeof(T)};
+}
+
+// SA_STEP_REPLAY=1 (read at each call): trainers capture a step and replay it.
+bool step_replay_enabled();
+
+class StepReplay {
+ public:
+  StepReplay() = default;
+  StepReplay(const StepReplay&) = delete;
+  StepReplay& operator=(const StepReplay&) = delete;
+  ~StepReplay();
+
+  // Opens the capture of the work that follows (one at a time in a process). Dropout masks drawn
+  // from `dropout` replay at the offsets the step's own draws would take.
+  void begin(Generator* dropout);
+  // After the step's work: copies each `from` into its `to` (the state a step carries to the next)
+  // at the end of every replay, in order.
+  void carry(const std::vector<Tensor>& from, const std::vector<Tensor>& to);
+  // Closes the capture. usable() says whether it can replay, why_not() why not.
+  void end();
+  bool usable() const { return why_not_.empty() && closed_; }
+  const std::string& why_not() const { return why_not_; }
+  // The captured inputs, in the order the step made them.
+  const std::vector<Tensor>& inputs() const { return inputs_; }
+  // Whether `values` are the captured inputs' bytes, one for each (the trainer's list of its
+  // inputs against what the step uploaded); else a reason.
+  std::string check_inputs(const std::vector<HostBytes>& values) const;
+  // Runs the step again with `values` as its inputs; false (nothing run) when they do not fit the
+  // captured inputs' sizes.
+  bool replay(const std::vector<HostBytes>& values);
+  size_t kept() const { return work_.size(); }  // the work a replay runs (primitives and copies)
+  int64_t replays() const { return replays_; }
+
+  // For the CPU backend's recording layer and the tensor hooks: the capture open now (or null).
+  static StepReplay* capturing();
+  // Keeps work to run on replay; `offset_shift` is what dropout offsets have moved since capture.
+  void keep(std::function<void(uint64_t offset_shift)> run);
+  // Marks the capture unusable (the first reason is kept).
+  void refuse(const std::string& why);
+  void keep_input(const Tensor& t);
+  // Whether a dropout mask drawn with `seed` can replay (drawn from the captured generator).
+  void check_dropout_seed(uint64_t seed);
+  // Marks the calling thread as inside a primitive, whose own uploads and copies its replay redoes.
+  struct InsidePrimitive {
+    InsidePrimitive();
+    ~InsidePrimitive();
+    InsidePrimitive(const InsidePrimitive&) = delete;
+    InsidePrimitive& operator=(const InsidePrimitive&) = delete;
+  };
+
+ private:
+  std::vector<std::function<void(uint64_t)>> work_;
+  std::vector<Tensor> inputs_;
+  Generator* dropout_ = nullptr;
+  uint64_t offset_begin_ = 0, offset_per_step_ = 0;
+  int64_t host_reads_before_ = 0, replays_ = 0;
+  bool closed_ = false;
+  std::string why_not_;
+};
+
+}  // namespace sa

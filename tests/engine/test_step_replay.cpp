@@ -1,0 +1,80 @@
+// A step captured once and replayed (engine/step_replay.h), on the CPU: a replay on new inputs
+// gives what launching the same work again gives, dropout included, and what a replay cannot hold
+// refuses the capture.
+#include <gtest/gtest.h>
+
+#include "engine/engine.h"
+#include "engine/step_replay.h"
+#include "tests/test_util.h"
+
+namespace sa {
+namespace {
+
+// A little work on one input: products, a host copy, a dropout mask, a sum.
+Tensor work(const Tensor& x, Generator& gen) {
+  Tensor y = ops::mul(x, x).clone();
+  return ops::sum(ops::add(ops::dropout(y, 0.5, gen), x));
+}
+
+TEST(StepReplay, AReplayOnNewInputsGivesTheLaunchedResult) {
+  const std::vector<float> first = {1, 2, 3, 4}, second = {-2, 0.5f, 7, 1};
+  Generator launched_gen(11);
+  const double launched_first = work(Tensor::from(first, {4}), launched_gen).item();
+  const double launched_second = work(Tensor::from(second, {4}), launched_gen).item();
+
+  Generator gen(11);
+  StepReplay r;
+  r.begin(&gen);
+  const Tensor out = work(Tensor::from(first, {4}), gen);
+  r.end();
+  ASSERT_TRUE(r.usable()) << r.why_not();
+  ASSERT_EQ(r.inputs().size(), 1u);
+  EXPECT_EQ(r.check_inputs({bytes_of(first)}), "");
+  EXPECT_TRUE(testing::contains(r.check_inputs({bytes_of(second)}), "other values"));
+  EXPECT_EQ(out.item(), launched_first);
+  const DeviceCounters before = device_counters();
+  ASSERT_TRUE(r.replay({bytes_of(second)}));
+  const DeviceCounters k = device_counters() - before;
+  EXPECT_EQ(out.item(), launched_second);  // the dropout mask of the second draw, not the first's
+  EXPECT_EQ(gen.offset, launched_gen.offset);
+  EXPECT_EQ(k.uploads, 1);
+  EXPECT_EQ(k.gpu_launches(), 1);  // what a GPU starts: the captured graph
+  EXPECT_EQ(static_cast<size_t>(k.launches), r.kept());
+  // Inputs of another size run nothing.
+  const std::vector<float> longer = {1, 2, 3, 4, 5};
+  EXPECT_FALSE(r.replay({bytes_of(longer)}));
+  EXPECT_EQ(r.replays(), 1);
+}
+
+TEST(StepReplay, WhatAReplayCannotHoldRefusesTheCapture) {
+  {
+    StepReplay r;
+    r.begin(nullptr);
+    const Tensor x = Tensor::from(std::vector<float>{1, 2}, {2});
+    EXPECT_EQ(ops::sum(x).item(), 3.0);  // a host read decides nothing a replay could redo
+    r.end();
+    EXPECT_FALSE(r.usable());
+    EXPECT_TRUE(testing::contains(r.why_not(), "read device values")) << r.why_not();
+    const std::vector<float> v = {1, 2};
+    EXPECT_FALSE(r.replay({bytes_of(v)}));
+  }
+  {
+    Generator captured(1), other(2);
+    StepReplay r;
+    r.begin(&captured);
+    ops::dropout(Tensor::from(std::vector<float>{1, 2}, {2}), 0.5, other);
+    r.end();
+    EXPECT_TRUE(testing::contains(r.why_not(), "a generator the replay does not advance")) << r.why_not();
+  }
+  {
+    StepReplay r;
+    r.begin(nullptr);
+    StepReplay second;
+    EXPECT_TRUE(testing::contains(testing::error_of([&] { second.begin(nullptr); }), "one at a time"));
+    r.end();
+    EXPECT_EQ(StepReplay::capturing(), nullptr);
+  }
+}
+
+}  // namespace
+}  // namespace sa
