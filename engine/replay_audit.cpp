@@ -136,6 +136,7 @@ void reset_totals() {
 
 std::string summary(const ReplayAudit& a) {
   if (a.steps == 0) return "replay audit: no step had a step before it";
+  if (a.launches == 0) return "replay audit: the steps ran no primitive of their own (replayed steps)";
   const double n = static_cast<double>(a.steps);
   return fmt::format(
       "replay audit, each of {} steps against the step before: {:.1f} primitives a step; {:.1f} as before, "

@@ -44,7 +44,8 @@ void step_ended();
 // The totals since start or reset; reset keeps the last step, the next one's reference.
 ReplayAudit totals();
 void reset_totals();
-// One line: "1046 primitives a step: 980 as the step before, ..." with the top primitives by class.
+// One line: the primitives a step in each class, with the top primitives of the classes that need
+// a change of code.
 std::string summary(const ReplayAudit& a);
 }  // namespace replay_audit
 

@@ -27,6 +27,7 @@ bool step_replay_enabled() {
 
 StepReplay::InsidePrimitive::InsidePrimitive() { ++t_inside; }
 StepReplay::InsidePrimitive::~InsidePrimitive() { --t_inside; }
+bool StepReplay::InsidePrimitive::active() { return t_inside > 0; }
 
 StepReplay* StepReplay::capturing() { return g_capturing.load(std::memory_order_acquire); }
 
@@ -59,6 +60,13 @@ void StepReplay::end() {
   if (const int64_t reads = device_counters().host_reads - host_reads_before_; reads > 0)
     refuse(fmt::format("the step read device values {} times (a replay runs no host code between its work)", reads));
   if (dropout_) offset_per_step_ = dropout_->offset - offset_begin_;
+}
+
+void StepReplay::abandon(const std::string& why) {
+  StepReplay* self = this;
+  g_capturing.compare_exchange_strong(self, nullptr);
+  closed_ = true;
+  refuse(why);
 }
 
 std::string StepReplay::check_inputs(const std::vector<HostBytes>& values) const {

@@ -47,6 +47,8 @@ class StepReplay {
   void carry(const std::vector<Tensor>& from, const std::vector<Tensor>& to);
   // Closes the capture. usable() says whether it can replay, why_not() why not.
   void end();
+  // Closes a capture whose step failed: it cannot replay.
+  void abandon(const std::string& why);
   bool usable() const { return why_not_.empty() && closed_; }
   const std::string& why_not() const { return why_not_; }
   // The captured inputs, in the order the step made them.
@@ -69,10 +71,12 @@ class StepReplay {
   void keep_input(const Tensor& t);
   // Whether a dropout mask drawn with `seed` can replay (drawn from the captured generator).
   void check_dropout_seed(uint64_t seed);
-  // Marks the calling thread as inside a primitive, whose own uploads and copies its replay redoes.
+  // Marks the calling thread as inside a primitive: the work the primitive starts itself (scratch
+  // fills, uploads, copies) is its own, which its replay redoes, so none of it is kept apart.
   struct InsidePrimitive {
     InsidePrimitive();
     ~InsidePrimitive();
+    static bool active();
     InsidePrimitive(const InsidePrimitive&) = delete;
     InsidePrimitive& operator=(const InsidePrimitive&) = delete;
   };

@@ -56,9 +56,9 @@ struct TrainConfig {
   // the model also learns to start from the zero state that stateless inference uses
   // (docs/design.md §1.3). bilm-tf never resets (0); SaELMo otherwise latches cell units it then depends on.
   double state_reset = 0.0;
-  // Ours: the char-CNN's distinct tokens padded up to a multiple of this (at most the batch's
-  // tokens; 0: not padded), so its shapes repeat from step to step, as a replayed step needs
-  // (docs/design.md §6.7). At least the batch's tokens: one shape for every step.
+  // Ours: the char CNN's distinct tokens padded up to a multiple of this, never past the batch's
+  // token count (0: not padded), so that its shapes repeat from step to step, as a replayed step
+  // needs (docs/design.md §6.7). A bucket of at least the batch's tokens gives every step one shape.
   int64_t char_tokens_bucket = 0;
   int n_epochs = 10;
   int64_t n_train_tokens = 0;  // 0: count the corpus at the first start

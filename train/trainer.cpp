@@ -252,6 +252,12 @@ class ElmoFamily final : public ModelFamily {
       replay_->begin(&s.dropout);
       carried_in = s.carried.tensors();
     }
+    struct AbandonIfFailed {  // a step that throws leaves no capture open
+      StepReplay* r;
+      ~AbandonIfFailed() {
+        if (r && StepReplay::capturing() == r) r->abandon("the captured step failed");
+      }
+    } abandon{replay_ && StepReplay::capturing() == &*replay_ ? &*replay_ : nullptr};
     s.carried.reset_rows(resets);
     std::mt19937_64 sample_rng(c.seed * 1000003 + static_cast<uint64_t>(step));
     phases.profile_forward_ops(true);
@@ -333,7 +339,7 @@ class ElmoFamily final : public ModelFamily {
     if (!replay_->usable()) return "the captured step cannot replay: " + replay_->why_not();
     return fmt::format("{} steps replayed the step captured at step {} ({} primitives and copies){}", replay_->replays(),
                        replay_step_, replay_->kept(),
-                       replay_->replays() + 1 < s_->step - replay_step_
+                       replay_->replays() < s_->step - replay_step_
                            ? "; the others' inputs had other sizes (char_tokens_bucket pads the distinct tokens)"
                            : "");
   }

@@ -31,7 +31,7 @@ struct SparseGrad {
   std::vector<Tensor> indices;  // each i32 [n_k]
   std::vector<Tensor> rows;     // each [n_k, row_width], the table's dtype and device
   bool coalesced = false;       // one entry with unique sorted ids (set by coalesce_in_place)
-  bool padded = false;          // ...followed by slots of id -1 with zero rows (a GPU, allow_padding)
+  bool padded = false;          // ...then slots of id -1, zero rows (allow_padding: a GPU, a captured CPU step)
   bool empty() const { return indices.empty(); }
   void clear();
   // Returns unique sorted row ids (i32 [u]) and summed rows ([u, width]); empty tensors if none.

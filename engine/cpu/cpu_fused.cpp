@@ -260,7 +260,7 @@ void CpuBackend::adagrad(Tensor& w, Tensor& acc, const Tensor& g, double lr) {
 void CpuBackend::adagrad_rows(Tensor& w, Tensor& acc, const Tensor& ids, const Tensor& g, double lr) {
   const int64_t v = w.dim(0), d = w.numel() / std::max<int64_t>(v, 1), n = ids.numel();
   const int32_t* ix = ids.data<int32_t>();
-  for (int64_t i = 0; i < n; ++i)  // a negative id is padding (coalesce_rows), skipped
+  for (int64_t i = 0; i < n; ++i)  // id -1 is padding (coalesce_rows), skipped
     SA_CHECK(ix[i] >= -1 && ix[i] < v, "adagrad_rows: row {} is outside the table's {} rows", ix[i], v);
   dispatch_float(w.dtype(), "adagrad_rows", [&](auto tag) {
     using T = decltype(tag);

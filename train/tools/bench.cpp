@@ -727,15 +727,14 @@ int bench_train(const TrainBenchArgs& args) {
   const ModelFamilyInfo& family = model_family(c.model_type);
   std::printf("bench train: %s on %s, %d timed steps after 5 warm-up steps of %s\n", args.config.c_str(), c.train_prefix.c_str(),
               args.steps, family.batch_shape(c).c_str());
-  SA_CHECK(!args.no_arithmetic || !resolve_device(c.device).is_cuda(),
-           "--no-arithmetic times the CPU's host path: run it with --device cpu");
-  SA_CHECK(!args.replay_audit || !resolve_device(c.device).is_cuda(),
-           "--replay-audit records the CPU backend's primitives: run it with --device cpu");
+  SA_CHECK(!(args.no_arithmetic || args.replay_audit) || !resolve_device(c.device).is_cuda(),
+           "{} measures the CPU backend's host path: run it with --device cpu",
+           args.no_arithmetic ? "--no-arithmetic" : "--replay-audit");
   if (args.no_arithmetic)
     std::printf("no arithmetic: every backend primitive returns at once (the rate is the host path's alone)\n");
-  if (args.replay_audit) replay_audit::start();
   else if (!resolve_device(c.device).is_cuda())
     std::printf("BLAS: %s\n", blas_kernel_line().c_str());
+  if (args.replay_audit) replay_audit::start();
   TrainOptions to;
   to.quiet = true;
   to.time_phases = args.time_phases;
