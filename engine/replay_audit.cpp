@@ -31,6 +31,11 @@ struct Audit {
   ReplayAudit totals;
 } g_audit;
 
+template <typename T>  // Tapes or const Tapes
+auto tape_of(T& tapes, std::thread::id id) {
+  return std::find_if(tapes.begin(), tapes.end(), [id](const auto& t) { return t.first == id; });
+}
+
 thread_local std::vector<Record>* t_tape = nullptr;
 thread_local uint64_t t_generation = 0;
 
@@ -39,7 +44,7 @@ std::vector<Record>& tape_of_this_thread() {
   if (t_generation != gen) {
     std::lock_guard lock(g_audit.mu);
     const auto id = std::this_thread::get_id();
-    auto it = std::find_if(g_audit.current.begin(), g_audit.current.end(), [&](const auto& t) { return t.first == id; });
+    auto it = tape_of(g_audit.current, id);
     if (it == g_audit.current.end()) {
       g_audit.current.reserve(64);  // no reallocation under a thread's cached pointer (threads per step: a few)
       SA_CHECK(g_audit.current.size() < 64, "replay audit: more than 64 threads ran primitives in one step");
@@ -55,7 +60,7 @@ void compare(const Tapes& before, const Tapes& now, ReplayAudit& a) {
   ++a.steps;
   for (const auto& [id, tape] : now) {
     a.launches += static_cast<int64_t>(tape.size());
-    auto it = std::find_if(before.begin(), before.end(), [&](const auto& t) { return t.first == id; });
+    const auto it = tape_of(before, id);
     const std::vector<Record> none;
     const std::vector<Record>& old = it == before.end() ? none : it->second;
     size_t i = 0;
