@@ -506,10 +506,14 @@ class ElmoFamily final : public ModelFamily {
     if (const std::string why = replay_->check_inputs(step_inputs(resets)); !why.empty()) replay_->refuse(why);
     replay_loss_ = loss;
     replay_step_ = s_->step;
-    if (!out_.quiet)
-      std::printf("step %ld: %s\n", (long)s_->step,
-                  replay_->usable() ? fmt::format("captured for replay ({} primitives and copies)", replay_->kept()).c_str()
-                                    : ("not replayed: " + replay_->why_not()).c_str());
+    if (out_.quiet) return;
+    const int64_t tokens = static_cast<int64_t>(in_.tokens.index.size());
+    const std::string hint = c_.char_tokens_bucket >= tokens ? ""
+                             : fmt::format("; steps with another count of distinct tokens (after char_tokens_bucket's "
+                                           "padding) run launched: char_tokens_bucket = {} gives every step one", tokens);
+    std::printf("step %ld: %s\n", (long)s_->step,
+                replay_->usable() ? fmt::format("captured for replay ({} primitives and copies){}", replay_->kept(), hint).c_str()
+                                  : ("not replayed: " + replay_->why_not()).c_str());
   }
 
   // The step's inputs, read and prepared ahead on a thread of their own while the step before ran:
