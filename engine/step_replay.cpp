@@ -1,6 +1,9 @@
 // A step captured once and replayed (engine/step_replay.h), and the tensor hooks that feed it.
 #include "engine/step_replay.h"
 
+#include <omp.h>
+
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -18,6 +21,7 @@ namespace {
 std::atomic<StepReplay*> g_capturing{nullptr};
 std::mutex g_keep;  // the CPU's LSTM sequences run primitives on threads of their own
 thread_local int t_inside = 0;
+thread_local int t_lane = -1;
 }  // namespace
 
 bool step_replay_enabled() {
@@ -28,6 +32,18 @@ bool step_replay_enabled() {
 StepReplay::InsidePrimitive::InsidePrimitive() { ++t_inside; }
 StepReplay::InsidePrimitive::~InsidePrimitive() { --t_inside; }
 bool StepReplay::InsidePrimitive::active() { return t_inside > 0; }
+
+StepReplay::Lane::Lane(int i) { t_lane = i; }
+StepReplay::Lane::~Lane() { t_lane = -1; }
+
+void StepReplay::parallel_begin() {
+  const std::lock_guard lock(g_keep);
+  open_region_ = regions_++;
+}
+void StepReplay::parallel_end() {
+  const std::lock_guard lock(g_keep);
+  open_region_ = -1;
+}
 
 StepReplay* StepReplay::capturing() { return g_capturing.load(std::memory_order_acquire); }
 
@@ -89,7 +105,16 @@ bool StepReplay::replay(const std::vector<HostBytes>& values) {
     if (values[i].bytes > 0) std::memcpy(inputs_[i].raw(), values[i].data, values[i].bytes);
   counters::upload(static_cast<int64_t>(values.size()));
   const uint64_t shift = dropout_ ? dropout_->offset - offset_begin_ : 0;
-  for (auto& w : work_) w(shift);
+  for (size_t i = 0; i < work_.size();) {
+    size_t end = i + 1;
+    if (work_[i].region >= 0) {
+      while (end < work_.size() && work_[end].region == work_[i].region) ++end;
+      run_region(i, end, shift);
+    } else {
+      work_[i].run(shift);
+    }
+    i = end;
+  }
   if (dropout_) dropout_->offset += offset_per_step_;
   // What a GPU starts: the step's work as one graph.
   counters::launch(static_cast<int64_t>(work_.size()));
@@ -100,7 +125,19 @@ bool StepReplay::replay(const std::vector<HostBytes>& values) {
 
 void StepReplay::keep(std::function<void(uint64_t)> run) {
   const std::lock_guard lock(g_keep);
-  work_.push_back(std::move(run));
+  const bool in_region = open_region_ >= 0 && t_lane >= 0;
+  work_.push_back({std::move(run), in_region ? open_region_ : -1, in_region ? t_lane : 0});
+}
+
+// The lanes of one region side by side, each lane's work in its order, as the captured step ran
+// them (a thread a lane, no more threads than the caller allows).
+void StepReplay::run_region(size_t first, size_t end, uint64_t shift) {
+  int lanes = 0;
+  for (size_t i = first; i < end; ++i) lanes = std::max(lanes, work_[i].lane + 1);
+#pragma omp parallel for num_threads(std::min(lanes, omp_get_max_threads())) schedule(static, 1)
+  for (int lane = 0; lane < lanes; ++lane)
+    for (size_t i = first; i < end; ++i)
+      if (work_[i].lane == lane) work_[i].run(shift);
 }
 
 void StepReplay::refuse(const std::string& why) {

@@ -71,6 +71,17 @@ class StepReplay {
   void keep_input(const Tensor& t);
   // Whether a dropout mask drawn with `seed` can replay (drawn from the captured generator).
   void check_dropout_seed(uint64_t seed);
+  // Work run side by side while captured (the CPU's LSTM sequences, one per thread) replays side by
+  // side: between parallel_begin and parallel_end, what a thread keeps under Lane(i) is lane i's,
+  // and a replay runs the lanes on threads again, each in its order.
+  void parallel_begin();
+  void parallel_end();
+  struct Lane {
+    explicit Lane(int i);
+    ~Lane();
+    Lane(const Lane&) = delete;
+    Lane& operator=(const Lane&) = delete;
+  };
   // Marks the calling thread as inside a primitive: the work the primitive starts itself (scratch
   // fills, uploads, copies) is its own, which its replay redoes, so none of it is kept apart.
   struct InsidePrimitive {
@@ -82,7 +93,13 @@ class StepReplay {
   };
 
  private:
-  std::vector<std::function<void(uint64_t)>> work_;
+  struct Work {
+    std::function<void(uint64_t)> run;
+    int region = -1, lane = 0;  // region >= 0: kept by lane `lane` of a parallel region
+  };
+  void run_region(size_t first, size_t end, uint64_t shift);
+  std::vector<Work> work_;
+  int regions_ = 0, open_region_ = -1;
   std::vector<Tensor> inputs_;
   Generator* dropout_ = nullptr;
   uint64_t offset_begin_ = 0, offset_per_step_ = 0;

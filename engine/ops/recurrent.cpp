@@ -13,6 +13,7 @@
 #include "engine/ops/cudnn_lstm.h"
 #include "engine/ops/op_util.h"
 #include "engine/ops/ops.h"
+#include "engine/step_replay.h"
 
 namespace sa::ops {
 
@@ -289,9 +290,16 @@ void for_each_sequence(const std::vector<Seq>& seqs, F f) {
   const int n = static_cast<int>(seqs.size());
   const Device dev = seqs[0].a.x.device();
   if (n > 1 && !dev.is_cuda()) {
-    // No more threads than the caller allows (a job of xling_eval runs on one).
+    // No more threads than the caller allows (a job of xling_eval runs on one). A captured step
+    // keeps each sequence's work as its lane, to replay side by side.
+    StepReplay* r = StepReplay::capturing();
+    if (r) r->parallel_begin();
 #pragma omp parallel for num_threads(std::min(n, omp_get_max_threads())) schedule(static, 1)
-    for (int i = 0; i < n; ++i) f(i);
+    for (int i = 0; i < n; ++i) {
+      const StepReplay::Lane lane(i);
+      f(i);
+    }
+    if (r) r->parallel_end();
   } else if (n > 1 && sequences_on_streams()) {
     struct Lanes {  // joined on every way out; a failed join while an error unwinds is not thrown again
       Backend& be;

@@ -46,6 +46,35 @@ TEST(StepReplay, AReplayOnNewInputsGivesTheLaunchedResult) {
   EXPECT_EQ(r.replays(), 1);
 }
 
+// Work captured side by side (as the CPU's LSTM sequences run) replays side by side, between the
+// work before and after it: the region reads what came before and what follows reads the region.
+Tensor side_by_side(const Tensor& x, StepReplay* r) {
+  const Tensor base = ops::scale(x, 2.0);
+  Tensor out[2];
+  if (r) r->parallel_begin();
+#pragma omp parallel for num_threads(2) schedule(static, 1)
+  for (int i = 0; i < 2; ++i) {
+    const StepReplay::Lane lane(i);
+    Tensor t = base;
+    for (int k = 0; k < 20; ++k) t = ops::add(ops::mul(t, base), Tensor::full({4}, 0.25 * (i + 1), DType::F32));
+    out[i] = t;
+  }
+  if (r) r->parallel_end();
+  return ops::sum(ops::sub(out[0], out[1]));
+}
+
+TEST(StepReplay, WorkCapturedSideBySideReplaysInItsPlace) {
+  const std::vector<float> first = {0.1f, -0.2f, 0.3f, 0.05f}, second = {-0.3f, 0.25f, 0.1f, 0.2f};
+  const double launched = side_by_side(Tensor::from(second, {4}), nullptr).item();
+  StepReplay r;
+  r.begin(nullptr);
+  const Tensor out = side_by_side(Tensor::from(first, {4}), &r);
+  r.end();
+  ASSERT_TRUE(r.usable()) << r.why_not();
+  ASSERT_TRUE(r.replay({bytes_of(second)}));
+  EXPECT_EQ(out.item(), launched);
+}
+
 TEST(StepReplay, WhatAReplayCannotHoldRefusesTheCapture) {
   {
     StepReplay r;
