@@ -36,13 +36,28 @@ bool StepReplay::InsidePrimitive::active() { return t_inside > 0; }
 StepReplay::Lane::Lane(int i) { t_lane = i; }
 StepReplay::Lane::~Lane() { t_lane = -1; }
 
+// Blocks freed while lanes run side by side wait for the region's end: a replay runs the lanes in
+// another interleaving, in which another lane could still use a block one lane freed.
 void StepReplay::parallel_begin() {
   const std::lock_guard lock(g_keep);
   open_region_ = regions_++;
+  pool_->hold_frees();
 }
 void StepReplay::parallel_end() {
   const std::lock_guard lock(g_keep);
   open_region_ = -1;
+  pool_->release_held();
+}
+
+size_t StepReplay::pool_bytes() const { return pool_ ? pool_->stats().reserved : 0; }
+
+Tensor StepReplay::alias(const Tensor& t) {
+  if (!t.defined()) return t;
+  const TensorImpl& from = *t.impl();
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = std::make_shared<Storage>(from.storage->ptr, from.storage->bytes, from.storage->device);
+  impl->offset = from.offset, impl->shape = from.shape, impl->dtype = from.dtype;
+  return Tensor(impl);
 }
 
 StepReplay* StepReplay::capturing() { return g_capturing.load(std::memory_order_acquire); }
@@ -59,6 +74,8 @@ void StepReplay::begin(Generator* dropout) {
   dropout_ = dropout;
   offset_begin_ = dropout ? dropout->offset : 0;
   host_reads_before_ = device_counters().host_reads;
+  pool_ = new_host_pool();
+  pool_->zero_blocks(!cpu_arithmetic());  // as the host allocator's (allocator.h)
   g_capturing.store(this, std::memory_order_release);
 }
 
@@ -76,6 +93,8 @@ void StepReplay::end() {
   if (const int64_t reads = device_counters().host_reads - host_reads_before_; reads > 0)
     refuse(fmt::format("the step read device values {} times (a replay runs no host code between its work)", reads));
   if (dropout_) offset_per_step_ = dropout_->offset - offset_begin_;
+  // The launched steps' cached blocks go back to the system: replays work in the pool.
+  host_allocator().release_cached();
 }
 
 void StepReplay::abandon(const std::string& why) {
@@ -155,12 +174,16 @@ void StepReplay::check_dropout_seed(uint64_t seed) {
 }
 
 namespace capture_hooks {
+std::shared_ptr<CachingAllocator> pool() {
+  const StepReplay* r = StepReplay::capturing();
+  return r ? r->pool() : nullptr;
+}
 void uploaded(const Tensor& t) {
   if (StepReplay* r = StepReplay::capturing(); r && t_inside == 0) r->keep_input(t);
 }
 void copied(const Tensor& src, const Tensor& dst) {
   if (StepReplay* r = StepReplay::capturing(); r && t_inside == 0)
-    r->keep([src, dst](uint64_t) {
+    r->keep([src = StepReplay::alias(src), dst = StepReplay::alias(dst)](uint64_t) {
       if (cpu_arithmetic()) std::memcpy(dst.raw(), src.raw(), src.nbytes());
     });
 }

@@ -1,8 +1,10 @@
 // A training step captured once and replayed: the CPU's model of a step captured as one CUDA graph
-// and replayed (docs/design.md §6.7). While a step is captured, every primitive the CPU backend
-// runs, every host copy between tensors and every tensor made from host values (the step's
-// inputs) is kept with the tensors it touched, which the capture keeps alive: buffers that stay
-// fixed, as a graph's private pool keeps them. A replay copies the next step's inputs into the
+// and replayed (docs/design.md §6.7). While a step is captured, its host tensors come from a pool
+// of its own, and every primitive the CPU backend runs, every host copy between tensors and every
+// tensor made from host values (the step's inputs) is kept with the memory it touched. Blocks the
+// step frees go back to the pool and are reused inside the step, as launched; the pool hands out
+// nothing after the capture, so the kept work's memory stays the step's, as a CUDA graph's private
+// pool keeps it. A replay copies the next step's inputs into the
 // captured ones and runs the kept work again, without the step's host path (ops, checks, the tape,
 // allocations). Per-step values: dropout's random offsets advance as the step's own draws would.
 // A replay holds only what the capture held, so a step that reads device values, or whose inputs
@@ -14,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/core/allocator.h"
 #include "engine/core/tensor.h"
 #include "engine/ops/ops.h"
 
@@ -60,10 +63,14 @@ class StepReplay {
   // captured inputs' sizes.
   bool replay(const std::vector<HostBytes>& values);
   size_t kept() const { return work_.size(); }  // the work a replay runs (primitives and copies)
+  size_t pool_bytes() const;                     // the pool's memory (the step's, and what outlived it)
   int64_t replays() const { return replays_; }
 
   // For the CPU backend's recording layer and the tensor hooks: the capture open now (or null).
   static StepReplay* capturing();
+  const std::shared_ptr<CachingAllocator>& pool() const { return pool_; }
+  // The same memory, shape and dtype, without keeping the memory alive: what kept work names.
+  static Tensor alias(const Tensor& t);
   // Keeps work to run on replay; `offset_shift` is what dropout offsets have moved since capture.
   void keep(std::function<void(uint64_t offset_shift)> run);
   // Marks the capture unusable (the first reason is kept).
@@ -99,6 +106,7 @@ class StepReplay {
   };
   void run_region(size_t first, size_t end, uint64_t shift);
   std::vector<Work> work_;
+  std::shared_ptr<CachingAllocator> pool_;
   int regions_ = 0, open_region_ = -1;
   std::vector<Tensor> inputs_;
   Generator* dropout_ = nullptr;

@@ -337,8 +337,8 @@ class ElmoFamily final : public ModelFamily {
     if (!replay_wanted_) return "";
     if (!replay_) return replay_off_;
     if (!replay_->usable()) return "the captured step cannot replay: " + replay_->why_not();
-    return fmt::format("{} steps replayed the step captured at step {} ({} primitives and copies){}", replay_->replays(),
-                       replay_step_, replay_->kept(),
+    return fmt::format("{} steps replayed the step captured at step {} ({} primitives and copies; its pool {:.0f} MiB){}",
+                       replay_->replays(), replay_step_, replay_->kept(), replay_->pool_bytes() / 1048576.0,
                        replay_->replays() < s_->step - replay_step_
                            ? "; the others' inputs had other sizes (char_tokens_bucket pads the distinct tokens)"
                            : "");

@@ -141,4 +141,8 @@ CachingAllocator& host_allocator() {
   return *a;
 }
 
+std::shared_ptr<CachingAllocator> new_host_pool() {
+  return std::make_shared<CachingAllocator>(host_raw_alloc, host_raw_free, 0, /*bounded=*/false);
+}
+
 }  // namespace sa

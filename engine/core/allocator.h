@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -62,5 +63,8 @@ class CachingAllocator {
 
 // The host allocator (64-byte aligned blocks).
 CachingAllocator& host_allocator();
+// A host allocator of its own, unbounded (it never gives a block back while it lives): a captured
+// step's pool (engine/step_replay.h).
+std::shared_ptr<CachingAllocator> new_host_pool();
 
 }  // namespace sa

@@ -2,11 +2,15 @@
 // the backend's primitives: the tensors made from host values (the step's inputs) and host copies
 // between tensors. Called by engine/core/tensor.cpp; do nothing unless a capture is open.
 #pragma once
+#include <memory>
 
 namespace sa {
+class CachingAllocator;
 class Tensor;
 
 namespace capture_hooks {
+// The open capture's pool, which host tensors made meanwhile come from (else null).
+std::shared_ptr<CachingAllocator> pool();
 void uploaded(const Tensor& t);                       // t was just filled from host values
 void copied(const Tensor& src, const Tensor& dst);    // dst was just filled from src on the CPU
 }  // namespace capture_hooks

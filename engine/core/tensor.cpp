@@ -13,8 +13,12 @@
 
 namespace sa {
 
-Storage::Storage(size_t n, Device d) : bytes(n), device(d) { ptr = backend_uncounted(d).allocator().allocate(n); }
-Storage::~Storage() { backend_uncounted(device).allocator().deallocate(ptr); }
+Storage::Storage(size_t n, Device d) : bytes(n), device(d), pool(d.is_cuda() ? nullptr : capture_hooks::pool()) {
+  ptr = pool ? pool->allocate(n) : backend_uncounted(d).allocator().allocate(n);
+}
+Storage::~Storage() {
+  if (owns) pool ? pool->deallocate(ptr) : backend_uncounted(device).allocator().deallocate(ptr);
+}
 
 static std::shared_ptr<TensorImpl> new_impl(const Shape& shape, DType dtype, Device dev) {
   for (int64_t d : shape) SA_CHECK(d >= 0, "tensor: negative extent in shape {}", to_string(shape));

@@ -12,12 +12,19 @@
 
 namespace sa {
 
-// A block of device or host memory from that device's caching allocator.
+class CachingAllocator;
+
+// A block of device or host memory from that device's caching allocator, or from the pool of a
+// step being captured (engine/step_replay.h), which it keeps alive. A borrowed block (`owns`
+// false) is another storage's memory, which a captured step's kept work names.
 struct Storage {
   void* ptr = nullptr;
   size_t bytes = 0;
   Device device;
+  std::shared_ptr<CachingAllocator> pool;
+  bool owns = true;
   Storage(size_t bytes, Device d);
+  Storage(void* borrowed, size_t bytes, Device d) : ptr(borrowed), bytes(bytes), device(d), owns(false) {}
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;

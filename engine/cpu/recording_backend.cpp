@@ -65,8 +65,15 @@ void add(Sig& s, const AdamHyper& h) {
   for (double v : {h.lr, h.beta1, h.beta2, h.eps, h.c1, h.c2}) add(s, v);
 }
 
-// An optional output kept by value for replay (the caller's pointer is gone by then).
-std::optional<Tensor> held(const Tensor* t) { return t ? std::optional<Tensor>(*t) : std::nullopt; }
+// What kept work names: the tensors' memory, not kept alive (the capture's pool keeps it), and an
+// optional output held by value (the caller's pointer is gone by replay).
+Tensor alias(const Tensor& t) { return StepReplay::alias(t); }
+std::vector<Tensor> aliases(const std::vector<Tensor>& v) {
+  std::vector<Tensor> a;
+  for (const Tensor& t : v) a.push_back(alias(t));
+  return a;
+}
+std::optional<Tensor> held(const Tensor* t) { return t ? std::optional<Tensor>(alias(*t)) : std::nullopt; }
 Tensor* ptr(std::optional<Tensor>& t) { return t ? &*t : nullptr; }
 
 class RecordingBackend final : public Backend {
@@ -74,211 +81,264 @@ class RecordingBackend final : public Backend {
   Device device() const override { return Device::cpu(); }
   CachingAllocator& allocator() override { return host_allocator(); }
   void synchronize() override { in().synchronize(); }
-
   void fill(Tensor& t, double value) override {
-    forward(__func__, [=](Backend& be, uint64_t) mutable { be.fill(t, value); }, t, value);
+    forward(__func__, [=, t = alias(t)](Backend& be, uint64_t) mutable { be.fill(t, value); }, t, value);
   }
   void copy_strided(const Tensor& src, Tensor& dst, const CopyPlan& plan) override {
-    forward(__func__, [=](Backend& be, uint64_t) mutable { be.copy_strided(src, dst, plan); }, src, dst, plan);
+    forward(__func__, [=, src = alias(src), dst = alias(dst)](Backend& be, uint64_t) mutable { be.copy_strided(src,
+        dst, plan); }, src, dst, plan);
   }
   void cast(const Tensor& src, Tensor& dst) override {
-    forward(__func__, [=](Backend& be, uint64_t) mutable { be.cast(src, dst); }, src, dst);
+    forward(__func__, [=, src = alias(src), dst = alias(dst)](Backend& be, uint64_t) mutable { be.cast(src, dst); },
+        src, dst);
   }
   void gemm(const GemmArgs& g, const Tensor& a, const Tensor& b, Tensor& c) override {
-    forward(__func__, [=](Backend& be, uint64_t) mutable { be.gemm(g, a, b, c); }, g, a, b, c);
+    forward(__func__, [=, a = alias(a), b = alias(b), c = alias(c)](Backend& be, uint64_t) mutable { be.gemm(g, a, b,
+        c); }, g, a, b, c);
   }
   void unary(UnaryOp op, const Tensor& x, Tensor& y, double p0, double p1) override {
-    forward(__func__, [=](Backend& be, uint64_t) mutable { be.unary(op, x, y, p0, p1); }, op, x, y, p0, p1);
+    forward(__func__, [=, x = alias(x), y = alias(y)](Backend& be, uint64_t) mutable { be.unary(op, x, y, p0, p1); },
+        op, x, y, p0, p1);
   }
   void unary_backward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& gy, Tensor& gx, double p0,
       double p1, bool accumulate) override {
-    forward(__func__, [=](Backend& be, uint64_t) mutable { be.unary_backward(op, x, y, gy, gx, p0, p1, accumulate); }, op, x,
-        y, gy, gx, p0, p1, accumulate);
+    forward(__func__, [=, x = alias(x), y = alias(y), gy = alias(gy), gx = alias(gx)](Backend& be,
+        uint64_t) mutable { be.unary_backward(op, x, y, gy, gx, p0, p1, accumulate); }, op, x, y, gy, gx, p0, p1,
+        accumulate);
   }
   void binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out, const BroadcastPlan& p) override {
-    forward(__func__, [=](Backend& be, uint64_t) mutable { be.binary(op, a, b, out, p); }, op, a, b, out, p);
+    forward(__func__, [=, a = alias(a), b = alias(b), out = alias(out)](Backend& be,
+        uint64_t) mutable { be.binary(op, a, b, out, p); }, op, a, b, out, p);
   }
   void sum_to(const Tensor& g, Tensor& out, const BroadcastPlan& p, bool accumulate) override {
-    forward(__func__, [=](Backend& be, uint64_t) mutable { be.sum_to(g, out, p, accumulate); }, g, out, p, accumulate);
+    forward(__func__, [=, g = alias(g), out = alias(out)](Backend& be, uint64_t) mutable { be.sum_to(g, out, p,
+        accumulate); }, g, out, p, accumulate);
   }
   void axpy(double alpha, const Tensor& x, Tensor& y) override {
-    forward(__func__, [=](Backend& be, uint64_t) mutable { be.axpy(alpha, x, y); }, alpha, x, y);
+    forward(__func__, [=, x = alias(x), y = alias(y)](Backend& be, uint64_t) mutable { be.axpy(alpha, x, y); },
+        alpha, x, y);
   }
   void masked_fill(const Tensor& x, const Tensor& mask, double value, Tensor& y, const BroadcastPlan& p) override {
-    forward(__func__, [=](Backend& be, uint64_t) mutable { be.masked_fill(x, mask, value, y, p); }, x, mask, value, y, p);
+    forward(__func__, [=, x = alias(x), mask = alias(mask), y = alias(y)](Backend& be,
+        uint64_t) mutable { be.masked_fill(x, mask, value, y, p); }, x, mask, value, y, p);
   }
   void sum_squares(const Tensor& x, Tensor& out) override {
-    forward(__func__, [=](Backend& be, uint64_t) mutable { be.sum_squares(x, out); }, x, out);
+    forward(__func__, [=, x = alias(x), out = alias(out)](Backend& be, uint64_t) mutable { be.sum_squares(x, out); },
+        x, out);
   }
   void reduce(ReduceOp op, const Tensor& x, int64_t outer, int64_t n, int64_t inner, Tensor& out,
       Tensor* argmax) override {
-    forward(__func__, [=, argmax_ = held(argmax)](Backend& be, uint64_t) mutable { be.reduce(op, x, outer, n, inner, out,
-        ptr(argmax_)); }, op, x, outer, n, inner, out, argmax);
+    forward(__func__, [=, x = alias(x), out = alias(out), argmax_ = held(argmax)](Backend& be,
+        uint64_t) mutable { be.reduce(op, x, outer, n, inner, out, ptr(argmax_)); }, op, x, outer, n, inner, out,
+        argmax);
   }
   void reduce_max_backward(const Tensor& gy, const Tensor& argmax, int64_t outer, int64_t n, int64_t inner,
       Tensor& gx) override {
-    forward(__func__, [=](Backend& be, uint64_t) mutable { be.reduce_max_backward(gy, argmax, outer, n, inner, gx); }, gy,
-        argmax, outer, n, inner, gx);
+    forward(__func__, [=, gy = alias(gy), argmax = alias(argmax), gx = alias(gx)](Backend& be,
+        uint64_t) mutable { be.reduce_max_backward(gy, argmax, outer, n, inner, gx); }, gy, argmax, outer, n, inner,
+        gx);
   }
   void softmax(const Tensor& x, Tensor& y, bool log) override {
-    forward(__func__, [=](Backend& be, uint64_t) mutable { be.softmax(x, y, log); }, x, y, log);
+    forward(__func__, [=, x = alias(x), y = alias(y)](Backend& be, uint64_t) mutable { be.softmax(x, y, log); }, x,
+        y, log);
   }
   void softmax_backward(const Tensor& y, const Tensor& gy, Tensor& gx, bool log, bool accumulate) override {
-    forward(__func__, [=](Backend& be, uint64_t) mutable { be.softmax_backward(y, gy, gx, log, accumulate); }, y, gy, gx, log,
-        accumulate);
+    forward(__func__, [=, y = alias(y), gy = alias(gy), gx = alias(gx)](Backend& be,
+        uint64_t) mutable { be.softmax_backward(y, gy, gx, log, accumulate); }, y, gy, gx, log, accumulate);
   }
   void logsumexp(const Tensor& x, Tensor& out) override {
-    forward(__func__, [=](Backend& be, uint64_t) mutable { be.logsumexp(x, out); }, x, out);
+    forward(__func__, [=, x = alias(x), out = alias(out)](Backend& be, uint64_t) mutable { be.logsumexp(x, out); },
+        x, out);
   }
   void cross_entropy(const Tensor& x, const Tensor& labels, Tensor& loss, Tensor& lse) override {
-    forward(__func__, [=](Backend& be, uint64_t) mutable { be.cross_entropy(x, labels, loss, lse); }, x, labels, loss, lse);
+    forward(__func__, [=, x = alias(x), labels = alias(labels), loss = alias(loss), lse = alias(lse)](Backend& be,
+        uint64_t) mutable { be.cross_entropy(x, labels, loss, lse); }, x, labels, loss, lse);
   }
   void cross_entropy_backward(const Tensor& x, const Tensor& labels, const Tensor& lse, const Tensor& gloss,
       Tensor& gx, bool accumulate) override {
-    forward(__func__, [=](Backend& be, uint64_t) mutable { be.cross_entropy_backward(x, labels, lse, gloss, gx, accumulate); },
-        x, labels, lse, gloss, gx, accumulate);
+    forward(__func__, [=, x = alias(x), labels = alias(labels), lse = alias(lse), gloss = alias(gloss),
+        gx = alias(gx)](Backend& be, uint64_t) mutable { be.cross_entropy_backward(x, labels, lse, gloss, gx,
+        accumulate); }, x, labels, lse, gloss, gx, accumulate);
   }
   void soft_cross_entropy(const Tensor& x, const Tensor& t, Tensor& loss, Tensor& lse) override {
-    forward(__func__, [=](Backend& be, uint64_t) mutable { be.soft_cross_entropy(x, t, loss, lse); }, x, t, loss, lse);
+    forward(__func__, [=, x = alias(x), t = alias(t), loss = alias(loss), lse = alias(lse)](Backend& be,
+        uint64_t) mutable { be.soft_cross_entropy(x, t, loss, lse); }, x, t, loss, lse);
   }
   void soft_cross_entropy_backward(const Tensor& x, const Tensor& t, const Tensor& lse, const Tensor& gloss,
       Tensor& gx, bool accumulate) override {
-    forward(__func__, [=](Backend& be, uint64_t) mutable { be.soft_cross_entropy_backward(x, t, lse, gloss, gx, accumulate); },
-        x, t, lse, gloss, gx, accumulate);
+    forward(__func__, [=, x = alias(x), t = alias(t), lse = alias(lse), gloss = alias(gloss),
+        gx = alias(gx)](Backend& be, uint64_t) mutable { be.soft_cross_entropy_backward(x, t, lse, gloss, gx,
+        accumulate); }, x, t, lse, gloss, gx, accumulate);
   }
   void candidate_softmax(const Tensor& x, const Tensor& wt, const Tensor& bt, const Tensor& Wc, const Tensor& bc,
       const Tensor& own_ids, const Tensor& cand_ids, const Tensor& own_w, Tensor& loss, Tensor& lse,
       Tensor* logp = nullptr) override {
-    forward(__func__, [=, logp_ = held(logp)](Backend& be, uint64_t) mutable { be.candidate_softmax(x, wt, bt, Wc, bc, own_ids,
-        cand_ids, own_w, loss, lse, ptr(logp_)); }, x, wt, bt, Wc, bc, own_ids, cand_ids, own_w, loss, lse, logp);
+    forward(__func__, [=, x = alias(x), wt = alias(wt), bt = alias(bt), Wc = alias(Wc), bc = alias(bc),
+        own_ids = alias(own_ids), cand_ids = alias(cand_ids), own_w = alias(own_w), loss = alias(loss),
+        lse = alias(lse), logp_ = held(logp)](Backend& be, uint64_t) mutable { be.candidate_softmax(x, wt, bt, Wc,
+        bc, own_ids, cand_ids, own_w, loss, lse, ptr(logp_)); }, x, wt, bt, Wc, bc, own_ids, cand_ids, own_w, loss,
+        lse, logp);
   }
   void candidate_softmax_backward(const Tensor& x, const Tensor& wt, const Tensor& bt, const Tensor& Wc,
       const Tensor& bc, const Tensor& own_ids, const Tensor& cand_ids, const Tensor& own_w, const Tensor& lse,
       const Tensor& gloss, Tensor& gx, Tensor& gwt, Tensor& gbt, Tensor& gWc, Tensor& gbc,
       Tensor* logp = nullptr) override {
-    forward(__func__, [=, logp_ = held(logp)](Backend& be, uint64_t) mutable { be.candidate_softmax_backward(x, wt, bt, Wc, bc,
+    forward(__func__, [=, x = alias(x), wt = alias(wt), bt = alias(bt), Wc = alias(Wc), bc = alias(bc),
+        own_ids = alias(own_ids), cand_ids = alias(cand_ids), own_w = alias(own_w), lse = alias(lse),
+        gloss = alias(gloss), gx = alias(gx), gwt = alias(gwt), gbt = alias(gbt), gWc = alias(gWc), gbc = alias(gbc),
+        logp_ = held(logp)](Backend& be, uint64_t) mutable { be.candidate_softmax_backward(x, wt, bt, Wc, bc,
         own_ids, cand_ids, own_w, lse, gloss, gx, gwt, gbt, gWc, gbc, ptr(logp_)); }, x, wt, bt, Wc, bc, own_ids,
         cand_ids, own_w, lse, gloss, gx, gwt, gbt, gWc, gbc, logp);
   }
   void select_rows(const Tensor& u, const Tensor& v, const Tensor& rows, const Tensor& enabled,
       Tensor& out) override {
-    forward(__func__, [=](Backend& be, uint64_t) mutable { be.select_rows(u, v, rows, enabled, out); }, u, v, rows, enabled,
-        out);
+    forward(__func__, [=, u = alias(u), v = alias(v), rows = alias(rows), enabled = alias(enabled),
+        out = alias(out)](Backend& be, uint64_t) mutable { be.select_rows(u, v, rows, enabled, out); }, u, v, rows,
+        enabled, out);
   }
   void select_candidate_softmax(const Tensor& x, const Tensor& W, const Tensor& b, const Tensor& u, const Tensor& v,
       const Tensor& rows, const Tensor& enabled, const Tensor& Wc, const Tensor& bc, const Tensor& cand_ids,
       Tensor& loss, Tensor& lse, Tensor& selected) override {
-    forward(__func__, [=](Backend& be, uint64_t) mutable { be.select_candidate_softmax(x, W, b, u, v, rows, enabled, Wc, bc,
-        cand_ids, loss, lse, selected); }, x, W, b, u, v, rows, enabled, Wc, bc, cand_ids, loss, lse, selected);
+    forward(__func__, [=, x = alias(x), W = alias(W), b = alias(b), u = alias(u), v = alias(v), rows = alias(rows),
+        enabled = alias(enabled), Wc = alias(Wc), bc = alias(bc), cand_ids = alias(cand_ids), loss = alias(loss),
+        lse = alias(lse), selected = alias(selected)](Backend& be, uint64_t) mutable { be.select_candidate_softmax(x,
+        W, b, u, v, rows, enabled, Wc, bc, cand_ids, loss, lse, selected); }, x, W, b, u, v, rows, enabled, Wc, bc,
+        cand_ids, loss, lse, selected);
   }
   void gather_rows(const Tensor& table, const Tensor& idx, Tensor& out) override {
-    forward(__func__, [=](Backend& be, uint64_t) mutable { be.gather_rows(table, idx, out); }, table, idx, out);
+    forward(__func__, [=, table = alias(table), idx = alias(idx), out = alias(out)](Backend& be,
+        uint64_t) mutable { be.gather_rows(table, idx, out); }, table, idx, out);
   }
   void scatter_add_rows(const Tensor& src, const Tensor& idx, Tensor& table) override {
-    forward(__func__, [=](Backend& be, uint64_t) mutable { be.scatter_add_rows(src, idx, table); }, src, idx, table);
+    forward(__func__, [=, src = alias(src), idx = alias(idx), table = alias(table)](Backend& be,
+        uint64_t) mutable { be.scatter_add_rows(src, idx, table); }, src, idx, table);
   }
   void conv1d_max(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, Tensor& argmax) override {
-    forward(__func__, [=](Backend& be, uint64_t) mutable { be.conv1d_max(x, w, b, y, argmax); }, x, w, b, y, argmax);
+    forward(__func__, [=, x = alias(x), w = alias(w), b = alias(b), y = alias(y),
+        argmax = alias(argmax)](Backend& be, uint64_t) mutable { be.conv1d_max(x, w, b, y, argmax); }, x, w, b, y,
+        argmax);
   }
   void conv1d_max_backward(const Tensor& x, const Tensor& w, const Tensor& argmax, const Tensor& gy, Tensor* gx,
       Tensor* gw, Tensor* gb) override {
-    forward(__func__, [=, gx_ = held(gx), gw_ = held(gw),
-        gb_ = held(gb)](Backend& be, uint64_t) mutable { be.conv1d_max_backward(x, w, argmax, gy, ptr(gx_), ptr(gw_),
-        ptr(gb_)); }, x, w, argmax, gy, gx, gw, gb);
+    forward(__func__, [=, x = alias(x), w = alias(w), argmax = alias(argmax), gy = alias(gy), gx_ = held(gx),
+        gw_ = held(gw), gb_ = held(gb)](Backend& be, uint64_t) mutable { be.conv1d_max_backward(x, w, argmax, gy,
+        ptr(gx_), ptr(gw_), ptr(gb_)); }, x, w, argmax, gy, gx, gw, gb);
   }
   void layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps, Tensor& y, Tensor& mean,
       Tensor& rstd) override {
-    forward(__func__, [=](Backend& be, uint64_t) mutable { be.layer_norm(x, gamma, beta, eps, y, mean, rstd); }, x, gamma,
-        beta, eps, y, mean, rstd);
+    forward(__func__, [=, x = alias(x), gamma = alias(gamma), beta = alias(beta), y = alias(y), mean = alias(mean),
+        rstd = alias(rstd)](Backend& be, uint64_t) mutable { be.layer_norm(x, gamma, beta, eps, y, mean, rstd); }, x,
+        gamma, beta, eps, y, mean, rstd);
   }
   void layer_norm_backward(const Tensor& x, const Tensor& gamma, const Tensor& mean, const Tensor& rstd,
       const Tensor& gy, Tensor* gx, Tensor* ggamma, Tensor* gbeta) override {
-    forward(__func__, [=, gx_ = held(gx), ggamma_ = held(ggamma),
-        gbeta_ = held(gbeta)](Backend& be, uint64_t) mutable { be.layer_norm_backward(x, gamma, mean, rstd, gy, ptr(gx_),
-        ptr(ggamma_), ptr(gbeta_)); }, x, gamma, mean, rstd, gy, gx, ggamma, gbeta);
+    forward(__func__, [=, x = alias(x), gamma = alias(gamma), mean = alias(mean), rstd = alias(rstd), gy = alias(gy),
+        gx_ = held(gx), ggamma_ = held(ggamma), gbeta_ = held(gbeta)](Backend& be,
+        uint64_t) mutable { be.layer_norm_backward(x, gamma, mean, rstd, gy, ptr(gx_), ptr(ggamma_), ptr(gbeta_)); },
+        x, gamma, mean, rstd, gy, gx, ggamma, gbeta);
   }
   void lstm_cell(const Tensor& gates, const Tensor& c_prev, double forget_bias, double cell_clip, Tensor& c,
       Tensor& h, Tensor* h_bf16 = nullptr) override {
-    forward(__func__, [=, h_bf16_ = held(h_bf16)](Backend& be, uint64_t) mutable { be.lstm_cell(gates, c_prev, forget_bias,
-        cell_clip, c, h, ptr(h_bf16_)); }, gates, c_prev, forget_bias, cell_clip, c, h, h_bf16);
+    forward(__func__, [=, gates = alias(gates), c_prev = alias(c_prev), c = alias(c), h = alias(h),
+        h_bf16_ = held(h_bf16)](Backend& be, uint64_t) mutable { be.lstm_cell(gates, c_prev, forget_bias, cell_clip,
+        c, h, ptr(h_bf16_)); }, gates, c_prev, forget_bias, cell_clip, c, h, h_bf16);
   }
   void lstm_cell_backward(const Tensor& gates, const Tensor& c_prev, const Tensor& c, double forget_bias,
       double cell_clip, const Tensor* gc, const Tensor* gh, Tensor& ggates, Tensor* gc_prev,
       Tensor* ggates_bf16 = nullptr) override {
-    forward(__func__, [=, gc_ = held(gc), gh_ = held(gh), gc_prev_ = held(gc_prev),
-        ggates_bf16_ = held(ggates_bf16)](Backend& be, uint64_t) mutable { be.lstm_cell_backward(gates, c_prev, c, forget_bias,
-        cell_clip, ptr(gc_), ptr(gh_), ggates, ptr(gc_prev_), ptr(ggates_bf16_)); }, gates, c_prev, c, forget_bias,
-        cell_clip, gc, gh, ggates, gc_prev, ggates_bf16);
+    forward(__func__, [=, gates = alias(gates), c_prev = alias(c_prev), c = alias(c), gc_ = held(gc), gh_ = held(gh),
+        ggates = alias(ggates), gc_prev_ = held(gc_prev), ggates_bf16_ = held(ggates_bf16)](Backend& be,
+        uint64_t) mutable { be.lstm_cell_backward(gates, c_prev, c, forget_bias, cell_clip, ptr(gc_), ptr(gh_),
+        ggates, ptr(gc_prev_), ptr(ggates_bf16_)); }, gates, c_prev, c, forget_bias, cell_clip, gc, gh, ggates,
+        gc_prev, ggates_bf16);
   }
   void lstm_output(const Tensor& m, double proj_clip, Tensor& y, Tensor* y_bf16) override {
-    forward(__func__, [=, y_bf16_ = held(y_bf16)](Backend& be, uint64_t) mutable { be.lstm_output(m, proj_clip, y,
-        ptr(y_bf16_)); }, m, proj_clip, y, y_bf16);
+    forward(__func__, [=, m = alias(m), y = alias(y), y_bf16_ = held(y_bf16)](Backend& be,
+        uint64_t) mutable { be.lstm_output(m, proj_clip, y, ptr(y_bf16_)); }, m, proj_clip, y, y_bf16);
   }
   void lstm_output_backward(const Tensor& m, const Tensor* gy, const Tensor& grec, double proj_clip, Tensor& gm,
       Tensor* gm_bf16) override {
-    forward(__func__, [=, gy_ = held(gy), gm_bf16_ = held(gm_bf16)](Backend& be, uint64_t) mutable { be.lstm_output_backward(m,
-        ptr(gy_), grec, proj_clip, gm, ptr(gm_bf16_)); }, m, gy, grec, proj_clip, gm, gm_bf16);
+    forward(__func__, [=, m = alias(m), gy_ = held(gy), grec = alias(grec), gm = alias(gm),
+        gm_bf16_ = held(gm_bf16)](Backend& be, uint64_t) mutable { be.lstm_output_backward(m, ptr(gy_), grec,
+        proj_clip, gm, ptr(gm_bf16_)); }, m, gy, grec, proj_clip, gm, gm_bf16);
   }
   void highway(const Tensor& carry, const Tensor& transform, const Tensor& x, Tensor& y) override {
-    forward(__func__, [=](Backend& be, uint64_t) mutable { be.highway(carry, transform, x, y); }, carry, transform, x, y);
+    forward(__func__, [=, carry = alias(carry), transform = alias(transform), x = alias(x),
+        y = alias(y)](Backend& be, uint64_t) mutable { be.highway(carry, transform, x, y); }, carry, transform, x, y);
   }
   void highway_backward(const Tensor& carry, const Tensor& transform, const Tensor& x, const Tensor& gy,
       Tensor& gcarry, Tensor& gtransform, Tensor& gx) override {
-    forward(__func__, [=](Backend& be, uint64_t) mutable { be.highway_backward(carry, transform, x, gy, gcarry, gtransform,
-        gx); }, carry, transform, x, gy, gcarry, gtransform, gx);
+    forward(__func__, [=, carry = alias(carry), transform = alias(transform), x = alias(x), gy = alias(gy),
+        gcarry = alias(gcarry), gtransform = alias(gtransform), gx = alias(gx)](Backend& be,
+        uint64_t) mutable { be.highway_backward(carry, transform, x, gy, gcarry, gtransform, gx); }, carry,
+        transform, x, gy, gcarry, gtransform, gx);
   }
   void adagrad(Tensor& w, Tensor& acc, const Tensor& g, double lr) override {
-    forward(__func__, [=](Backend& be, uint64_t) mutable { be.adagrad(w, acc, g, lr); }, w, acc, g, lr);
+    forward(__func__, [=, w = alias(w), acc = alias(acc), g = alias(g)](Backend& be,
+        uint64_t) mutable { be.adagrad(w, acc, g, lr); }, w, acc, g, lr);
   }
   void adagrad_rows(Tensor& w, Tensor& acc, const Tensor& ids, const Tensor& g, double lr) override {
-    forward(__func__, [=](Backend& be, uint64_t) mutable { be.adagrad_rows(w, acc, ids, g, lr); }, w, acc, ids, g, lr);
+    forward(__func__, [=, w = alias(w), acc = alias(acc), ids = alias(ids), g = alias(g)](Backend& be,
+        uint64_t) mutable { be.adagrad_rows(w, acc, ids, g, lr); }, w, acc, ids, g, lr);
   }
   void multi_sum_squares(const std::vector<Tensor>& xs, Tensor& out) override {
-    forward(__func__, [=](Backend& be, uint64_t) mutable { be.multi_sum_squares(xs, out); }, xs, out);
+    forward(__func__, [=, xs = aliases(xs), out = alias(out)](Backend& be,
+        uint64_t) mutable { be.multi_sum_squares(xs, out); }, xs, out);
   }
   void multi_scale(const std::vector<Tensor>& xs, const Tensor& factor) override {
-    forward(__func__, [=](Backend& be, uint64_t) mutable { be.multi_scale(xs, factor); }, xs, factor);
+    forward(__func__, [=, xs = aliases(xs), factor = alias(factor)](Backend& be,
+        uint64_t) mutable { be.multi_scale(xs, factor); }, xs, factor);
   }
   void multi_adagrad(const std::vector<Tensor>& w, const std::vector<Tensor>& acc, const std::vector<Tensor>& g,
       double lr) override {
-    forward(__func__, [=](Backend& be, uint64_t) mutable { be.multi_adagrad(w, acc, g, lr); }, w, acc, g, lr);
+    forward(__func__, [=, w = aliases(w), acc = aliases(acc), g = aliases(g)](Backend& be,
+        uint64_t) mutable { be.multi_adagrad(w, acc, g, lr); }, w, acc, g, lr);
   }
   void multi_adam(const std::vector<Tensor>& w, const std::vector<Tensor>& m, const std::vector<Tensor>& v,
       const std::vector<Tensor>& g, const std::vector<double>& weight_decay, const AdamHyper& h) override {
-    refuse_capture("Adam's learning rate and bias corrections are the step's own");
-    forward(__func__, [=](Backend& be, uint64_t) mutable { be.multi_adam(w, m, v, g, weight_decay, h); }, w, m, v, g,
-        weight_decay, h);
+    forward(__func__, [=, w = aliases(w), m = aliases(m), v = aliases(v), g = aliases(g)](Backend& be,
+        uint64_t) mutable { be.multi_adam(w, m, v, g, weight_decay, h); }, w, m, v, g, weight_decay, h);
   }
   void multi_cast(const std::vector<Tensor>& src, const std::vector<Tensor>& dst) override {
-    forward(__func__, [=](Backend& be, uint64_t) mutable { be.multi_cast(src, dst); }, src, dst);
+    forward(__func__, [=, src = aliases(src), dst = aliases(dst)](Backend& be, uint64_t) mutable { be.multi_cast(src,
+        dst); }, src, dst);
   }
   void crf_nll(const Tensor& em, const Tensor& tags, const Tensor& lengths, const Tensor& trans, const Tensor& start,
       const Tensor& end, Tensor& loss, Tensor& alpha, Tensor& log_z) override {
-    forward(__func__, [=](Backend& be, uint64_t) mutable { be.crf_nll(em, tags, lengths, trans, start, end, loss, alpha,
-        log_z); }, em, tags, lengths, trans, start, end, loss, alpha, log_z);
+    forward(__func__, [=, em = alias(em), tags = alias(tags), lengths = alias(lengths), trans = alias(trans),
+        start = alias(start), end = alias(end), loss = alias(loss), alpha = alias(alpha),
+        log_z = alias(log_z)](Backend& be, uint64_t) mutable { be.crf_nll(em, tags, lengths, trans, start, end, loss,
+        alpha, log_z); }, em, tags, lengths, trans, start, end, loss, alpha, log_z);
   }
   void crf_nll_backward(const Tensor& em, const Tensor& tags, const Tensor& lengths, const Tensor& trans,
       const Tensor& end, const Tensor& alpha, const Tensor& log_z, const Tensor& gloss, Tensor& beta, Tensor& gem,
       Tensor& gtrans, Tensor& gstart, Tensor& gend) override {
-    forward(__func__, [=](Backend& be, uint64_t) mutable { be.crf_nll_backward(em, tags, lengths, trans, end, alpha, log_z,
-        gloss, beta, gem, gtrans, gstart, gend); }, em, tags, lengths, trans, end, alpha, log_z, gloss, beta, gem,
-        gtrans, gstart, gend);
+    forward(__func__, [=, em = alias(em), tags = alias(tags), lengths = alias(lengths), trans = alias(trans),
+        end = alias(end), alpha = alias(alpha), log_z = alias(log_z), gloss = alias(gloss), beta = alias(beta),
+        gem = alias(gem), gtrans = alias(gtrans), gstart = alias(gstart), gend = alias(gend)](Backend& be,
+        uint64_t) mutable { be.crf_nll_backward(em, tags, lengths, trans, end, alpha, log_z, gloss, beta, gem,
+        gtrans, gstart, gend); }, em, tags, lengths, trans, end, alpha, log_z, gloss, beta, gem, gtrans, gstart,
+        gend);
   }
   void crf_viterbi(const Tensor& em, const Tensor& lengths, const Tensor& trans, const Tensor& start,
       const Tensor& end, Tensor& delta, Tensor& back, Tensor& path) override {
-    forward(__func__, [=](Backend& be, uint64_t) mutable { be.crf_viterbi(em, lengths, trans, start, end, delta, back,
-        path); }, em, lengths, trans, start, end, delta, back, path);
+    forward(__func__, [=, em = alias(em), lengths = alias(lengths), trans = alias(trans), start = alias(start),
+        end = alias(end), delta = alias(delta), back = alias(back), path = alias(path)](Backend& be,
+        uint64_t) mutable { be.crf_viterbi(em, lengths, trans, start, end, delta, back, path); }, em, lengths, trans,
+        start, end, delta, back, path);
   }
   // Dropout's and attention's random offsets move on replay as the step's own draws would.
   void dropout_mask(uint64_t seed, uint64_t offset, double p, Tensor& mask) override {
     check_seed(seed);
-    forward(__func__, [=](Backend& be, uint64_t shift) mutable { be.dropout_mask(seed, offset + shift, p, mask); },
-            seed, offset, p, mask);
+    forward(__func__, [=, mask = alias(mask)](Backend& be, uint64_t shift) mutable {
+      be.dropout_mask(seed, offset + shift, p, mask);
+    }, seed, offset, p, mask);
   }
   void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_mask, double scale, double p,
                  uint64_t seed, uint64_t offset, Tensor& out, Tensor& lse) override {
     if (p > 0) check_seed(seed);
-    forward(__func__, [=](Backend& be, uint64_t shift) mutable {
+    forward(__func__, [=, q = alias(q), k = alias(k), v = alias(v), key_mask = alias(key_mask), out = alias(out),
+                       lse = alias(lse)](Backend& be, uint64_t shift) mutable {
       be.attention(q, k, v, key_mask, scale, p, seed, offset + shift, out, lse);
     }, q, k, v, key_mask, scale, p, seed, offset, out, lse);
   }
@@ -286,13 +346,17 @@ class RecordingBackend final : public Backend {
                           double p, uint64_t seed, uint64_t offset, const Tensor& out, const Tensor& lse,
                           const Tensor& gout, Tensor& gq, Tensor& gk, Tensor& gv) override {
     if (p > 0) check_seed(seed);
-    forward(__func__, [=](Backend& be, uint64_t shift) mutable {
+    forward(__func__, [=, q = alias(q), k = alias(k), v = alias(v), key_mask = alias(key_mask), out = alias(out),
+                       lse = alias(lse), gout = alias(gout), gq = alias(gq), gk = alias(gk),
+                       gv = alias(gv)](Backend& be, uint64_t shift) mutable {
       be.attention_backward(q, k, v, key_mask, scale, p, seed, offset + shift, out, lse, gout, gq, gk, gv);
     }, q, k, v, key_mask, scale, p, seed, offset, out, lse, gout, gq, gk, gv);
   }
   void draw_distinct(const Tensor& list, uint64_t key, Tensor& out) override {
     refuse_capture("draw_distinct's key is the step's own");
-    forward(__func__, [=](Backend& be, uint64_t) mutable { be.draw_distinct(list, key, out); }, list, key, out);
+    forward(__func__, [=, list = alias(list), out = alias(out)](Backend& be, uint64_t) mutable {
+      be.draw_distinct(list, key, out);
+    }, list, key, out);
   }
   int64_t count_nonfinite(const Tensor& x, bool allow_neg_inf) override {
     refuse_capture("the step counts non-finite values on the host");
@@ -313,7 +377,8 @@ class RecordingBackend final : public Backend {
     }
     Tensor out_ids = Tensor::empty({ids.numel()}, DType::I32, device());
     Tensor out_rows = Tensor::empty({ids.numel(), rows.dim(1)}, rows.dtype(), device());
-    auto coalesce_into = [=]() mutable {
+    auto coalesce_into = [ids = alias(ids), rows = alias(rows), out_ids = alias(out_ids),
+                          out_rows = alias(out_rows)]() mutable {
       auto [u_ids, u_rows] = in().coalesce_rows(ids, rows, true);
       pad_into(u_ids, out_ids, -1);
       pad_into(u_rows, out_rows, 0);
