@@ -33,8 +33,8 @@ StepReplay::InsidePrimitive::InsidePrimitive() { ++t_inside; }
 StepReplay::InsidePrimitive::~InsidePrimitive() { --t_inside; }
 bool StepReplay::InsidePrimitive::active() { return t_inside > 0; }
 
-StepReplay::Lane::Lane(int i) { t_lane = i; }
-StepReplay::Lane::~Lane() { t_lane = -1; }
+StepReplay::Lane::Lane(int i) : outer_(t_lane) { t_lane = i; }
+StepReplay::Lane::~Lane() { t_lane = outer_; }
 
 // Blocks freed while lanes run side by side wait for the region's end: a replay runs the lanes in
 // another interleaving, in which another lane could still use a block one lane freed.
@@ -54,6 +54,8 @@ size_t StepReplay::pool_bytes() const { return pool_ ? pool_->stats().reserved :
 Tensor StepReplay::alias(const Tensor& t) {
   if (!t.defined()) return t;
   const TensorImpl& from = *t.impl();
+  const StepReplay* r = capturing();
+  if (!r || from.storage->pool != r->pool_) return t;
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = std::make_shared<Storage>(from.storage->ptr, from.storage->bytes, from.storage->device);
   impl->offset = from.offset, impl->shape = from.shape, impl->dtype = from.dtype;
@@ -70,7 +72,7 @@ StepReplay::~StepReplay() {
 void StepReplay::begin(Generator* dropout) {
   SA_CHECK(!capturing(), "step replay: a capture is open already (one at a time)");
   work_.clear(), inputs_.clear(), why_not_.clear();
-  closed_ = false, replays_ = 0;
+  closed_ = false, replays_ = 0, regions_ = 0, open_region_ = -1;
   dropout_ = dropout;
   offset_begin_ = dropout ? dropout->offset : 0;
   host_reads_before_ = device_counters().host_reads;
@@ -93,8 +95,14 @@ void StepReplay::end() {
   if (const int64_t reads = device_counters().host_reads - host_reads_before_; reads > 0)
     refuse(fmt::format("the step read device values {} times (a replay runs no host code between its work)", reads));
   if (dropout_) offset_per_step_ = dropout_->offset - offset_begin_;
+  if (!why_not_.empty()) return drop();
   // The launched steps' cached blocks go back to the system: replays work in the pool.
   host_allocator().release_cached();
+}
+
+void StepReplay::drop() {
+  work_.clear(), inputs_.clear();
+  pool_.reset();  // gone with the last tensor made from it
 }
 
 void StepReplay::abandon(const std::string& why) {
@@ -102,6 +110,7 @@ void StepReplay::abandon(const std::string& why) {
   g_capturing.compare_exchange_strong(self, nullptr);
   closed_ = true;
   refuse(why);
+  drop();
 }
 
 std::string StepReplay::check_inputs(const std::vector<HostBytes>& values) const {
@@ -120,8 +129,7 @@ bool StepReplay::replay(const std::vector<HostBytes>& values) {
   if (!usable() || values.size() != inputs_.size()) return false;
   for (size_t i = 0; i < values.size(); ++i)
     if (values[i].bytes != inputs_[i].nbytes()) return false;
-  for (size_t i = 0; i < values.size(); ++i)
-    if (values[i].bytes > 0) std::memcpy(inputs_[i].raw(), values[i].data, values[i].bytes);
+  staged_ = values;  // each copied in by the kept work, where the step made it (capture_hooks::uploaded)
   counters::upload(static_cast<int64_t>(values.size()));
   const uint64_t shift = dropout_ ? dropout_->offset - offset_begin_ : 0;
   for (size_t i = 0; i < work_.size();) {
@@ -144,6 +152,10 @@ bool StepReplay::replay(const std::vector<HostBytes>& values) {
 
 void StepReplay::keep(std::function<void(uint64_t)> run) {
   const std::lock_guard lock(g_keep);
+  keep_locked(std::move(run));
+}
+
+void StepReplay::keep_locked(std::function<void(uint64_t)> run) {
   const bool in_region = open_region_ >= 0 && t_lane >= 0;
   work_.push_back({std::move(run), in_region ? open_region_ : -1, in_region ? t_lane : 0});
 }
@@ -162,11 +174,19 @@ void StepReplay::run_region(size_t first, size_t end, uint64_t shift) {
 void StepReplay::refuse(const std::string& why) {
   const std::lock_guard lock(g_keep);
   if (why_not_.empty()) why_not_ = why;
+  if (closed_) drop();  // refused after the capture (the trainer's check of its inputs)
 }
 
+// An input is copied in where the step made it, not before the step: the pool may have given its
+// block to a temporary the step used and freed earlier, which the replay writes again first.
 void StepReplay::keep_input(const Tensor& t) {
   const std::lock_guard lock(g_keep);
+  const size_t k = inputs_.size();
   inputs_.push_back(t);
+  keep_locked([this, k, to = alias(t)](uint64_t) {
+    const HostBytes& v = staged_[k];
+    if (v.bytes > 0) std::memcpy(to.raw(), v.data, v.bytes);
+  });
 }
 
 void StepReplay::check_dropout_seed(uint64_t seed) {

@@ -48,7 +48,8 @@ class StepReplay {
   // After the step's work: copies each `from` into its `to` (the state a step carries to the next)
   // at the end of every replay, in order.
   void carry(const std::vector<Tensor>& from, const std::vector<Tensor>& to);
-  // Closes the capture. usable() says whether it can replay, why_not() why not.
+  // Closes the capture. usable() says whether it can replay, why_not() why not (and a capture
+  // that cannot replay lets its work and memory go).
   void end();
   // Closes a capture whose step failed: it cannot replay.
   void abandon(const std::string& why);
@@ -69,7 +70,8 @@ class StepReplay {
   // For the CPU backend's recording layer and the tensor hooks: the capture open now (or null).
   static StepReplay* capturing();
   const std::shared_ptr<CachingAllocator>& pool() const { return pool_; }
-  // The same memory, shape and dtype, without keeping the memory alive: what kept work names.
+  // What kept work names: the same memory, shape and dtype, not kept alive when it is the capture
+  // pool's (which keeps it); memory from elsewhere (made before the capture) is held.
   static Tensor alias(const Tensor& t);
   // Keeps work to run on replay; `offset_shift` is what dropout offsets have moved since capture.
   void keep(std::function<void(uint64_t offset_shift)> run);
@@ -88,6 +90,9 @@ class StepReplay {
     ~Lane();
     Lane(const Lane&) = delete;
     Lane& operator=(const Lane&) = delete;
+
+   private:
+    int outer_;
   };
   // Marks the calling thread as inside a primitive: the work the primitive starts itself (scratch
   // fills, uploads, copies) is its own, which its replay redoes, so none of it is kept apart.
@@ -105,8 +110,11 @@ class StepReplay {
     int region = -1, lane = 0;  // region >= 0: kept by lane `lane` of a parallel region
   };
   void run_region(size_t first, size_t end, uint64_t shift);
+  void drop();  // a capture that cannot replay: its work and memory go
+  void keep_locked(std::function<void(uint64_t)> run);
   std::vector<Work> work_;
   std::shared_ptr<CachingAllocator> pool_;
+  std::vector<HostBytes> staged_;  // a replay's inputs, copied in where the step made them
   int regions_ = 0, open_region_ = -1;
   std::vector<Tensor> inputs_;
   Generator* dropout_ = nullptr;

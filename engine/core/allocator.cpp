@@ -49,7 +49,7 @@ void* CachingAllocator::allocate(size_t bytes) {
       }
     p = raw_alloc_(sz, device_);
     // out of memory: give the cache back and try once more (not while recording a graph)
-    if (!p && !RecordingScope::active() && (!free_.empty() || !held_.empty())) {
+    if (!p && !RecordingScope::active() && !keeps_ && (!free_.empty() || !held_.empty())) {
       // Held blocks too: cudaFree waits for the whole device, so no queue still reads them.
       for (auto& [s, q] : free_) {
         raw_free_(q, device_);
@@ -107,6 +107,7 @@ void CachingAllocator::release_held() {
 
 void CachingAllocator::release_cached() {
   std::lock_guard<std::mutex> lock(mu_);
+  if (keeps_) return;
   for (auto& [s, q] : free_) {
     raw_free_(q, device_);
     st_.reserved -= s;
@@ -142,7 +143,9 @@ CachingAllocator& host_allocator() {
 }
 
 std::shared_ptr<CachingAllocator> new_host_pool() {
-  return std::make_shared<CachingAllocator>(host_raw_alloc, host_raw_free, 0, /*bounded=*/false);
+  auto pool = std::make_shared<CachingAllocator>(host_raw_alloc, host_raw_free, 0, /*bounded=*/false);
+  pool->keep_blocks();
+  return pool;
 }
 
 }  // namespace sa

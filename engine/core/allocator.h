@@ -27,6 +27,9 @@ class CachingAllocator {
   // until the cache holds no more than the peak in use, or 64 MiB (the host's: allocator.cpp).
   CachingAllocator(RawAlloc a, RawFree f, int device, bool bounded = false)
       : raw_alloc_(a), raw_free_(f), device_(device), bounded_(bounded) {}
+  // Never gives a block back while it lives (out of memory is an error, release_cached does
+  // nothing): a captured step's pool, whose freed blocks kept work still names.
+  void keep_blocks() { keeps_ = true; }
   ~CachingAllocator();
   void* allocate(size_t bytes);
   void deallocate(void* p);
@@ -53,6 +56,7 @@ class CachingAllocator {
   int device_;
   bool bounded_;
   bool zero_ = false;
+  bool keeps_ = false;
   mutable std::mutex mu_;
   std::multimap<size_t, void*> free_;        // size -> block
   std::unordered_map<void*, size_t> live_;   // block -> size

@@ -296,6 +296,7 @@ class RecordingBackend final : public Backend {
   }
   void multi_adam(const std::vector<Tensor>& w, const std::vector<Tensor>& m, const std::vector<Tensor>& v,
       const std::vector<Tensor>& g, const std::vector<double>& weight_decay, const AdamHyper& h) override {
+    refuse_capture("Adam's learning rate and bias corrections are the step's own");
     forward(__func__, [=, w = aliases(w), m = aliases(m), v = aliases(v), g = aliases(g)](Backend& be,
         uint64_t) mutable { be.multi_adam(w, m, v, g, weight_decay, h); }, w, m, v, g, weight_decay, h);
   }

@@ -97,6 +97,35 @@ TEST(StepReplay, TheStepReusesTheBlocksItFreesInItsPool) {
   EXPECT_EQ(out.item(), launched);
 }
 
+// An input made after the step freed a temporary may take the temporary's block: a replay copies
+// it in where the step made it, after the temporary's work, not before the step.
+double input_after_temporaries(const std::vector<float>& v) {
+  const int64_t n = static_cast<int64_t>(v.size());
+  Tensor early;
+  {
+    const Tensor a = Tensor::full({n}, 2.0), b = ops::scale(a, 3.0);
+    early = ops::sum(b);  // a and b are freed here
+  }
+  return ops::add(ops::sum(Tensor::from(v, {n})), early).item();
+}
+
+TEST(StepReplay, AnInputIsCopiedInWhereTheStepMadeIt) {
+  const std::vector<float> first(4096, 1.0f), second(4096, 5.0f);
+  StepReplay r;
+  r.begin(nullptr);
+  const int64_t n = 4096;
+  Tensor early;
+  {
+    const Tensor a = Tensor::full({n}, 2.0), b = ops::scale(a, 3.0);
+    early = ops::sum(b);
+  }
+  const Tensor out = ops::add(ops::sum(Tensor::from(first, {n})), early);
+  r.end();
+  ASSERT_TRUE(r.usable()) << r.why_not();
+  ASSERT_TRUE(r.replay({bytes_of(second)}));
+  EXPECT_EQ(out.item(), input_after_temporaries(second));
+}
+
 TEST(StepReplay, WhatAReplayCannotHoldRefusesTheCapture) {
   {
     StepReplay r;
