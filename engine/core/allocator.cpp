@@ -18,6 +18,7 @@ size_t CachingAllocator::round_size(size_t bytes) {
 
 CachingAllocator::~CachingAllocator() {
   for (const auto& [size, p] : held_) raw_free_(p, device_);
+  keeps_ = false;  // a pool's blocks go with it
   release_cached();
 }
 
