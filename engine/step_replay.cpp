@@ -84,8 +84,10 @@ void StepReplay::begin(Generator* dropout) {
 void StepReplay::carry(const std::vector<Tensor>& from, const std::vector<Tensor>& to) {
   SA_CHECK(capturing() == this, "step replay: carry() outside the capture");
   SA_CHECK(from.size() == to.size(), "step replay: {} tensors carried into {}", from.size(), to.size());
-  for (size_t i = 0; i < from.size(); ++i)
-    if (from[i].raw() != to[i].raw()) const_cast<Tensor&>(to[i]).copy_from(from[i]);  // kept by the copy hook
+  for (size_t i = 0; i < from.size(); ++i) {
+    Tensor into = to[i];  // the same memory
+    if (from[i].raw() != into.raw()) into.copy_from(from[i]);  // kept by the copy hook
+  }
 }
 
 void StepReplay::end() {
@@ -113,22 +115,25 @@ void StepReplay::abandon(const std::string& why) {
   drop();
 }
 
-std::string StepReplay::check_inputs(const std::vector<HostBytes>& values) const {
+std::string StepReplay::size_mismatch(const std::vector<HostBytes>& values) const {
   if (values.size() != inputs_.size())
     return fmt::format("the step made {} tensors from host values, its inputs list {}", inputs_.size(), values.size());
-  for (size_t i = 0; i < values.size(); ++i) {
+  for (size_t i = 0; i < values.size(); ++i)
     if (values[i].bytes != inputs_[i].nbytes())
       return fmt::format("input {} has {} bytes, the step's tensor {}", i, values[i].bytes, inputs_[i].nbytes());
+  return "";
+}
+
+std::string StepReplay::check_inputs(const std::vector<HostBytes>& values) const {
+  if (std::string why = size_mismatch(values); !why.empty()) return why;
+  for (size_t i = 0; i < values.size(); ++i)
     if (values[i].bytes > 0 && std::memcmp(values[i].data, inputs_[i].raw(), values[i].bytes) != 0)
       return fmt::format("input {} holds other values than the tensor the step made from host values", i);
-  }
   return "";
 }
 
 bool StepReplay::replay(const std::vector<HostBytes>& values) {
-  if (!usable() || values.size() != inputs_.size()) return false;
-  for (size_t i = 0; i < values.size(); ++i)
-    if (values[i].bytes != inputs_[i].nbytes()) return false;
+  if (!usable() || !size_mismatch(values).empty()) return false;
   staged_ = values;  // each copied in by the kept work, where the step made it (capture_hooks::uploaded)
   counters::upload(static_cast<int64_t>(values.size()));
   const uint64_t shift = dropout_ ? dropout_->offset - offset_begin_ : 0;
@@ -142,6 +147,7 @@ bool StepReplay::replay(const std::vector<HostBytes>& values) {
     }
     i = end;
   }
+  staged_.clear();  // the caller's values, gone after the call
   if (dropout_) dropout_->offset += offset_per_step_;
   // What a GPU starts: the step's work as one graph.
   counters::launch(static_cast<int64_t>(work_.size()));

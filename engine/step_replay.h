@@ -111,6 +111,7 @@ class StepReplay {
   };
   void run_region(size_t first, size_t end, uint64_t shift);
   void drop();  // a capture that cannot replay: its work and memory go
+  std::string size_mismatch(const std::vector<HostBytes>& values) const;  // "" when each input fits
   void keep_locked(std::function<void(uint64_t)> run);
   std::vector<Work> work_;
   std::shared_ptr<CachingAllocator> pool_;
