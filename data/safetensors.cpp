@@ -3,6 +3,7 @@
 #include <fstream>
 
 #include "data/atomic_file.h"
+#include "data/json_path.h"
 
 namespace sa {
 
@@ -93,8 +94,12 @@ static SafetensorsFile read_safetensors(const std::string& path) {
       continue;
     }
     DType dt = parse_dtype(info.at("dtype").get<std::string>(), path);
-    Shape shape = info.at("shape").get<Shape>();
-    uint64_t b = info.at("data_offsets").at(0).get<uint64_t>(), e = info.at("data_offsets").at(1).get<uint64_t>();
+    const std::string what = fmt::format("{}: tensor '{}'", path, name);
+    SA_CHECK(info.at("shape").is_array(), "{} shape is {}, expected a list", what, info.at("shape").dump());
+    Shape shape;
+    for (const nlohmann::json& d : info.at("shape")) shape.push_back(json_as<int64_t>(d, what + " shape"));
+    const nlohmann::json& offsets = info.at("data_offsets");
+    uint64_t b = json_as<uint64_t>(offsets.at(0), what + " data_offsets"), e = json_as<uint64_t>(offsets.at(1), what + " data_offsets");
     SA_CHECK(e >= b && e <= size - data0, "{}: tensor '{}' lies outside the file (truncated checkpoint: {} bytes, needs {})",
              path, name, size, e > size ? e : data0 + e);
     // The shape's bytes, checked against the file before anything is allocated from it.

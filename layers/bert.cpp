@@ -6,6 +6,7 @@
 #include <random>
 
 #include "data/atomic_file.h"
+#include "data/json_path.h"
 #include "data/safetensors.h"
 
 namespace sa {
@@ -66,7 +67,8 @@ BertConfig BertConfig::from_hf_json(const std::string& path) {
     c.exact_gelu = act == "gelu";
     c.visit([&](const char*, auto& field, const char* key, const auto& missing) {
       SA_CHECK(j.contains(key) || missing, "{}: invalid BERT config: {} is missing", path, key);
-      field = j.contains(key) ? j.at(key).get<std::decay_t<decltype(field)>>() : *missing;
+      const std::string what = fmt::format("{}: invalid BERT config: {}", path, key);
+      field = j.contains(key) ? json_as<std::decay_t<decltype(field)>>(j.at(key), what) : *missing;
     });
   } catch (const nlohmann::json::exception& e) {
     fail("{}: invalid BERT config: {}", path, e.what());

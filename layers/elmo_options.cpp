@@ -26,12 +26,14 @@ ElmoOptions ElmoOptions::from_json(const nlohmann::json& j, const std::string& o
     o.visit([&](const char*, auto& field, const char* path, const auto& missing) {
       const nlohmann::json* at = json_at(j, path);
       SA_CHECK(at || missing, "{}: not a valid bilm-tf options file: {} is missing", origin, path);
-      field = at ? at->get<std::decay_t<decltype(field)>>() : *missing;
+      const std::string what = fmt::format("{}: not a valid bilm-tf options file: {}", origin, path);
+      field = at ? json_as<std::decay_t<decltype(field)>>(*at, what) : *missing;
     });
     const nlohmann::json* filters = json_at(j, "char_cnn.filters");
     SA_CHECK(filters, "{}: not a valid bilm-tf options file: char_cnn.filters is missing", origin);
     o.filters.clear();
-    for (const auto& f : *filters) o.filters.emplace_back(f.at(0).get<int>(), f.at(1).get<int>());
+    const std::string what = fmt::format("{}: not a valid bilm-tf options file: char_cnn.filters", origin);
+    for (const auto& f : *filters) o.filters.emplace_back(json_as<int>(f.at(0), what), json_as<int>(f.at(1), what));
   } catch (const nlohmann::json::exception& e) {
     fail("{}: not a valid bilm-tf options file: {}", origin, e.what());
   }

@@ -113,14 +113,21 @@ TEST(BadInput, LimitsOnLinesTokensSettingsAndStatedSizes) {
   std::ofstream(tmp("vec.huge.txt")) << "3 1099511627776\nx 1\n";
   contains(error_of([] { read_word_vectors(tmp("vec.huge.txt")); }), {"vec.huge.txt", "announces more than the file"});
   // A safetensors shape of 2^62 x 2^62 floats in a small file: rejected before the product overflows.
-  const std::string header = R"({"w":{"dtype":"F32","shape":[4611686018427387904,4611686018427387904],"data_offsets":[0,16]}})";
-  {
-    std::ofstream f(tmp("shape.safetensors"), std::ios::binary);
+  auto with_header = [](const std::string& name, const std::string& header) {
+    std::ofstream f(tmp(name), std::ios::binary);
     const uint64_t n = header.size();
     f.write(reinterpret_cast<const char*>(&n), 8);
     f << header << std::string(16, '\0');
-  }
-  contains(error_of([] { load_safetensors(tmp("shape.safetensors")); }), {"shape.safetensors", "larger than the file"});
+    return tmp(name);
+  };
+  const std::string big = with_header(
+      "shape.safetensors", R"({"w":{"dtype":"F32","shape":[4611686018427387904,4611686018427387904],"data_offsets":[0,16]}})");
+  contains(error_of([&] { load_safetensors(big); }), {"shape.safetensors", "larger than the file"});
+  // Numbers no size holds (converting them would be undefined): named, not converted.
+  const std::string huge = with_header("huge.safetensors", R"({"w":{"dtype":"F32","shape":[1e40],"data_offsets":[0,16]}})");
+  contains(error_of([&] { load_safetensors(huge); }), {"huge.safetensors", "tensor 'w' shape is 1e+40, expected an integer"});
+  const std::string neg = with_header("neg.safetensors", R"({"w":{"dtype":"F32","shape":[4],"data_offsets":[-0.5,16]}})");
+  contains(error_of([&] { load_safetensors(neg); }), {"neg.safetensors", "data_offsets is -0.5, expected an integer"});
 }
 
 // read_line reads in chunks (a line past the limit fails before it is held whole) and otherwise

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -104,6 +105,43 @@ TEST(OptionTables, EveryBertSettingRoundTripsThroughConfigJson) {
   const nlohmann::json written = values(b);
   for (auto& [key, v] : written.items()) EXPECT_EQ(hf.at(key), v) << key;
   EXPECT_EQ(values(BertConfig::from_hf_json(path)), written);
+}
+
+// Outside files give numbers a field cannot hold (1e88 for an int, -1 for a size): nlohmann's
+// get<int>() converts them out of range, which C++ leaves undefined. Refused, naming the field.
+TEST(OptionTables, NumbersAFieldCannotHoldAreRefusedByName) {
+  EXPECT_EQ(json_number<int>(nlohmann::json(512.0)), 512);
+  EXPECT_EQ(json_number<int>(nlohmann::json(-2147483648.0)), std::numeric_limits<int>::min());
+  EXPECT_FALSE(json_number<int>(nlohmann::json(2147483648.0)));
+  EXPECT_FALSE(json_number<int>(nlohmann::json(4.4e87)));
+  EXPECT_FALSE(json_number<int>(nlohmann::json(3.5)));
+  EXPECT_FALSE(json_number<int>(nlohmann::json(int64_t{1} << 31)));
+  EXPECT_FALSE(json_number<int>(nlohmann::json(uint64_t{1} << 63)));
+  EXPECT_FALSE(json_number<uint64_t>(nlohmann::json(-1)));
+  EXPECT_FALSE(json_number<uint64_t>(nlohmann::json(-0.5)));
+  EXPECT_FALSE(json_number<uint64_t>(nlohmann::json(18446744073709551616.0)));  // 2^64
+  EXPECT_EQ(json_number<uint64_t>(nlohmann::json(uint64_t{1} << 63)), uint64_t{1} << 63);
+  EXPECT_FALSE(json_number<int64_t>(nlohmann::json(9223372036854775808.0)));  // 2^63
+  EXPECT_FALSE(json_number<float>(nlohmann::json(1e300)));
+  EXPECT_EQ(json_number<double>(nlohmann::json(1e300)), 1e300);
+  EXPECT_FALSE(json_number<int>(nlohmann::json("512")));
+
+  nlohmann::json options = ElmoOptions{}.to_json();
+  options["char_cnn"]["n_highway"] = 4.4e87;
+  EXPECT_TRUE(testing::contains(testing::error_of([&] { ElmoOptions::from_json(options, "options.json"); }), "options.json: not a valid bilm-tf options file: char_cnn.n_highway is 4.4e+87, expected an integer"));
+  options = ElmoOptions{}.to_json();
+  options["char_cnn"]["filters"][0][1] = -1e30;
+  EXPECT_TRUE(testing::contains(testing::error_of([&] { ElmoOptions::from_json(options, "options.json"); }), "char_cnn.filters is -1e+30"));
+  options = ElmoOptions{}.to_json();
+  options["lstm"]["dim"] = 4096.0;  // an integer written as a float
+  EXPECT_EQ(ElmoOptions::from_json(options, "options.json").lstm_dim, 4096);
+
+  const std::string path = testing::temp_file("bert-out-of-range.json", "");
+  BertConfig{}.save_hf_json(path);
+  nlohmann::json hf = nlohmann::json::parse(std::ifstream(path));
+  hf["num_attention_heads"] = 1e30;
+  testing::temp_file("bert-out-of-range.json", hf.dump());
+  EXPECT_TRUE(testing::contains(testing::error_of([&] { BertConfig::from_hf_json(path); }), "invalid BERT config: num_attention_heads is 1e+30"));
 }
 
 }  // namespace
