@@ -19,6 +19,8 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "engine/core/allocator.h"
@@ -26,6 +28,7 @@
 #include "engine/core/copy_plan.h"
 #include "engine/core/device_counters.h"
 #include "engine/core/tensor.h"
+#include "engine/device_capture.h"
 
 namespace sa {
 
@@ -100,6 +103,13 @@ class Backend {
     counters::step_ended();
   }
   static bool step_graphs_enabled();  // SA_CUDA_GRAPHS=step
+  // Opens the capture of the work that follows as one graph, for a step replay (SA_STEP_REPLAY=1,
+  // engine/step_replay.h): null, with the reason, where the device cannot. The CPU keeps its
+  // primitives instead (its recording layer), so only a GPU answers.
+  virtual std::unique_ptr<DeviceCapture> begin_capture(std::string* why) {
+    *why = "this device captures no graphs";
+    return nullptr;
+  }
 
   // memory and conversion (any dtype)
   virtual void fill(Tensor& t, double value) = 0;

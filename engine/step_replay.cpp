@@ -50,6 +50,8 @@ void StepReplay::parallel_end() {
 }
 
 size_t StepReplay::pool_bytes() const { return pool_ ? pool_->stats().reserved : 0; }
+size_t StepReplay::kept() const { return cap_ ? cap_->nodes() : work_.size(); }
+size_t StepReplay::input_count() const { return cap_ ? cap_->inputs() : inputs_.size(); }
 
 Tensor StepReplay::alias(const Tensor& t) {
   if (!t.defined()) return t;
@@ -63,21 +65,38 @@ Tensor StepReplay::alias(const Tensor& t) {
 }
 
 StepReplay* StepReplay::capturing() { return g_capturing.load(std::memory_order_acquire); }
+StepReplay* StepReplay::capturing_on(const Device& d) {
+  StepReplay* r = capturing();
+  return r && r->device_ == d ? r : nullptr;
+}
 
 StepReplay::~StepReplay() {
   StepReplay* self = this;
   g_capturing.compare_exchange_strong(self, nullptr);
 }
 
-void StepReplay::begin(Generator* dropout) {
+void StepReplay::begin(Generator* dropout, Device dev) {
   SA_CHECK(!capturing(), "step replay: a capture is open already (one at a time)");
   work_.clear(), inputs_.clear(), why_not_.clear();
+  cap_.reset();
   closed_ = false, replays_ = 0, regions_ = 0, open_region_ = -1;
+  device_ = dev;
   dropout_ = dropout;
   offset_begin_ = dropout ? dropout->offset : 0;
   host_reads_before_ = device_counters().host_reads;
-  pool_ = new_host_pool();
-  pool_->zero_blocks(!cpu_arithmetic());  // as the host allocator's (allocator.h)
+  if (dev.is_cuda()) {
+    std::string why;
+    cap_ = backend_uncounted(dev).begin_capture(&why);
+    if (!cap_) {
+      closed_ = true;
+      why_not_ = "the device cannot capture the step: " + why;
+      return;
+    }
+    pool_ = cap_->pool();
+  } else {
+    pool_ = new_host_pool();
+    pool_->zero_blocks(!cpu_arithmetic());  // as the host allocator's (allocator.h)
+  }
   g_capturing.store(this, std::memory_order_release);
 }
 
@@ -93,17 +112,33 @@ void StepReplay::carry(const std::vector<Tensor>& from, const std::vector<Tensor
 void StepReplay::end() {
   StepReplay* self = this;
   SA_CHECK(g_capturing.compare_exchange_strong(self, nullptr), "step replay: end() without begin()");
+  // A GPU's graph holds the step, which has not run yet: started first, whether it can replay or
+  // not (a refusal below lets the capture go, after the run it started).
+  if (cap_) {
+    std::string failed;
+    if (!cap_->end(&failed)) {
+      closed_ = true;
+      drop();
+      fail("SA_STEP_REPLAY=1: {}; the step's work is lost, so the run stops here (run without SA_STEP_REPLAY=1; "
+           "training resumes from its last checkpoint)", failed);
+    }
+  }
   closed_ = true;
+  if (cap_) {
+    for (uint64_t seed : cap_->dropout_seeds()) check_dropout_seed(seed);
+    if (const std::string why = cap_->why_not(); !why.empty()) refuse(why);
+  }
   if (const int64_t reads = device_counters().host_reads - host_reads_before_; reads > 0)
     refuse(fmt::format("the step read device values {} times (a replay runs no host code between its work)", reads));
   if (dropout_) offset_per_step_ = dropout_->offset - offset_begin_;
   if (!why_not_.empty()) return drop();
   // The launched steps' cached blocks go back to the system: replays work in the pool.
-  host_allocator().release_cached();
+  if (!cap_) host_allocator().release_cached();
 }
 
 void StepReplay::drop() {
   work_.clear(), inputs_.clear();
+  cap_.reset();  // after the run it started: the graph, its slots and what it set aside go
   pool_.reset();  // gone with the last tensor made from it
 }
 
@@ -111,32 +146,47 @@ void StepReplay::abandon(const std::string& why) {
   StepReplay* self = this;
   g_capturing.compare_exchange_strong(self, nullptr);
   closed_ = true;
+  if (cap_) cap_->abandon();
   refuse(why);
   drop();
 }
 
+// Input i as the step uploaded it (the CPU's tensor, or a GPU's pinned slot).
+HostBytes StepReplay::captured_input(size_t i) const {
+  return cap_ ? cap_->input(i) : HostBytes{inputs_[i].raw(), inputs_[i].nbytes()};
+}
+
 std::string StepReplay::size_mismatch(const std::vector<HostBytes>& values) const {
-  if (values.size() != inputs_.size())
-    return fmt::format("the step made {} tensors from host values, its inputs list {}", inputs_.size(), values.size());
+  if (values.size() != input_count())
+    return fmt::format("the step made {} tensors from host values, its inputs list {}", input_count(), values.size());
   for (size_t i = 0; i < values.size(); ++i)
-    if (values[i].bytes != inputs_[i].nbytes())
-      return fmt::format("input {} has {} bytes, the step's tensor {}", i, values[i].bytes, inputs_[i].nbytes());
+    if (const size_t bytes = captured_input(i).bytes; values[i].bytes != bytes)
+      return fmt::format("input {} has {} bytes, the step's tensor {}", i, values[i].bytes, bytes);
   return "";
 }
 
 std::string StepReplay::check_inputs(const std::vector<HostBytes>& values) const {
   if (std::string why = size_mismatch(values); !why.empty()) return why;
   for (size_t i = 0; i < values.size(); ++i)
-    if (values[i].bytes > 0 && std::memcmp(values[i].data, inputs_[i].raw(), values[i].bytes) != 0)
+    if (values[i].bytes > 0 && std::memcmp(values[i].data, captured_input(i).data, values[i].bytes) != 0)
       return fmt::format("input {} holds other values than the tensor the step made from host values", i);
   return "";
 }
 
 bool StepReplay::replay(const std::vector<HostBytes>& values) {
   if (!usable() || !size_mismatch(values).empty()) return false;
+  const uint64_t shift = dropout_ ? dropout_->offset - offset_begin_ : 0;
+  if (cap_) {
+    cap_->replay(values, shift);
+    counters::upload(static_cast<int64_t>(values.size()));
+    counters::launch(static_cast<int64_t>(cap_->nodes()));  // as the CPU's model counts its work (below)
+    counters::graph(static_cast<int64_t>(cap_->nodes()));
+    if (dropout_) dropout_->offset += offset_per_step_;
+    ++replays_;
+    return true;
+  }
   staged_ = values;  // each copied in by the kept work, where the step made it (capture_hooks::uploaded)
   counters::upload(static_cast<int64_t>(values.size()));
-  const uint64_t shift = dropout_ ? dropout_->offset - offset_begin_ : 0;
   for (size_t i = 0; i < work_.size();) {
     size_t end = i + 1;
     if (work_[i].region >= 0) {
@@ -200,15 +250,15 @@ void StepReplay::check_dropout_seed(uint64_t seed) {
 }
 
 namespace capture_hooks {
-std::shared_ptr<CachingAllocator> pool() {
-  const StepReplay* r = StepReplay::capturing();
+std::shared_ptr<CachingAllocator> pool(const Device& d) {
+  const StepReplay* r = StepReplay::capturing_on(d);
   return r ? r->pool() : nullptr;
 }
 void uploaded(const Tensor& t) {
-  if (StepReplay* r = StepReplay::capturing(); r && t_inside == 0) r->keep_input(t);
+  if (StepReplay* r = StepReplay::capturing_on(Device::cpu()); r && t_inside == 0) r->keep_input(t);
 }
 void copied(const Tensor& src, const Tensor& dst) {
-  if (StepReplay* r = StepReplay::capturing(); r && t_inside == 0)
+  if (StepReplay* r = StepReplay::capturing_on(Device::cpu()); r && t_inside == 0)
     r->keep([src = StepReplay::alias(src), dst = StepReplay::alias(dst)](uint64_t) {
       if (cpu_arithmetic()) std::memcpy(dst.raw(), src.raw(), src.nbytes());
     });

@@ -153,9 +153,7 @@ class ElmoFamily final : public ModelFamily {
     if (replay_wanted_) {
       replay_off_ = sense_          ? "no step captured: a sense model's schedule reads and changes its tables between steps"
                     : ranks > 1     ? "no step captured: not over several ranks"
-                    : dev_.is_cuda() ? "no step captured: a step replays on the CPU only so far, the model of a CUDA "
-                                       "graph's replay; on the GPU steps run launched"
-                                     : "";
+                                    : "";
       if (!replay_off_.empty() && !out.quiet) std::printf("SA_STEP_REPLAY: %s\n", replay_off_.c_str());
     }
     s_.emplace(fresh_state());
@@ -249,8 +247,10 @@ class ElmoFamily final : public ModelFamily {
     std::vector<Tensor> carried_in;
     if (replay_wanted_ && replay_off_.empty() && !replay_ && ++launched_ == 2) {
       replay_.emplace();
-      replay_->begin(&s.dropout);
+      replay_->begin(&s.dropout, dev_);
       carried_in = s.carried.tensors();
+      if (StepReplay::capturing() != &*replay_ && !out_.quiet)
+        std::printf("step %ld: not captured for replay: %s\n", (long)s.step, replay_->why_not().c_str());
     }
     struct AbandonIfFailed {  // a step that throws leaves no capture open
       StepReplay* r;
@@ -333,12 +333,14 @@ class ElmoFamily final : public ModelFamily {
     return st;
   }
 
+  // What a replay runs: a GPU's graph, or the CPU's kept work.
+  const char* kept_what() const { return dev_.is_cuda() ? "nodes in its CUDA graph" : "primitives and copies"; }
   std::string replay_summary() const override {
     if (!replay_wanted_) return "";
     if (!replay_) return replay_off_;
     if (!replay_->usable()) return "the captured step cannot replay: " + replay_->why_not();
-    return fmt::format("{} steps replayed the step captured at step {} ({} primitives and copies; its pool {:.0f} MiB){}",
-                       replay_->replays(), replay_step_, replay_->kept(), replay_->pool_bytes() / 1048576.0,
+    return fmt::format("{} steps replayed the step captured at step {} ({} {}; its pool {:.0f} MiB){}",
+                       replay_->replays(), replay_step_, replay_->kept(), kept_what(), replay_->pool_bytes() / 1048576.0,
                        replay_->replays() < s_->step - replay_step_
                            ? "; the others' inputs had other sizes (char_tokens_bucket pads the distinct tokens)"
                            : "");
@@ -512,7 +514,7 @@ class ElmoFamily final : public ModelFamily {
                              : fmt::format("; steps with another count of distinct tokens (after char_tokens_bucket's "
                                            "padding) run launched: char_tokens_bucket = {} gives every step one", tokens);
     std::printf("step %ld: %s\n", (long)s_->step,
-                replay_->usable() ? fmt::format("captured for replay ({} primitives and copies){}", replay_->kept(), hint).c_str()
+                replay_->usable() ? fmt::format("captured for replay ({} {}){}", replay_->kept(), kept_what(), hint).c_str()
                                   : ("not replayed: " + replay_->why_not()).c_str());
   }
 
@@ -574,7 +576,7 @@ class ElmoFamily final : public ModelFamily {
   StepInputs in_;
   std::future<StepInputs> ahead_;  // the next step's inputs (next_batches); waited for first when destroyed
   SenseStep picked_[2];
-  // SA_STEP_REPLAY=1: a captured step that later steps replay (engine/step_replay.h), on the CPU.
+  // SA_STEP_REPLAY=1: a captured step that later steps replay (engine/step_replay.h): a CUDA graph on a GPU.
   bool replay_wanted_ = false;
   std::string replay_off_;  // why no step is captured
   int launched_ = 0;        // steps this process launched

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
+#include <utility>
 
 #include "engine/core/error.h"
 #include "engine/core/recording_scope.h"
@@ -18,6 +19,7 @@ size_t CachingAllocator::round_size(size_t bytes) {
 
 CachingAllocator::~CachingAllocator() {
   for (const auto& [size, p] : held_) raw_free_(p, device_);
+  for (const auto& [size, p] : aside_) raw_free_(p, device_);
   keeps_ = false;  // a pool's blocks go with it
   release_cached();
 }
@@ -86,7 +88,9 @@ void CachingAllocator::deallocate(void* p) {
   auto it = live_.find(p);
   if (it == live_.end()) return;  // not ours: ignore rather than corrupt the cache
   st_.in_use -= it->second;
-  if (holds_ > 0)
+  if (aside_on_)
+    aside_.emplace_back(it->second, p);
+  else if (holds_ > 0)
     held_.emplace_back(it->second, p);
   else
     free_.emplace(it->second, p);
@@ -104,6 +108,21 @@ void CachingAllocator::release_held() {
   if (--holds_ > 0) return;
   for (const auto& [size, p] : held_) free_.emplace(size, p);
   held_.clear();
+}
+
+void CachingAllocator::set_aside_frees(bool on) {
+  std::lock_guard<std::mutex> lock(mu_);
+  aside_on_ = on;
+}
+
+std::vector<CachingAllocator::Block> CachingAllocator::take_set_aside() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::exchange(aside_, {});
+}
+
+void CachingAllocator::return_blocks(const std::vector<Block>& blocks) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const Block& b : blocks) free_.emplace(b);
 }
 
 void CachingAllocator::release_cached() {

@@ -40,6 +40,14 @@ class CachingAllocator {
   // the host may still be read by a queue that has not run yet, and only the join orders them.
   void hold_frees();
   void release_held();
+  // While on (a device capture open), freed blocks are set aside for good: never handed out again
+  // until take_set_aside() gives them to the caller, who returns them (return_blocks) once nothing
+  // that names them runs any more. A captured graph may read memory made before its capture and
+  // freed during it, as long as it replays.
+  using Block = std::pair<size_t, void*>;
+  void set_aside_frees(bool on);
+  std::vector<Block> take_set_aside();
+  void return_blocks(const std::vector<Block>& blocks);
   AllocatorStats stats() const;
   void reset_peak();
   // Host memory only: from now on, blocks of at most kZeroedMax bytes are zeroed at every
@@ -62,6 +70,8 @@ class CachingAllocator {
   std::unordered_map<void*, size_t> live_;   // block -> size
   std::vector<std::pair<size_t, void*>> held_;  // freed while held: size, block
   int holds_ = 0;
+  bool aside_on_ = false;
+  std::vector<Block> aside_;  // freed while set aside
   AllocatorStats st_;
 };
 

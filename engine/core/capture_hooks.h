@@ -7,10 +7,11 @@
 namespace sa {
 class CachingAllocator;
 class Tensor;
+struct Device;
 
 namespace capture_hooks {
-// The open capture's pool, which host tensors made meanwhile come from (else null).
-std::shared_ptr<CachingAllocator> pool();
+// The open capture's pool, which tensors made meanwhile on its device come from (else null).
+std::shared_ptr<CachingAllocator> pool(const Device& d);
 void uploaded(const Tensor& t);                       // t was just filled from host values
 void copied(const Tensor& src, const Tensor& dst);    // dst was just filled from src on the CPU
 }  // namespace capture_hooks

@@ -13,7 +13,7 @@
 
 namespace sa {
 
-Storage::Storage(size_t n, Device d) : bytes(n), device(d), pool(d.is_cuda() ? nullptr : capture_hooks::pool()) {
+Storage::Storage(size_t n, Device d) : bytes(n), device(d), pool(capture_hooks::pool(d)) {
   ptr = pool ? pool->allocate(n) : backend_uncounted(d).allocator().allocate(n);
 }
 Storage::~Storage() {

@@ -21,7 +21,7 @@ Backend& computing_cpu_backend() {
 }
 
 Backend& cpu_backend() {
-  return replay_audit::on() || StepReplay::capturing() ? recording_cpu_backend() : computing_cpu_backend();
+  return replay_audit::on() || StepReplay::capturing_on(Device::cpu()) ? recording_cpu_backend() : computing_cpu_backend();
 }
 
 void set_cpu_arithmetic(bool on) {

@@ -371,7 +371,7 @@ class RecordingBackend final : public Backend {
     if (inside()) return in().coalesce_rows(ids, rows, allow_padding);
     note(__func__, ids, rows, allow_padding);
     const StepReplay::InsidePrimitive in_primitive;
-    StepReplay* r = StepReplay::capturing();
+    StepReplay* r = StepReplay::capturing_on(Device::cpu());
     if (!r || !allow_padding) {
       if (r) r->refuse("coalesce_rows without padding has the step's own shape");
       return in().coalesce_rows(ids, rows, allow_padding);
@@ -410,10 +410,10 @@ class RecordingBackend final : public Backend {
   // Work started inside a primitive (its scratch fills) is that primitive's: neither noted nor kept.
   static bool inside() { return StepReplay::InsidePrimitive::active(); }
   static void check_seed(uint64_t seed) {
-    if (StepReplay* r = StepReplay::capturing(); r && !inside()) r->check_dropout_seed(seed);
+    if (StepReplay* r = StepReplay::capturing_on(Device::cpu()); r && !inside()) r->check_dropout_seed(seed);
   }
   static void refuse_capture(const char* why) {
-    if (StepReplay* r = StepReplay::capturing(); r && !inside()) r->refuse(why);
+    if (StepReplay* r = StepReplay::capturing_on(Device::cpu()); r && !inside()) r->refuse(why);
   }
   // Notes the primitive, keeps it while a step is captured, and runs it. `f(backend, shift)`: shift
   // is how far dropout's offsets moved since the capture (0 when run now).
@@ -421,7 +421,7 @@ class RecordingBackend final : public Backend {
   static void forward(const char* prim, F f, const A&... args) {
     if (!inside()) {
       note(prim, args...);
-      if (StepReplay* r = StepReplay::capturing()) r->keep([f](uint64_t shift) mutable { f(in(), shift); });
+      if (StepReplay* r = StepReplay::capturing_on(Device::cpu())) r->keep([f](uint64_t shift) mutable { f(in(), shift); });
     }
     const StepReplay::InsidePrimitive in_primitive;
     f(in(), 0);

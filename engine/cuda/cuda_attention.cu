@@ -245,6 +245,7 @@ void dispatch_head_dim(int64_t d, F&& f) {
 
 void CudaBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_mask, double scale,
                             double p, uint64_t seed, uint64_t offset, Tensor& out, Tensor& lse) {
+  if (p > 0) capture_refuse("attention's dropout offsets do not move on replay on the GPU");
   const int64_t B = q.dim(0), H = q.dim(1), T = q.dim(2), d = q.dim(3);
   if (B * H * T == 0) return;
   const AttnShape s{H, T, d, scale, p, seed, offset};
@@ -282,6 +283,7 @@ void CudaBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, c
 void CudaBackend::attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_mask,
                                      double scale, double p, uint64_t seed, uint64_t offset, const Tensor& out,
                                      const Tensor& lse, const Tensor& gout, Tensor& gq, Tensor& gk, Tensor& gv) {
+  if (p > 0) capture_refuse("attention's dropout offsets do not move on replay on the GPU");
   const int64_t B = q.dim(0), H = q.dim(1), T = q.dim(2), d = q.dim(3);
   if (B * H * T == 0) return;
   const AttnShape s{H, T, d, scale, p, seed, offset};

@@ -4,6 +4,7 @@
 #pragma once
 #include <atomic>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
@@ -16,6 +17,12 @@
 #include "engine/upload_paths.h"
 
 namespace sa {
+
+class CudaCapture;
+
+namespace cuda {
+void* replay_offset_shift_address();  // the dropout kernels' offset shift (cuda_elementwise.cu)
+}  // namespace cuda
 
 class CudaBackend final : public Backend {
  public:
@@ -44,8 +51,25 @@ class CudaBackend final : public Backend {
   // larger than a staging slot; the caller then copies synchronously.
   bool upload_async(void* dst, const void* src, size_t bytes);
 
+  // A step replay's capture (cuda_capture.cu): the step's work on this backend's stream becomes one
+  // graph. While one is open, uploads go to its pinned slots, a host read stops the run, and the
+  // work a replay cannot repeat (a step's own random key or constants) is noted against it.
+  std::unique_ptr<DeviceCapture> begin_capture(std::string* why) override;
+  bool capturing() const { return capture_ != nullptr; }
+  void capture_upload(void* dst, const void* src, size_t bytes);
+  [[noreturn]] void capture_read();
+  void capture_refuse(const char* why);
+  void capture_seed(uint64_t seed);
+  // A pool of its own on this device that never gives a block back (a capture's).
+  std::shared_ptr<CachingAllocator> new_pool();
+
   SA_BACKEND_OVERRIDES
  private:
+  friend class CudaCapture;
+  CudaCapture* capture_ = nullptr;
+  CachingAllocator* lanes_pool_ = nullptr;  // the capture's pool, holding frees while lanes are forked
+  bool recording_step() const;              // this thread records a step (SA_CUDA_GRAPHS=step)
+  CachingAllocator* capture_pool();
   int device_;
   CachingAllocator alloc_;
   // The backend's own stream: a blocking one, so work on the legacy default stream (cudaMemcpy,

@@ -145,6 +145,7 @@ std::pair<Tensor, Tensor> CudaBackend::coalesce_rows(const Tensor& ids, const Te
   int64_t slots = M;
   if (!allow_padding) {
     int32_t U = 0;
+    if (capturing()) capture_read();
     const cuda::HostMeeting meeting;  // one pause of a recorded step for both calls
     // Into pageable memory: the copy itself waits for the stream.
     CUDA_WAIT(cudaMemcpyAsync(&U, run.data<int32_t>() + (M - 1), sizeof U, cudaMemcpyDeviceToHost, stream()));

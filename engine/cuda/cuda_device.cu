@@ -44,6 +44,12 @@ static void device_raw_free(void* p, int device) {
   cudaFree(p);
 }
 
+std::shared_ptr<CachingAllocator> CudaBackend::new_pool() {
+  auto pool = std::make_shared<CachingAllocator>(device_raw_alloc, device_raw_free, device_);
+  pool->keep_blocks();
+  return pool;
+}
+
 CudaBackend::CudaBackend(int device) : device_(device), alloc_(device_raw_alloc, device_raw_free, device) {
   CUDA_CHECK(cudaSetDevice(device));
   CUDA_CHECK(cudaStreamCreate(&stream_));
@@ -60,7 +66,10 @@ void CudaBackend::give_workspace(cublasHandle_t h) {
   CUBLAS_CHECK(cublasSetWorkspace(h, w, kBlasWorkspaceBytes));
 }
 
-void CudaBackend::synchronize() { CUDA_WAIT(cudaStreamSynchronize(stream_)); }
+void CudaBackend::synchronize() {
+  if (capturing()) return;  // a step being captured runs nothing yet: nothing to wait for
+  CUDA_WAIT(cudaStreamSynchronize(stream_));
+}
 
 // cudaMemcpy from pageable memory first waits for every kernel queued before it: the batch's
 // uploads (16 a step for ELMo) each drained the GPU's queue, and the host could not run ahead.
@@ -193,6 +202,7 @@ void CudaBackend::fork_lanes(int n) {
   CUDA_CHECK(cudaEventRecord(forked_, stream_));
   for (int i = 0; i < n; ++i) CUDA_CHECK(cudaStreamWaitEvent(lanes_[static_cast<size_t>(i)].stream, forked_, 0));
   alloc_.hold_frees();
+  if (capture_) (lanes_pool_ = capture_pool())->hold_frees();
   forked_lanes_ = n;
   counters::lanes(n);
 }
@@ -211,6 +221,8 @@ void CudaBackend::join_lanes() {
     ~Reset() {
       be.forked_lanes_ = 0;
       be.alloc_.release_held();
+      if (be.lanes_pool_) be.lanes_pool_->release_held();
+      be.lanes_pool_ = nullptr;
     }
   } reset{*this};
   for (int i = 0; i < forked_lanes_; ++i) {
@@ -271,10 +283,16 @@ void copy(void* dst, Device dst_dev, const void* src, Device src_dev, size_t byt
     CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, be.stream()));
     return;
   }
-  const HostMeeting meeting;  // host memory (or another device's): a recorded step pauses for it
   // The copy runs on the current device's (legacy) stream: the source's, bound here, so it follows
   // the work queued on that device's stream.
   CudaBackend& be = static_cast<CudaBackend&>(backend_uncounted(src_dev.is_cuda() ? src_dev : dst_dev));
+  // A step captured for replay: an upload goes to the capture's pinned slots; a read cannot be held.
+  if (be.capturing()) {
+    if (!dst_dev.is_cuda() || src_dev.is_cuda()) be.capture_read();
+    be.capture_upload(dst, src, bytes);
+    return;
+  }
+  const HostMeeting meeting;  // host memory (or another device's): a recorded step pauses for it
   if (dst_dev.is_cuda() && !src_dev.is_cuda() && be.upload_async(dst, src, bytes)) return;
   CUDA_WAIT(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault));
 }

@@ -356,9 +356,24 @@ void CudaBackend::masked_fill(const Tensor& x, const Tensor& mask, double value,
   CUDA_LAUNCHED("masked_fill");
 }
 
+// How far a replayed step's dropout offsets have moved since its capture (cuda_capture.cu): a
+// graph keeps its kernels' arguments, so the kernel adds the shift its first node sets. 0 outside
+// a replay. Offsets and shifts are whole Philox blocks (Generator::take), so the block count a
+// launch was sized for holds.
+__device__ uint64_t g_replay_offset_shift = 0;
+
+namespace cuda {
+void* replay_offset_shift_address() {
+  void* p = nullptr;
+  CUDA_CHECK(cudaGetSymbolAddress(&p, g_replay_offset_shift));
+  return p;
+}
+}  // namespace cuda
+
 // A thread per Philox block of four values (philox_block_uniforms): one draw for four elements.
 template <typename T>
 __global__ void dropout_kernel(uint64_t seed, uint64_t offset, float p, T keep, T* m, int64_t n, int64_t blocks) {
+  offset += g_replay_offset_shift;
   const uint64_t first_block = offset >> 2;
   CUDA_LOOP(b, blocks) {
     philox_block_uniforms(seed, offset, static_cast<uint64_t>(n), first_block + static_cast<uint64_t>(b),
@@ -367,6 +382,7 @@ __global__ void dropout_kernel(uint64_t seed, uint64_t offset, float p, T keep, 
 }
 
 void CudaBackend::dropout_mask(uint64_t seed, uint64_t offset, double p, Tensor& mask) {
+  capture_seed(seed);
   int64_t n = mask.numel();
   if (n == 0) return;
   dispatch(mask.dtype(), "dropout", [&](auto tag) {
@@ -383,6 +399,7 @@ __global__ void draw_distinct_kernel(const int32_t* list, uint32_t n, uint64_t k
 }
 
 void CudaBackend::draw_distinct(const Tensor& list, uint64_t key, Tensor& out) {
+  capture_refuse("draw_distinct's key is the step's own");
   const int64_t k = out.numel();
   if (k == 0) return;
   draw_distinct_kernel<<<blocks_for(k), kThreads, 0, stream()>>>(list.data<int32_t>(),
@@ -424,6 +441,7 @@ int64_t CudaBackend::count_nonfinite(const Tensor& x, bool allow_neg_inf) {
   }
   CUDA_LAUNCHED("count_nonfinite");
   unsigned long long host = 0;
+  if (capturing()) capture_read();
   CUDA_WAIT(cudaMemcpy(&host, c, sizeof(host), cudaMemcpyDeviceToHost));
   counters::host_read();
   return static_cast<int64_t>(host);

@@ -152,8 +152,10 @@ void CudaBackend::graphs_off(const std::string& why) {
                  "launching kernel by kernel from now on\n", why.c_str());
 }
 
+bool CudaBackend::recording_step() const { return t_step.be == this; }
+
 bool CudaBackend::run_as_graph(uint64_t key, const std::function<void()>& body) {
-  if (t_step.be == this) {  // part of the step's piece
+  if (t_step.be == this || capture_) {  // part of the step's piece, or of a step captured for replay
     body();
     return true;
   }
@@ -288,7 +290,7 @@ void CudaBackend::steps_off(const std::string& why) {
 // handles, streams and cached blocks later steps take; a recording must not), and steps while
 // several host threads use the device (their launches would land in it).
 void CudaBackend::open_step(uint64_t key) {
-  if (t_step.be || graphs_failed_ || steps_failed_ || in_lane() || forked_lanes_ > 0) return;
+  if (t_step.be || capture_ || graphs_failed_ || steps_failed_ || in_lane() || forked_lanes_ > 0) return;
   if (n_threads_ > 1) {
     if (!threads_said_.exchange(true))
       std::fprintf(stderr, "sensealign: SA_CUDA_GRAPHS=step, but %d host threads use cuda:%d; launching kernel by "

@@ -177,6 +177,7 @@ void CudaBackend::multi_adagrad(const std::vector<Tensor>& w, const std::vector<
 void CudaBackend::multi_adam(const std::vector<Tensor>& w, const std::vector<Tensor>& m, const std::vector<Tensor>& v,
                              const std::vector<Tensor>& g, const std::vector<double>& weight_decay,
                              const AdamHyper& h) {
+  capture_refuse("Adam's learning rate and bias corrections are the step's own");
   if (weight_decay.size() != w.size())
     fail_message("multi_adam: " + std::to_string(weight_decay.size()) + " weight decays for " + std::to_string(w.size()) +
                  " tensors");

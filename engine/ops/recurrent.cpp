@@ -292,7 +292,7 @@ void for_each_sequence(const std::vector<Seq>& seqs, F f) {
   if (n > 1 && !dev.is_cuda()) {
     // No more threads than the caller allows (a job of xling_eval runs on one). A captured step
     // keeps each sequence's work as its lane, to replay side by side.
-    StepReplay* r = StepReplay::capturing();
+    StepReplay* r = StepReplay::capturing_on(dev);
     if (r) r->parallel_begin();
 #pragma omp parallel for num_threads(std::min(n, omp_get_max_threads())) schedule(static, 1)
     for (int i = 0; i < n; ++i) {

@@ -28,7 +28,7 @@ TEST(StepReplay, AReplayOnNewInputsGivesTheLaunchedResult) {
   const Tensor out = work(Tensor::from(first, {4}), gen);
   r.end();
   ASSERT_TRUE(r.usable()) << r.why_not();
-  ASSERT_EQ(r.inputs().size(), 1u);
+  ASSERT_EQ(r.input_count(), 1u);
   EXPECT_EQ(r.check_inputs({bytes_of(first)}), "");
   EXPECT_TRUE(testing::contains(r.check_inputs({bytes_of(second)}), "other values"));
   EXPECT_EQ(out.item(), launched_first);
@@ -153,6 +153,70 @@ TEST(StepReplay, WhatAReplayCannotHoldRefusesTheCapture) {
     EXPECT_TRUE(testing::contains(testing::error_of([&] { second.begin(nullptr); }), "one at a time"));
     r.end();
     EXPECT_EQ(StepReplay::capturing(), nullptr);
+  }
+}
+
+// On a GPU the step is captured as one CUDA graph: the capture runs the step once, and a replay
+// on new inputs gives what launching the same work again gives, dropout included (its offsets
+// moved on the device). Same kernels, same order: equal to the last bit, asserted within 1e-6.
+TEST(StepReplay, OnCudaAReplayedGraphGivesTheLaunchedResult) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU present: a captured CUDA step not replayed";
+  const Device gpu = Device::cuda(0);
+  const std::vector<float> first = {1, 2, 3, 4}, second = {-2, 0.5f, 7, 1}, third = {0.25f, 3, -1, 2};
+  Generator launched_gen(11);
+  std::vector<double> launched;
+  for (const auto* v : {&first, &second, &third}) launched.push_back(work(Tensor::from(*v, {4}, gpu), launched_gen).item());
+
+  Generator gen(11);
+  StepReplay r;
+  r.begin(&gen, gpu);
+  ASSERT_EQ(StepReplay::capturing(), &r) << r.why_not();
+  EXPECT_EQ(StepReplay::capturing_on(Device::cpu()), nullptr);
+  const Tensor out = work(Tensor::from(first, {4}, gpu), gen);
+  r.end();
+  ASSERT_TRUE(r.usable()) << r.why_not();
+  EXPECT_EQ(r.input_count(), 1u);
+  EXPECT_GT(r.kept(), 3u);  // the graph's nodes: the input's copy, the kernels, the offset shift's set and reset
+  EXPECT_EQ(r.check_inputs({bytes_of(first)}), "");
+  EXPECT_NEAR(out.item(), launched[0], 1e-6);  // the capture ran the step once
+  ASSERT_TRUE(r.replay({bytes_of(second)}));
+  EXPECT_NEAR(out.item(), launched[1], 1e-6);
+  ASSERT_TRUE(r.replay({bytes_of(third)}));
+  EXPECT_NEAR(out.item(), launched[2], 1e-6);
+  EXPECT_EQ(gen.offset, launched_gen.offset);
+  // A launched mask after the replays draws at its own offset (the shift is back to 0).
+  Tensor m = Tensor::empty({8}, DType::F32, gpu), c = Tensor::empty({8});
+  backend(gpu).dropout_mask(5, 64, 0.5, m);
+  backend(Device::cpu()).dropout_mask(5, 64, 0.5, c);
+  EXPECT_EQ(m.values(), c.values());
+}
+
+// What a graph cannot replay (a key of the step's own) leaves it unusable, but the capture still
+// runs the step; a host read while capturing stops the run with the reason, and the stream records
+// nothing after it.
+TEST(StepReplay, OnCudaWhatAGraphCannotHoldIsRefused) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU present: a captured CUDA step not replayed";
+  const Device gpu = Device::cuda(0);
+  std::vector<int32_t> ids(64);
+  for (int i = 0; i < 64; ++i) ids[static_cast<size_t>(i)] = i * 3;
+  const std::vector<double> launched = ops::draw_distinct(Tensor::from(ids, {64}, gpu), 16, 7).values();
+  {
+    StepReplay r;
+    r.begin(nullptr, gpu);
+    const Tensor drawn = ops::draw_distinct(Tensor::from(ids, {64}, gpu), 16, 7);
+    r.end();
+    EXPECT_FALSE(r.usable());
+    EXPECT_TRUE(testing::contains(r.why_not(), "draw_distinct")) << r.why_not();
+    EXPECT_EQ(drawn.values(), launched);
+  }
+  {
+    StepReplay r;
+    r.begin(nullptr, gpu);
+    const Tensor x = Tensor::from(std::vector<float>{1, 2}, {2}, gpu);
+    EXPECT_TRUE(testing::contains(testing::error_of([&] { ops::sum(x).item(); }), "read a device value on the host"));
+    r.abandon("the step failed");
+    EXPECT_EQ(StepReplay::capturing(), nullptr);
+    EXPECT_EQ(ops::sum(Tensor::from(std::vector<float>{1, 2}, {2}, gpu)).item(), 3.0);
   }
 }
 

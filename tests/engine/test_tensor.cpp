@@ -218,6 +218,29 @@ TEST(Allocator, HeldFreesAreReusedOnlyAfterTheRelease) {
   EXPECT_NE(testing::error_of([&] { a.release_held(); }).find("without hold_frees"), std::string::npos);
 }
 
+// While a device capture is open, a freed block is set aside: the captured graph may still name
+// it. It is handed out again only after its owner returns it.
+TEST(Allocator, BlocksSetAsideAreReusedOnlyWhenReturned) {
+  CachingAllocator a([](size_t bytes, int) { return std::malloc(bytes); }, [](void* p, int) { std::free(p); }, 0);
+  void* made_before = a.allocate(4096);
+  a.set_aside_frees(true);
+  a.deallocate(made_before);
+  void* during = a.allocate(4096);
+  EXPECT_NE(during, made_before) << "a block set aside must not be handed out";
+  a.set_aside_frees(false);
+  void* after = a.allocate(4096);
+  EXPECT_NE(after, made_before) << "still set aside after the capture";
+  const std::vector<CachingAllocator::Block> aside = a.take_set_aside();
+  ASSERT_EQ(aside.size(), 1u);
+  EXPECT_EQ(aside[0].second, made_before);
+  EXPECT_TRUE(a.take_set_aside().empty());
+  a.return_blocks(aside);
+  void* returned = a.allocate(4096);
+  EXPECT_EQ(returned, made_before) << "returned: reused";
+  EXPECT_EQ(a.stats().reserved, size_t{3} * 4096);
+  for (void* p : {during, after, returned}) a.deallocate(p);
+}
+
 // Shapes that keep changing (embedding sentences of every length) must not grow the host cache
 // without end: a block of each size would be kept. 200 blocks of growing size, each freed before
 // the next: what stays reserved is bounded by the cache's limit (the peak in use, or 64 MiB).

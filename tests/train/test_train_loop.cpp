@@ -377,6 +377,28 @@ TEST(TrainLoop, ReplayedStepsTrainAsLaunchedOnes) {
   EXPECT_EQ(sense.steps_done, 14);
 }
 
+// On a GPU the captured step is one CUDA graph, replayed with each step's inputs copied into its
+// pinned slots: 50 steps train as launched ones, the loss of each within 1e-5 (the kernels are
+// the same; atomics in the sparse gradients may add in another order).
+TEST(TrainLoop, OnCudaReplayedStepsTrainAsLaunchedOnes) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU present: CUDA step replay not compared";
+  TrainOptions o;
+  o.quiet = true;
+  auto run = [&](const std::string& name, const char* replay) {
+    const testing::ScopedEnv env("SA_STEP_REPLAY", replay);
+    const std::string cfg = tiny_elmo_config(name, 50, "checkpoint_every = 50\nstate_reset = 0.3\n"
+                                             "char_tokens_bucket = 16\ndevice = \"cuda:0\"\n");
+    const TrainResult r = train_model(TrainConfig::load(cfg, {"log_every=1"}), o);
+    return std::pair{r, testing::metric(fs::path(cfg).parent_path().string() + "/run", "loss")};
+  };
+  const auto [launched, launched_losses] = run("cuda-replay-off", nullptr);
+  const auto [replayed, replayed_losses] = run("cuda-replay-on", "1");
+  EXPECT_TRUE(testing::contains(replayed.replay, "48 steps replayed the step captured at step 2")) << replayed.replay;
+  ASSERT_EQ(launched_losses.size(), 50u);
+  ASSERT_EQ(replayed_losses.size(), 50u);
+  for (const auto& [step, loss] : launched_losses) EXPECT_NEAR(replayed_losses.at(step), loss, 1e-5) << "step " << step;
+}
+
 // bench train says which of a sense model's periodic host work its timed steps held: refits on step
 // 1 and every pca_every after, flushes on logging steps, prunings from prune_first on.
 TEST(TrainLoop, PeriodicSenseWorkCountsTheStepsItFallsOn) {
