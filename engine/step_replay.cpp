@@ -124,9 +124,11 @@ void StepReplay::end() {
     }
   }
   closed_ = true;
-  if (cap_) {
-    for (uint64_t seed : cap_->dropout_seeds()) check_dropout_seed(seed);
-    if (const std::string why = cap_->why_not(); !why.empty()) refuse(why);
+  if (cap_) {  // read first: a refusal lets the capture go
+    const std::vector<uint64_t> seeds = cap_->dropout_seeds();
+    const std::string why = cap_->why_not();
+    for (uint64_t seed : seeds) check_dropout_seed(seed);
+    if (!why.empty()) refuse(why);
   }
   if (const int64_t reads = device_counters().host_reads - host_reads_before_; reads > 0)
     refuse(fmt::format("the step read device values {} times (a replay runs no host code between its work)", reads));

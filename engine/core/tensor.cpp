@@ -56,10 +56,11 @@ template Tensor Tensor::from(const std::vector<double>&, const Shape&, Device);
 template Tensor Tensor::from(const std::vector<int32_t>&, const Shape&, Device);
 template Tensor Tensor::from(const std::vector<uint8_t>&, const Shape&, Device);
 
+// The values go to the device as the caller holds them and are cast there: the upload is the
+// caller's bytes on every device (what a captured step's replay refills, engine/step_replay.h).
 Tensor Tensor::of(const std::vector<double>& values, const Shape& shape, DType dtype, Device dev) {
-  Tensor d = from(values, shape, Device::cpu());
-  Tensor c = dtype == DType::F64 ? d : d.to(dtype);
-  return dev == Device::cpu() ? c : c.to(dev);
+  Tensor d = from(values, shape, dev);
+  return dtype == DType::F64 ? d : d.to(dtype);
 }
 
 const Shape& Tensor::shape() const {

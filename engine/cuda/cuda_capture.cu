@@ -45,6 +45,8 @@ class CudaCapture final : public DeviceCapture {
     *shift_ = 0;
     shift_on_device_ = cuda::replay_offset_shift_address();
     pool_ = be_.new_pool();
+    // The launched steps' cached blocks go back first: the pool takes the step's memory anew.
+    be_.allocator().release_cached();
     be_.allocator().set_aside_frees(true);
     if (cudaError_t e = cudaStreamBeginCapture(be_.stream_, cudaStreamCaptureModeRelaxed); e != cudaSuccess) {
       be_.allocator().set_aside_frees(false);

@@ -209,7 +209,7 @@ Forward forward(const ops::LstmSequenceArgs& a) {
   describe_sequence(&s->yd, dt, T, B, P);
   describe_state(&s->hd, dt, B, P);
   describe_state(&s->cd, dt, B, D);
-  s->lengths = Tensor::from(std::vector<int32_t>(static_cast<size_t>(B), static_cast<int32_t>(T)), {B}, dev);
+  s->lengths = Tensor::full({B}, static_cast<double>(T), DType::I32, dev);  // filled there: no upload a step replay would refill
 
   CUDNN_CHECK(cudnnGetRNNWeightSpaceSize(s->handle, s->rnn, &s->weight_bytes));
   const size_t elt = dtype_size(s->dtype);

@@ -386,9 +386,8 @@ TEST(TrainLoop, OnCudaReplayedStepsTrainAsLaunchedOnes) {
   o.quiet = true;
   auto run = [&](const std::string& name, const char* replay) {
     const testing::ScopedEnv env("SA_STEP_REPLAY", replay);
-    const std::string cfg = tiny_elmo_config(name, 50, "checkpoint_every = 50\nstate_reset = 0.3\n"
-                                             "char_tokens_bucket = 16\ndevice = \"cuda:0\"\n");
-    const TrainResult r = train_model(TrainConfig::load(cfg, {"log_every=1"}), o);
+    const std::string cfg = tiny_elmo_config(name, 50, "checkpoint_every = 50\nstate_reset = 0.3\nchar_tokens_bucket = 16\n");
+    const TrainResult r = train_model(TrainConfig::load(cfg, {"log_every=1", "device=\"cuda:0\""}), o);
     return std::pair{r, testing::metric(fs::path(cfg).parent_path().string() + "/run", "loss")};
   };
   const auto [launched, launched_losses] = run("cuda-replay-off", nullptr);
