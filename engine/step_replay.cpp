@@ -130,7 +130,8 @@ void StepReplay::end() {
     for (uint64_t seed : seeds) check_dropout_seed(seed);
     if (!why.empty()) refuse(why);
   }
-  if (const int64_t reads = device_counters().host_reads - host_reads_before_; reads > 0)
+  // (A GPU's capture stops the run at a read: cuda::copy.)
+  if (const int64_t reads = device_counters().host_reads - host_reads_before_; !cap_ && reads > 0)
     refuse(fmt::format("the step read device values {} times (a replay runs no host code between its work)", reads));
   if (dropout_) offset_per_step_ = dropout_->offset - offset_begin_;
   if (!why_not_.empty()) return drop();

@@ -56,11 +56,17 @@ template Tensor Tensor::from(const std::vector<double>&, const Shape&, Device);
 template Tensor Tensor::from(const std::vector<int32_t>&, const Shape&, Device);
 template Tensor Tensor::from(const std::vector<uint8_t>&, const Shape&, Device);
 
-// The values go to the device as the caller holds them and are cast there: the upload is the
-// caller's bytes on every device (what a captured step's replay refills, engine/step_replay.h).
 Tensor Tensor::of(const std::vector<double>& values, const Shape& shape, DType dtype, Device dev) {
-  Tensor d = from(values, shape, dev);
-  return dtype == DType::F64 ? d : d.to(dtype);
+  // In a step captured for replay on a GPU, the upload must be the caller's bytes (what a replay
+  // refills, engine/step_replay.h): the doubles go up and are cast there. Elsewhere the host casts,
+  // and uploads half the bytes without a device temporary (an initial table can be gigabytes).
+  if (dev.is_cuda() && capture_hooks::pool(dev)) {
+    Tensor d = from(values, shape, dev);
+    return dtype == DType::F64 ? d : d.to(dtype);
+  }
+  Tensor d = from(values, shape, Device::cpu());
+  Tensor c = dtype == DType::F64 ? d : d.to(dtype);
+  return dev == Device::cpu() ? c : c.to(dev);
 }
 
 const Shape& Tensor::shape() const {

@@ -155,9 +155,13 @@ void CudaBackend::graphs_off(const std::string& why) {
 bool CudaBackend::recording_step() const { return t_step.be == this; }
 
 bool CudaBackend::run_as_graph(uint64_t key, const std::function<void()>& body) {
-  if (t_step.be == this || capture_) {  // part of the step's piece, or of a step captured for replay
+  if (t_step.be == this) {  // part of the step's piece
     body();
     return true;
+  }
+  if (capture_) {  // part of a step captured for replay: answered as the CPU's model answers
+    body();
+    return cuda_graphs_enabled();
   }
   if (!cuda_graphs_enabled() || graphs_failed_) {
     body();
