@@ -106,8 +106,12 @@ uint16_t* Tensor::data<uint16_t>() const {
 void Tensor::copy_from(const Tensor& src) {
   SA_CHECK(src.shape() == shape() && src.dtype() == dtype(), "copy: source {} does not match destination {}",
            describe(src), describe(*this));
-  if (nbytes() == 0) return;
   Device a = device(), b = src.device();
+  if (nbytes() == 0) {
+    // An empty upload still keeps its place among a captured step's inputs (engine/step_replay.h).
+    if (a.is_cuda() && !b.is_cuda()) cuda::copy(raw(), a, src.raw(), b, 0);
+    return;
+  }
   if (!a.is_cuda() && !b.is_cuda()) {
     if (cpu_arithmetic()) std::memcpy(raw(), src.raw(), nbytes());  // without: a GPU's copy, queued
     capture_hooks::copied(src, *this);

@@ -24,7 +24,8 @@ class CudaCapture final : public DeviceCapture {
     if (done_) cudaEventSynchronize(done_);  // the last replay has read its slots and memory
     if (exec_) cudaGraphExecDestroy(exec_);
     if (done_) cudaEventDestroy(done_);
-    for (const HostBytes& s : slots_) cudaFreeHost(const_cast<void*>(s.data));
+    for (const HostBytes& s : slots_)
+      if (s.data) cudaFreeHost(const_cast<void*>(s.data));
     if (shift_) cudaFreeHost(shift_);
     cudaGetLastError();
     be_.allocator().return_blocks(aside_);
@@ -61,6 +62,10 @@ class CudaCapture final : public DeviceCapture {
   std::shared_ptr<CachingAllocator> pool() override { return pool_; }
 
   void upload(void* dst, const void* src, size_t bytes) override {
+    if (bytes == 0) {  // an input all the same, as the CPU's model keeps it: nothing to copy
+      slots_.push_back({nullptr, 0});
+      return;
+    }
     void* slot = nullptr;
     if (cudaError_t e = cudaHostAlloc(&slot, bytes, cudaHostAllocDefault); e != cudaSuccess) {
       cudaGetLastError();

@@ -275,7 +275,8 @@ void* stream_of(int device) { return static_cast<CudaBackend&>(backend(device)).
 UploadPaths upload_paths(int device) { return static_cast<CudaBackend&>(backend(device)).upload_paths(); }
 
 void copy(void* dst, Device dst_dev, const void* src, Device src_dev, size_t bytes) {
-  if (bytes == 0) return;
+  const bool upload = dst_dev.is_cuda() && !src_dev.is_cuda();
+  if (bytes == 0 && !upload) return;  // an empty upload may be a captured step's input (below)
   if (src_dev.is_cuda() && dst_dev == src_dev) {
     // Within a device: on the calling thread's stream (its lane's, between fork and join), so it
     // neither waits for other lanes' work nor makes them wait, as a copy on the legacy stream would.
@@ -292,6 +293,7 @@ void copy(void* dst, Device dst_dev, const void* src, Device src_dev, size_t byt
     be.capture_upload(dst, src, bytes);
     return;
   }
+  if (bytes == 0) return;
   const HostMeeting meeting;  // host memory (or another device's): a recorded step pauses for it
   if (dst_dev.is_cuda() && !src_dev.is_cuda() && be.upload_async(dst, src, bytes)) return;
   CUDA_WAIT(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault));
