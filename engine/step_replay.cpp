@@ -179,17 +179,21 @@ std::string StepReplay::check_inputs(const std::vector<HostBytes>& values) const
 bool StepReplay::replay(const std::vector<HostBytes>& values) {
   if (!usable() || !size_mismatch(values).empty()) return false;
   const uint64_t shift = dropout_ ? dropout_->offset - offset_begin_ : 0;
-  if (cap_) {
-    cap_->replay(values, shift);
-    counters::upload(static_cast<int64_t>(values.size()));
-    counters::launch(static_cast<int64_t>(cap_->nodes()));  // as the CPU's model counts its work (below)
-    counters::graph(static_cast<int64_t>(cap_->nodes()));
-    if (dropout_) dropout_->offset += offset_per_step_;
-    ++replays_;
-    return true;
-  }
-  staged_ = values;  // each copied in by the kept work, where the step made it (capture_hooks::uploaded)
   counters::upload(static_cast<int64_t>(values.size()));
+  if (cap_)
+    cap_->replay(values, shift);
+  else
+    run_kept(values, shift);
+  if (dropout_) dropout_->offset += offset_per_step_;
+  // What a GPU starts: the step's work as one graph.
+  counters::launch(static_cast<int64_t>(kept()));
+  counters::graph(static_cast<int64_t>(kept()));
+  ++replays_;
+  return true;
+}
+
+void StepReplay::run_kept(const std::vector<HostBytes>& values, uint64_t shift) {
+  staged_ = values;  // each copied in by the kept work, where the step made it (capture_hooks::uploaded)
   for (size_t i = 0; i < work_.size();) {
     size_t end = i + 1;
     if (work_[i].region >= 0) {
@@ -201,12 +205,6 @@ bool StepReplay::replay(const std::vector<HostBytes>& values) {
     i = end;
   }
   staged_.clear();  // the caller's values, gone after the call
-  if (dropout_) dropout_->offset += offset_per_step_;
-  // What a GPU starts: the step's work as one graph.
-  counters::launch(static_cast<int64_t>(work_.size()));
-  counters::graph(static_cast<int64_t>(work_.size()));
-  ++replays_;
-  return true;
 }
 
 void StepReplay::keep(std::function<void(uint64_t)> run) {

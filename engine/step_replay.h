@@ -1,11 +1,11 @@
 // A training step captured once and replayed (docs/design.md §6.7). On a GPU the step's work is
 // captured on the backend's stream as one CUDA graph (engine/device_capture.h), its inputs copied
-// from pinned slots a replay refills. On the CPU, the model of that graph, as follows. While a step is captured, its host tensors come from a pool
-// of its own, and every primitive the CPU backend runs, every host copy between tensors and every
-// tensor made from host values (the step's inputs) is kept with the memory it touched. Blocks the
-// step frees go back to the pool and are reused inside the step, as launched; the pool hands out
-// nothing after the capture, so the kept work's memory stays the step's, as a CUDA graph's private
-// pool keeps it. A replay copies the next step's inputs into the
+// from pinned slots a replay refills. The CPU models that graph: while a step is captured, its host
+// tensors come from a pool of its own, and every primitive the CPU backend runs, every host copy
+// between tensors and every tensor made from host values (the step's inputs) is kept with the
+// memory it touched. Blocks the step frees go back to the pool and are reused inside the step, as
+// launched; the pool hands out nothing after the capture, so the kept work's memory stays the
+// step's, as a CUDA graph's private pool keeps it. A replay copies the next step's inputs into the
 // captured ones and runs the kept work again, without the step's host path (ops, checks, the tape,
 // allocations). Per-step values: dropout's random offsets advance as the step's own draws would.
 // A replay holds only what the capture held, so a step that reads device values, or whose inputs
@@ -107,6 +107,7 @@ class StepReplay {
     std::function<void(uint64_t)> run;
     int region = -1, lane = 0;  // region >= 0: kept by lane `lane` of a parallel region
   };
+  void run_kept(const std::vector<HostBytes>& values, uint64_t shift);  // the CPU's replay
   void run_region(size_t first, size_t end, uint64_t shift);
   void drop();  // a capture that cannot replay: its work and memory go
   std::string size_mismatch(const std::vector<HostBytes>& values) const;  // "" when each input fits

@@ -162,10 +162,12 @@ CachingAllocator& host_allocator() {
   return *a;
 }
 
-std::shared_ptr<CachingAllocator> new_host_pool() {
-  auto pool = std::make_shared<CachingAllocator>(host_raw_alloc, host_raw_free, 0, /*bounded=*/false);
-  pool->keep_blocks();
+std::shared_ptr<CachingAllocator> CachingAllocator::kept_pool(RawAlloc a, RawFree f, int device) {
+  auto pool = std::make_shared<CachingAllocator>(a, f, device);
+  pool->keeps_ = true;
   return pool;
 }
+
+std::shared_ptr<CachingAllocator> new_host_pool() { return CachingAllocator::kept_pool(host_raw_alloc, host_raw_free, 0); }
 
 }  // namespace sa

@@ -27,9 +27,9 @@ class CachingAllocator {
   // until the cache holds no more than the peak in use, or 64 MiB (the host's: allocator.cpp).
   CachingAllocator(RawAlloc a, RawFree f, int device, bool bounded = false)
       : raw_alloc_(a), raw_free_(f), device_(device), bounded_(bounded) {}
-  // Never gives a block back while it lives (out of memory is an error, release_cached does
-  // nothing): a captured step's pool, whose freed blocks kept work still names.
-  void keep_blocks() { keeps_ = true; }
+  // A pool that never gives a block back while it lives (out of memory is an error, release_cached
+  // does nothing): a captured step's, whose freed blocks its kept work or graph still names.
+  static std::shared_ptr<CachingAllocator> kept_pool(RawAlloc a, RawFree f, int device);
   ~CachingAllocator();
   void* allocate(size_t bytes);
   void deallocate(void* p);
@@ -77,8 +77,7 @@ class CachingAllocator {
 
 // The host allocator (64-byte aligned blocks).
 CachingAllocator& host_allocator();
-// A host allocator of its own, unbounded (it never gives a block back while it lives): a captured
-// step's pool (engine/step_replay.h).
+// A host kept_pool: a step captured on the CPU (engine/step_replay.h).
 std::shared_ptr<CachingAllocator> new_host_pool();
 
 }  // namespace sa

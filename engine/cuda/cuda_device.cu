@@ -45,9 +45,7 @@ static void device_raw_free(void* p, int device) {
 }
 
 std::shared_ptr<CachingAllocator> CudaBackend::new_pool() {
-  auto pool = std::make_shared<CachingAllocator>(device_raw_alloc, device_raw_free, device_);
-  pool->keep_blocks();
-  return pool;
+  return CachingAllocator::kept_pool(device_raw_alloc, device_raw_free, device_);
 }
 
 CudaBackend::CudaBackend(int device) : device_(device), alloc_(device_raw_alloc, device_raw_free, device) {
