@@ -102,12 +102,12 @@ TEST_OBJ := $(TEST_SRC:%.cpp=$(BUILD)/%.o)
 UNIT_SRC := $(wildcard tests/*.cpp $(foreach m,engine data layers sense eval,tests/$(m)/*.cpp))
 UNIT_OBJ := $(UNIT_SRC:%.cpp=$(BUILD)/%.o)
 
-.PHONY: all test unit python bench clean deps corpus quickstart gpu-report gpu-bundle sanitize fuzz
+.PHONY: all test unit python wheel bench clean deps corpus quickstart gpu-report gpu-bundle sanitize fuzz peers peers-check
 all: $(TOOLS) bin/tests bin/fault_inject.so
 
 # Debian packages the build, the tests and the default corpus need; `make deps` installs the
 # missing ones (with sudo when not root).
-DEB_PACKAGES := g++ make python3 python3-dev pybind11-dev python3-pybind11 python3-numpy python3-pytest python3-h5py libopenblas-openmp-dev libfmt-dev libgtest-dev libcli11-dev libhdf5-dev \
+DEB_PACKAGES := g++ make python3 python3-dev python3-venv pybind11-dev python3-pybind11 python3-numpy python3-pytest python3-h5py libopenblas-openmp-dev libfmt-dev libgtest-dev libcli11-dev libhdf5-dev \
   nlohmann-json3-dev libtomlplusplus-dev debian-handbook \
   wordnet-base wordnet-sense-index libpugixml-dev edict trans-de-en man-db manpages-de libutf8proc-dev \
   libopenmpi-dev openmpi-bin
@@ -125,8 +125,9 @@ $(CORPUS) &:
 	@mkdir -p build/corpus
 	python3 data/scripts/handbook_corpus.py $(CORPUS)
 
+# Only what it runs: the trainer (and bin/embed, which reads its result), not the tests.
 quickstart: deps
-	$(MAKE) -j$$(nproc) all python corpus
+	$(MAKE) -j$$(nproc) bin/train bin/embed corpus
 	./bin/train configs/quickstart.cfg
 
 # The CUDA flag set is part of every object: rebuild when it changes. (MPI changes only which
@@ -179,15 +180,26 @@ bin/unit_tests: $(UNIT_OBJ) $(LIB)
 	@mkdir -p bin
 	$(CXX) -o $@ $(UNIT_OBJ) $(LIB) $(LDLIBS) -lgtest
 
-# The Python module (eval/python): bin/sensealign<suffix>.so, imported with bin/ on PYTHONPATH.
+# The Python package (eval/python): bin/sensealign/, its compiled core _core<suffix>.so beside the
+# package's .py files, imported with bin/ on PYTHONPATH (or installed by `pip install .`).
 # Debian's interpreter, whose packages (pybind11, numpy, pytest, h5py) make deps installs.
 PYTHON ?= /usr/bin/python3
-PY_MODULE := bin/sensealign$(shell $(PYTHON) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))" 2>/dev/null)
+PY_SUFFIX := $(shell $(PYTHON) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))" 2>/dev/null)
+PY_MODULE := bin/sensealign/_core$(PY_SUFFIX)
+PY_FILES := $(addprefix bin/sensealign/,$(notdir $(wildcard eval/python/sensealign/*.py)))
 $(BUILD)/eval/python/%.o: CXXFLAGS += $(shell $(PYTHON) -m pybind11 --includes 2>/dev/null)
-python: $(PY_MODULE)
+python: $(PY_MODULE) $(PY_FILES)
+# The core finds libsensealign.so beside itself (a wheel) or in the tree it was built in.
 $(PY_MODULE): $(BUILD)/eval/python/sensealign_module.o $(LIB)
-	@mkdir -p bin
-	$(CXX) -shared -o $@ $< $(LIB) $(LDLIBS)
+	@mkdir -p $(dir $@) && rm -f bin/sensealign$(PY_SUFFIX)
+	$(CXX) -shared -o $@ $< $(LIB) -Wl,-rpath,'$$ORIGIN:$$ORIGIN/../../$(BUILD)' $(LDLIBS)
+bin/sensealign/%.py: eval/python/sensealign/%.py
+	@mkdir -p $(dir $@)
+	cp $< $@
+# A wheel of the package for this machine's Python 3.11 (pip install dist/sensealign-*.whl); `pip
+# install .` does the same through pyproject.toml.
+wheel:
+	python3 eval/python/build_backend.py dist
 
 # The fault-injection tests' LD_PRELOAD shim (kills at a chosen rename or write).
 bin/fault_inject.so: tests/fault_inject.c
@@ -220,6 +232,16 @@ FUZZ_PACKAGES := clang libclang-rt-14-dev libomp-dev
 fuzz:
 	$(MAKE) deps DEB_PACKAGES="$(FUZZ_PACKAGES)"
 	FUZZ_S=$(FUZZ_S) tests/fuzz/run.sh $(FUZZ_TARGETS)
+
+# The reference implementations (bilm-tf on TensorFlow, PyTorch and transformers, Flair), pinned in
+# eval/peers/*.txt, each in a virtual environment under build/peers/ from PyPI; nothing else needs
+# them. peers-check compares our models with them (eval/peers/check.sh), one line per check.
+peers:
+	$(MAKE) deps DEB_PACKAGES="python3-venv"
+	eval/peers/install.sh
+peers-check:
+	$(MAKE) -j$$(nproc) all python
+	eval/peers/check.sh
 
 bench:
 	$(MAKE) -j$$(nproc) bin/bench
@@ -263,6 +285,6 @@ gpu-bundle:
 	tests/gpu/make_bundle.sh $(BUNDLE)
 
 clean:
-	rm -rf $(BUILD) bin build-san build-fuzz build-bundle
+	rm -rf $(BUILD) bin dist build-san build-fuzz build-bundle
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -6,6 +6,11 @@
 
 namespace sa {
 
+// Every tool's stdout is line-buffered, also into a file or a pipe (a batch job's log, nohup): a
+// line is there when it is printed, and a kill loses none. Set when the library loads, before
+// anything is written.
+[[maybe_unused]] const bool stdout_line_buffered = std::setvbuf(stdout, nullptr, _IOLBF, BUFSIZ) == 0;
+
 ProgressLine::ProgressLine() : tty_(isatty(STDERR_FILENO) != 0) {}
 
 void ProgressLine::update(const std::string& text, bool last) {

@@ -162,7 +162,7 @@ int run_ner(const XlingArgs& a) {
 }
 
 void add_ner_options(CLI::App* c, XlingArgs& a) {
-  c->add_option("--dev", a.dev, "English dev sentences (CoNLL-2003 eng.testa)")->required();
+  c->add_option("--dev", a.dev, "English dev sentences (CoNLL-2003 eng.testa)");
   c->add_option("--hidden", a.hidden, "BiLSTM units per direction");
   c->add_option("--word-dropout", a.word_dropout, "chance that a token's whole vector is zeroed");
   c->add_option("--dropout", a.dropout, "locked dropout (one mask per sentence) before and after the BiLSTM");
@@ -188,6 +188,12 @@ XlingTask ner_xling_task() {
                          "(PAN-X zh, ja) are regrouped into --cedict/--edict words for an ELMo encoder, each character scored with its "
                          "word's vector",
           .items = "sentences",
+          .data = "Data: English training and dev sets from CoNLL-2003 (eng.train, eng.testa; the Reuters text comes "
+                  "with a licence from NIST, the annotations from the CoNLL-2003 shared task), test sets from CoNLL-2003 "
+                  "German (deu.testa/testb) and CoNLL-2002 Spanish and Dutch (esp.testa/testb, ned.testa/testb, the "
+                  "CoNLL-2002 shared task's files, also in NLTK's data as conll2002), or WikiANN/PAN-X .tsv files (the "
+                  "XTREME benchmark). Example: xling_eval ner --model RUN --train eng.train --dev eng.testa --test "
+                  "de=deu.testa --test es=esp.testa",
           .defaults = defaults,
           .add_options = add_ner_options,
           .run = run_ner};

@@ -116,7 +116,7 @@ int run_xnli(const XlingArgs& a) {
 }
 
 void add_xnli_options(CLI::App* c, XlingArgs& a) {
-  c->add_option("--dev", a.dev, "English dev pairs (XNLI dev-en.tsv)")->required();
+  c->add_option("--dev", a.dev, "English dev pairs (XNLI dev-en.tsv)");
   c->add_option("--hidden", a.hidden, "BiLSTM units per direction (premise and hypothesis each)");
   c->add_option("--dense", a.dense, "units of the ReLU layer");
   c->add_option("--dropout", a.dropout, "dropout after the ReLU layer");
@@ -134,6 +134,10 @@ XlingTask nli_xling_task() {
                          "its own BiLSTM (not shared), mean-pooled over its true length -> [u; v; u - v; u * v] -> dense (ReLU) "
                          "-> dropout -> 3 labels; Adam, best English-dev epoch; raw text tokenized as the corpora were",
           .items = "pairs",
+          .data = "Data: English training pairs from MultiNLI (multinli_1.0_train.jsonl or .txt, from NYU) or SICK "
+                  "(SICK.txt), English dev and other-language test pairs from XNLI (xnli.dev.tsv / xnli.test.tsv split "
+                  "per language, or XTREME's dev-LANG.tsv: premise, hypothesis, label). Example: xling_eval xnli --model "
+                  "RUN --train SICK.txt --dev dev-en.tsv --test de=dev-de.tsv --test es=dev-es.tsv",
           .defaults = defaults,
           .add_options = add_xnli_options,
           .run = run_xnli};

@@ -214,6 +214,10 @@ XlingTask sentiment_xling_task() {
                          "its vectors -> dense (hidden, ReLU, dropout) -> dense to 2 classes; Adam, early stop on English dev "
                          "accuracy",
           .items = "reviews",
+          .data = "Data: the Multilingual Amazon Reviews Corpus (MARC; CSV review_text,stars per language: English "
+                  "training reviews, test reviews in each language) or Webis-CLS-10 (Prettenhofer and Stein; "
+                  "LANG/CATEGORY/train.review and test.review). Example: xling_eval sent --model RUN --train "
+                  "marc-train-en.csv --test en=marc-test-en.csv --test es=marc-test-es.csv",
           .defaults = defaults,
           .add_options = add_sent_options,
           .run = run_sent};

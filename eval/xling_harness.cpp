@@ -266,11 +266,11 @@ void add_common_options(CLI::App* c, XlingArgs& a, const std::string& items) {
                 "LANG=RUN_DIR (ours or a BERT directory) or LANG=options.json,weights.hdf5, repeatable: embed LANG's test "
                 "file with this model "
                 "(ELMo+Proj: one monolingual model per language)");
-  c->add_option("--train", a.train, std::string("English training ") + what)->required();
+  c->add_option("--train", a.train, std::string("English training ") + what);
   c->add_option("--test", a.tests, std::string("LANG=FILE, repeatable: ") + what + " to test on. LANG names the "
                 "row of the table and report (and picks --align/--test-model): one file may be tested under two "
                 "names, e.g. es= and es-proj= with an --align for es-proj only, so a system and its +Proj variant "
-                "are scored by the same English classifiers")->required();
+                "are scored by the same English classifiers");
   c->add_option("--layers", a.layers, "concat, average, top or a layer index (0: the token layer)");
   c->add_option("--runs", a.runs, "classifiers trained with seeds seed, seed+1, ...")
       ->check(CLI::Validator(positive_integer, "POSITIVE"));

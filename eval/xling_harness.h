@@ -114,6 +114,7 @@ struct XlingInputs {
 // options and its run.
 struct XlingTask {
   std::string name, description, items;
+  std::string data;  // what --train/--dev/--test read and where a user gets it (--help, and the error without it)
   XlingArgs defaults;
   std::function<void(CLI::App*, XlingArgs&)> add_options;
   std::function<int(const XlingArgs&)> run;

@@ -4,6 +4,8 @@
 //   FAULT_KILL_AT_WRITE=k   the k-th write to a regular file writes half its bytes, then SIGKILL
 //   FAULT_ENOSPC_AT_WRITE=k the k-th and every later write to a regular file fails with ENOSPC,
 //                           as on a full disk
+//   FAULT_SIGNAL_AT_WRITE=k after the k-th write completes, raise FAULT_SIGNAL (default 15, SIGTERM), as
+//                           a scheduler or Ctrl-C would; with FAULT_SIGNAL_AGAIN=1 once more at the next write
 //   FAULT_WRITE_MATCH=text  count only writes to files whose path contains `text`
 //   FAULT_COUNT=path        at exit, writes "renames N writes M" (a clean run's counts) to path
 #define _GNU_SOURCE
@@ -19,6 +21,7 @@
 #include <unistd.h>
 
 static long renames, writes;
+static int counted;  // whether the write in progress was counted
 
 static long env_long(const char* name) {
   const char* v = getenv(name);
@@ -40,8 +43,19 @@ static int regular_file(int fd) {
 
 // Counts a write to a regular file; true when this one is to be cut and the process killed.
 static int cut_here(int fd) {
-  if (!regular_file(fd)) return 0;
+  counted = regular_file(fd);
+  if (!counted) return 0;
   return ++writes == env_long("FAULT_KILL_AT_WRITE");
+}
+
+// After a counted write completed: the signal, when this is the chosen write (or the one after).
+static void signal_after(void) {
+  const long k = env_long("FAULT_SIGNAL_AT_WRITE");
+  if (!counted || k <= 0) return;
+  if (writes == k || (writes == k + 1 && env_long("FAULT_SIGNAL_AGAIN"))) {
+    const long sig = env_long("FAULT_SIGNAL");
+    raise(sig > 0 ? (int)sig : SIGTERM);
+  }
 }
 
 // After cut_here counted it: whether this write is to fail as on a full disk.
@@ -67,7 +81,9 @@ ssize_t write(int fd, const void* buf, size_t n) {
     raise(SIGKILL);
   }
   if (disk_full(fd)) return -1;
-  return real(fd, buf, n);
+  const ssize_t r = real(fd, buf, n);
+  signal_after();
+  return r;
 }
 
 ssize_t pwrite(int fd, const void* buf, size_t n, off_t at) {
@@ -78,7 +94,9 @@ ssize_t pwrite(int fd, const void* buf, size_t n, off_t at) {
     raise(SIGKILL);
   }
   if (disk_full(fd)) return -1;
-  return real(fd, buf, n, at);
+  const ssize_t r = real(fd, buf, n, at);
+  signal_after();
+  return r;
 }
 
 ssize_t pwrite64(int fd, const void* buf, size_t n, off_t at) { return pwrite(fd, buf, n, at); }
@@ -92,7 +110,9 @@ ssize_t writev(int fd, const struct iovec* iov, int cnt) {
     raise(SIGKILL);
   }
   if (disk_full(fd)) return -1;
-  return real(fd, iov, cnt);
+  const ssize_t r = real(fd, iov, cnt);
+  signal_after();
+  return r;
 }
 
 __attribute__((destructor)) static void report(void) {

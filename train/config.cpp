@@ -5,6 +5,7 @@
 #include "train/families.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -13,6 +14,7 @@
 
 #include "data/corpus.h"
 #include "engine/core/error.h"
+#include "train/default_corpus.h"
 
 namespace sa {
 
@@ -397,6 +399,29 @@ std::vector<std::string> TrainConfig::refused_changes(const TrainConfig& saved) 
   return refused;
 }
 
+// A shipped config's data path that this machine lacks (../shared/data is only on the developers'
+// machines) gives way to the default corpus, saying so; a path given with --set, a bilingual run
+// and a path outside configs/ stay errors. The default corpus is extracted when it is missing.
+static void use_default_corpus_where_missing(TrainConfig& c, const std::string& path, const KeyLines& lines) {
+  namespace fs = std::filesystem;
+  const DefaultCorpus d = default_corpus();
+  auto from_file = [&](const std::string& key) {
+    auto it = lines.find(key);
+    return it != lines.end() && it->second.rfind("--set", 0) != 0;
+  };
+  const bool shipped = fs::path(path).parent_path().filename() == "configs";
+  if (shipped && c.train_prefix_l2.empty() && from_file("train_prefix") && !matches_a_file(c.train_prefix) &&
+      !is_default_corpus(d, c.train_prefix)) {
+    std::printf("train: train_prefix '%s' (%s) matches no file on this machine: training on the default corpus, %s "
+                "(Debian's debian-handbook, English); --set train_prefix=PATH_OR_GLOB trains on your own text\n",
+                c.train_prefix.c_str(), lines.at("train_prefix").c_str(), d.train.c_str());
+    c.train_prefix = d.train;
+    if (from_file("heldout_prefix") && !matches_a_file(c.heldout_prefix)) c.heldout_prefix = d.heldout;
+  }
+  if (is_default_corpus(d, c.train_prefix) || (!c.heldout_prefix.empty() && is_default_corpus(d, c.heldout_prefix)))
+    prepare_default_corpus(d);
+}
+
 std::string TrainConfig::find(const std::string& name) {
   namespace fs = std::filesystem;
   if (fs::is_regular_file(name)) return name;
@@ -446,6 +471,7 @@ TrainConfig TrainConfig::load(const std::string& path, const std::vector<std::st
       fail("--set {}: {}", o, e.what());
     }
   }
+  if (check_files) use_default_corpus_where_missing(c, path, lines);
   validate(c, path, lines, check_files);
   return c;
 }

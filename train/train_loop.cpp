@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cmath>
 #include <cstdio>
 #include <optional>
@@ -11,6 +12,7 @@
 #include "engine/dist/communicator.h"
 #include "engine/engine.h"
 #include "engine/replay_audit.h"
+#include "train/stop_signal.h"
 
 namespace sa {
 
@@ -33,6 +35,13 @@ TrainResult run_training(ModelFamily& f, const TrainConfig& c, const RunOutput& 
   const int64_t warm = 5;  // steps before the steady rate is timed (allocation warm-up)
   const auto t0 = clock::now();
   auto t_warm = t0;
+  double last_line_s = 0;  // when the console last got a progress line
+  // The count a resume from this checkpoint continues from (logged first: a kill before the
+  // checkpoint is complete resumes from an earlier one, and this line is dropped with it).
+  auto save_checkpoint = [&](int64_t step, int64_t tokens_now) {
+    out.log({{"step", step}, {"tokens", out.tokens_before() + tokens_now}, {"checkpoint", true}});
+    f.save();
+  };
   int64_t tokens = 0, tokens_warm = 0;
   DeviceCounters counted_from = device_counters();
   Tensor smooth;  // the console's moving average, on the device
@@ -62,7 +71,10 @@ TrainResult run_training(ModelFamily& f, const TrainConfig& c, const RunOutput& 
     const bool scores = f.scores_heldout() && ((c.heldout_every > 0 && step % c.heldout_every == 0) || step == total);
     const bool saves = step % c.checkpoint_every == 0 || step == total;
     const bool last = step == total || (opts.max_new_steps > 0 && step - first == opts.max_new_steps);
-    if (logs || scores || saves || last) {
+    // Console-only lines for slow steps: the first if it took 10 s, then at least every 30 s.
+    const double now_s = seconds_since(t0);
+    const bool timely = !out.quiet && !logs && ((step == first + 1 && now_s >= 10) || now_s - last_line_s >= 30);
+    if (logs || scores || saves || last || timely) {
       res.last_loss = st.loss.item();
       SA_CHECK(std::isfinite(res.last_loss), "step {}: the loss is {} ({})", step, res.last_loss, f.divergence_hint());
     }
@@ -87,14 +99,15 @@ TrainResult run_training(ModelFamily& f, const TrainConfig& c, const RunOutput& 
                              {"tokens", out.tokens_before() + tokens}};
       line.update(f.step_metrics());
       out.log(line);
-      if (!out.quiet) {
-        // The console smooths (a moving average); metrics.jsonl logs each step's own loss.
-        const double sm = smooth.item();
-        std::printf("step %ld/%ld | %.0f tokens/s | ETA %s | smoothed %s %.3f | perplexity %.1f\n", (long)step,
-                    (long)total, res.tokens_per_s, clock_str(el / (step - first) * (total - step)).c_str(), f.loss_name(),
-                    sm, std::exp(sm));
-        std::fflush(stdout);
-      }
+    }
+    if ((logs || timely) && !out.quiet) {
+      // The console smooths (a moving average); metrics.jsonl logs each step's own loss.
+      const double sm = smooth.item();
+      std::printf("step %ld/%ld | %.0f tokens/s | ETA %s | smoothed %s %.3f | perplexity %.1f\n", (long)step,
+                  (long)total, res.tokens_per_s, clock_str(el / (step - first) * (total - step)).c_str(), f.loss_name(),
+                  sm, std::exp(sm));
+      std::fflush(stdout);
+      last_line_s = el;
     }
     // Held-out text every heldout_every steps and once at the end; a rerun of a finished run
     // trains nothing and logs nothing.
@@ -103,11 +116,19 @@ TrainResult run_training(ModelFamily& f, const TrainConfig& c, const RunOutput& 
       out.log({{"step", step}, {"heldout_perplexity", res.heldout_perplexity}});
       if (!out.quiet) std::printf("step %ld: held-out perplexity %.1f\n", (long)step, res.heldout_perplexity);
     }
-    if (saves) {
-      // The count a resume from this checkpoint continues from (logged first: a kill before the
-      // checkpoint is complete resumes from an earlier one, and this line is dropped with it).
-      out.log({{"step", step}, {"tokens", out.tokens_before() + tokens}, {"checkpoint", true}});
-      f.save();
+    if (saves) save_checkpoint(step, tokens);
+    // A stop signal that came during this step or its bookkeeping: this step's checkpoint, then out.
+    if (const int stop = stop_signal()) {
+      if (!saves) {
+        res.last_loss = st.loss.item();
+        SA_CHECK(std::isfinite(res.last_loss), "step {}: the loss is {} ({})", step, res.last_loss, f.divergence_hint());
+        save_checkpoint(step, tokens);
+      }
+      res.stopped_by = stop;
+      if (!out.quiet)
+        std::printf("train: stopped at step %ld/%ld by %s after writing its checkpoint; rerun the same command to "
+                    "resume\n", (long)step, (long)total, stop == SIGINT ? "an interrupt" : "SIGTERM"), std::fflush(stdout);
+      break;
     }
     if (opts.after_step) opts.after_step(step);
   }

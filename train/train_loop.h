@@ -29,6 +29,7 @@ struct TrainOptions {
 
 struct TrainResult {
   int64_t steps_done = 0;
+  int stopped_by = 0;  // the signal (SIGTERM, SIGINT) that ended the run early, after a checkpoint
   double last_loss = 0;
   double heldout_perplexity = 0;  // 0 when no held-out data
   double tokens_per_s = 0;         // over every step of this invocation
@@ -116,7 +117,10 @@ class ModelFamily {
 
 // Runs `family` from its step() to its total_steps() (or opts.max_new_steps more). The host reads
 // the loss only on the steps that log it, score held-out text or save a checkpoint (and the last):
-// a diverged run stops there, before a checkpoint can hold it.
+// a diverged run stops there, before a checkpoint can hold it. The console also gets a line after a
+// slow first step and whenever 30 s passed without one, so a big model on the CPU shows its rate
+// and ETA within the first minute. After a stop signal (train/stop_signal.h) the step in progress
+// ends, a checkpoint is written and the run returns with stopped_by set.
 TrainResult run_training(ModelFamily& family, const TrainConfig& c, const RunOutput& out, const TrainOptions& opts,
                          StepPhases& phases);
 

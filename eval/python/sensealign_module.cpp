@@ -1,5 +1,6 @@
-// The Python module `sensealign`: a trained model as numpy arrays, for users who work in Python
-// (bilm-tf, AllenNLP, Flair, transformers, MUSE).
+// The compiled core of the Python package `sensealign` (eval/python/sensealign/ re-exports it): a
+// trained model as numpy arrays, for users who work in Python (bilm-tf, AllenNLP, Flair,
+// transformers, MUSE).
 //   import sensealign
 //   m = sensealign.load("runs/saelmo")                       # or options=..., weights=...
 //   vecs = m.embed([["the", "bank", "."]])                   # [layers, tokens, dim] float32 each
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "data/corpus.h"
+#include "data/input_limits.h"
 #include "engine/cpu/blas_kernel.h"
 #include "eval/aligned_encoder.h"
 #include "eval/alignment.h"
@@ -64,6 +66,16 @@ class Model {
   // AllenNLP's ElmoEmbedder.embed_batch shape: one [layers, tokens, dim] array per sentence.
   std::vector<py::array_t<float>> embed(const Sentences& sentences, int batch_size) {
     SA_CHECK(batch_size > 0, "embed: batch_size must be positive, got {}", batch_size);
+    // What the engine cannot embed is refused here, naming the sentence and token.
+    for (size_t i = 0; i < sentences.size(); ++i) {
+      SA_CHECK(!sentences[i].empty(), "embed: sentence {} is empty (each sentence is a list of one or more tokens)", i);
+      for (size_t k = 0; k < sentences[i].size(); ++k) {
+        const std::string& w = sentences[i][k];
+        SA_CHECK(!w.empty(), "embed: sentence {}, token {} is an empty string", i, k);
+        SA_CHECK(w.size() <= kMaxTokenBytes, "embed: sentence {}, token {} is {} bytes long, longer than a token can be "
+                 "({} bytes)", i, k, w.size(), kMaxTokenBytes);
+      }
+    }
     Sentences input = sentences;
     if (encoder_->lowercase)
       for (auto& s : input)
@@ -208,7 +220,7 @@ class Aligner {
 }  // namespace
 }  // namespace sa
 
-PYBIND11_MODULE(sensealign, m) {
+PYBIND11_MODULE(_core, m) {
   m.doc() = "SenseAlign: sense-aware contextual embeddings (ELMo, SaELMo, BERT) as numpy arrays";
   py::class_<sa::Model>(m, "Model")
       .def("embed", &sa::Model::embed, py::arg("sentences"), py::arg("batch_size") = 64,

@@ -165,10 +165,21 @@ int main(int argc, char** argv) {
   std::string semcor_dir, semcor_out = "semcor.data.xml";
   conv->add_option("dir", semcor_dir, "SemCor 3.0 directory (brown1, brown2, brownv)")->required();
   conv->add_option("-o,--output", semcor_out, "NAME.data.xml to write (keys to NAME.gold.key.txt)");
+  // What the tool reads and where a user gets it: in --help, and in the error when it is not given.
+  const std::string data =
+      "Data: the training corpus is SemCor 3.0 (its directory of tag files, e.g. semcor3.0/ with brown1, brown2 and "
+      "brownv, or converted to the unified XML by `wsd_eval convert-semcor`), the test sets those of the unified "
+      "evaluation framework of Raganato et al. (2017), WSD_Evaluation_Framework (senseval2, senseval3, semeval2007, "
+      "semeval2013, semeval2015, ALL: NAME.data.xml with NAME.gold.key.txt beside it; its Training_Corpora/SemCor is "
+      "SemCor in the same XML). WordNet 3.0's index.sense comes from Debian's wordnet-sense-index (`make deps`). "
+      "Example: wsd_eval --model RUN --train WSD_Evaluation_Framework/Training_Corpora/SemCor/semcor.data.xml --test "
+      "WSD_Evaluation_Framework/Evaluation_Datasets/senseval2/senseval2.data.xml";
+  app.footer(data);
   CLI11_PARSE(app, argc, argv);
   try {
     if (conv->parsed()) return convert_semcor(semcor_dir, semcor_out, wordnet);
-    SA_CHECK(!train.empty() && !tests.empty(), "give --train and at least one --test (see --help)");
+    SA_CHECK(!train.empty() && !tests.empty(), "needs --train (a sense-tagged training corpus) and at least one --test "
+             "(an evaluation set).\n{}", data);
     model.check();
     const bool use_model = !model.source.run_dir.empty() || !model.source.options.empty();
     SA_CHECK(use_model || baselines, "give --model RUN_DIR or --options/--weights (or --baselines alone)");

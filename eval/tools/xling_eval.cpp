@@ -23,12 +23,20 @@ int main(int argc, char** argv) {
     sa::add_common_options(c, args[i], tasks[i].items);
     sa::add_cjk_options(c, args[i]);
     tasks[i].add_options(c, args[i]);
+    c->footer(tasks[i].data);
     subcommands.push_back(c);
   }
   CLI11_PARSE(app, argc, argv);
   try {
-    for (size_t i = 0; i < tasks.size(); ++i)
-      if (subcommands[i]->parsed()) return tasks[i].run(args[i]);
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      if (!subcommands[i]->parsed()) continue;
+      // Without data, say what the task reads and where it comes from, not just the missing flag.
+      const bool needs_dev = tasks[i].name != "sent";  // sent holds out a tenth of --train instead
+      SA_CHECK(!args[i].train.empty() && !args[i].tests.empty() && (!needs_dev || !args[i].dev.empty()),
+               "{} needs --train (English {}){} and at least one --test LANG=FILE.\n{}", tasks[i].name, tasks[i].items,
+               needs_dev ? ", --dev (English dev " + tasks[i].items + ")" : "", tasks[i].data);
+      return tasks[i].run(args[i]);
+    }
   } catch (const std::exception& e) {
     return sa::tool_failure("xling_eval", e);
   }

@@ -129,3 +129,40 @@ def test_the_blas_runs_the_best_kernel_the_cpu_supports():
     if b["cpu_level"] == 0:
         pytest.skip("this CPU has no AVX2: a generic kernel is the best it can run")
     assert b["core_level"] == b["cpu_level"], b
+
+
+def test_four_threads_at_once_give_one_threads_arrays(tiny_run):
+    m = sensealign.load(tiny_run, device="cpu")
+    alone = m.embed(TOKENS)
+    results = [None] * 4
+
+    def run(k):
+        results[k] = m.embed(TOKENS)
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for r in results:
+        assert len(r) == len(alone)
+        for a, b in zip(alone, r):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_bad_input_raises_naming_the_problem(tiny_run, tmp_path):
+    m = sensealign.load(tiny_run, device="cpu")
+    with pytest.raises(TypeError):
+        m.embed("the cat sat")          # a string, not a list of token lists
+    with pytest.raises(TypeError):
+        m.embed([["the", 3]])           # a token that is not a string
+    with pytest.raises(RuntimeError, match="sentence 1 is empty"):
+        m.embed([["the", "cat"], []])
+    with pytest.raises(RuntimeError, match="sentence 0, token 1 is an empty string"):
+        m.embed([["the", ""]])
+    with pytest.raises(RuntimeError, match="sentence 0, token 0 is 100000 bytes long"):
+        m.embed([["x" * 100000]])
+    with pytest.raises(RuntimeError, match="weights.hdf5"):
+        sensealign.load(options=os.path.join(tiny_run, "options.json"), weights=str(tmp_path / "weights.hdf5"))
+    # The model still works after each refusal.
+    assert m.embed([["the", "cat"]])[0].shape == (m.n_layers, 2, m.dim)

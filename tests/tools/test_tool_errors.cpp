@@ -250,6 +250,29 @@ TEST(ToolErrors, CountOptionsMustBePositiveIntegers) {
   EXPECT_FALSE(fs::exists(dir + "/keys"));
 }
 
+// Without data, the evaluation tools say what they read and where it comes from, not only which
+// flag is missing; --help says the same. bench names an unknown peer with the known ones.
+TEST(ToolErrors, EvaluationToolsWithoutDataSayWhatTheyNeed) {
+  struct Case {
+    std::string cmd;
+    std::vector<std::string> says;
+  };
+  const std::vector<Case> cases = {
+      {"./bin/wsd_eval", {"needs --train", "SemCor 3.0", "Raganato et al. (2017)", "NAME.gold.key.txt", "wordnet-sense-index"}},
+      {"./bin/xling_eval ner --model run", {"ner needs --train", "--dev", "CoNLL-2003", "CoNLL-2002"}},
+      {"./bin/xling_eval xnli --model run --train t.tsv", {"xnli needs --train", "MultiNLI", "XNLI"}},
+      {"./bin/xling_eval sent --model run --test es=x.csv", {"sent needs --train", "Multilingual Amazon Reviews Corpus", "Webis-CLS-10"}},
+      {"./bin/bench train --peer tensorflow --steps 1", {"--peer tensorflow: no such peer", "bilm-tf", "torch-debian"}},
+  };
+  for (const Case& c : cases) {
+    const ToolRun r = run(c.cmd);
+    EXPECT_NE(r.rc, 0) << c.cmd;
+    for (const std::string& part : c.says) contains(r.out, {part});
+  }
+  contains(run("./bin/wsd_eval --help").out, {"SemCor 3.0", "Raganato et al. (2017)"});
+  contains(run("./bin/xling_eval ner --help").out, {"CoNLL-2003", "CoNLL-2002"});
+}
+
 // bench ops --only runs the named groups alone (a short GPU lease times just the kernels it
 // needs) and refuses a group it does not know, naming the choices.
 TEST(ToolErrors, BenchOpsRunsOnlyTheGroupsNamed) {

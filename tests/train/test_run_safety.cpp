@@ -11,6 +11,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <tuple>
 
 #include "data/hdf5_file.h"
 #include "data/run_files.h"
@@ -236,6 +237,67 @@ TEST(FaultInjection, KillAtAnyRenameOrWriteThenRerunGivesTheUninterruptedResult)
     EXPECT_EQ(losses(run_dir), want_losses);
     EXPECT_EQ(weights(run_dir), want_weights);
   }
+}
+
+// A shipped config (one in a configs/ folder) whose corpus this machine lacks, as ../shared/data on
+// a user's machine: it trains on the default corpus and says so. A path given with --set stays an
+// error naming it.
+TEST(RunDir, ShippedConfigWithoutItsDataTrainsOnTheDefaultCorpus) {
+  const std::string dir = setup("default-corpus");
+  fs::create_directories(dir + "/configs");
+  std::string cfg = read_text(dir + "/tiny.cfg");
+  cfg.replace(cfg.find(dir + "/corpus.txt"), (dir + "/corpus.txt").size(), dir + "/no-such-data/brown.txt");
+  cfg.insert(0, "heldout_prefix = \"" + dir + "/no-such-data/heldout.txt\"\nheldout_batches = 1\n");
+  std::ofstream(dir + "/configs/mine.cfg") << cfg.replace(cfg.find("n_steps = 12"), 12, "n_steps = 2");
+  const Ran r = run("./bin/train " + dir + "/configs/mine.cfg");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "matches no file on this machine: training on the default corpus, build/corpus/handbook-en.train.txt"))
+      << r.out;
+  EXPECT_TRUE(has(read_text(run_files::config(dir + "/run")), "handbook-en.train.txt"));
+  EXPECT_TRUE(has(read_text(run_files::config(dir + "/run")), "handbook-en.heldout.txt"));
+  const Ran set = run("./bin/train " + dir + "/configs/mine.cfg --set train_prefix=" + dir + "/nowhere.txt --set run_dir=" + dir + "/r2");
+  EXPECT_NE(set.rc, 0);
+  EXPECT_TRUE(has(set.out, "nowhere.txt' matches no file")) << set.out;
+}
+
+// SIGTERM (a scheduler's notice before preemption) or SIGINT (Ctrl-C) at any step: the step ends,
+// its checkpoint is written, the trainer exits with 128 + the signal saying how to resume, and the
+// rerun gives the uninterrupted result. A second signal ends it at once; the rerun still does.
+TEST(FaultInjection, StopSignalWritesACheckpointThenRerunGivesTheUninterruptedResult) {
+  ASSERT_TRUE(fs::exists("bin/fault_inject.so")) << "make builds bin/fault_inject.so";
+  const std::string dir = setup("signals");
+  const std::string shim = "LD_PRELOAD=" + fs::absolute("bin/fault_inject.so").string() + " FAULT_WRITE_MATCH=metrics.jsonl ";
+  ASSERT_EQ(run(train_cmd(dir, " --set run_dir=" + dir + "/clean")).rc, 0);
+  const auto want_losses = losses(dir + "/clean");
+  const auto want_weights = weights(dir + "/clean");
+  const std::string run_dir = dir + "/run";
+  // metrics.jsonl gets a line per step (log_every = 1) and one per checkpoint (every 4 steps):
+  // write 2 is step 2's loss, 5 step 4's checkpoint line, 7 step 6's loss.
+  for (const auto& [sig, at, step] : std::vector<std::tuple<int, int, int64_t>>{{SIGTERM, 2, 2}, {SIGINT, 5, 4}, {SIGTERM, 7, 6}}) {
+    SCOPED_TRACE("signal " + std::to_string(sig) + " at write " + std::to_string(at));
+    fs::remove_all(run_dir);
+    const Ran stopped = run(shim + "FAULT_SIGNAL=" + std::to_string(sig) + " FAULT_SIGNAL_AT_WRITE=" + std::to_string(at) +
+                            " " + train_cmd(dir));
+    EXPECT_EQ(stopped.signal, sig) << stopped.out;  // exit code 128 + sig
+    EXPECT_TRUE(has(stopped.out, "train: stopped at step " + std::to_string(step) + "/12")) << stopped.out;
+    EXPECT_TRUE(has(stopped.out, "rerun the same command to resume")) << stopped.out;
+    EXPECT_EQ(run_files::newest_checkpoint_step(run_dir), step);
+    const Ran rerun = run(train_cmd(dir));
+    ASSERT_EQ(rerun.rc, 0) << rerun.out;
+    EXPECT_EQ(losses(run_dir), want_losses);
+    EXPECT_EQ(weights(run_dir), want_weights);
+  }
+  // Signalled at step 5's loss line, then again at the stop's own checkpoint line: no checkpoint of
+  // step 5, the process ends at once.
+  fs::remove_all(run_dir);
+  const Ran twice = run(shim + "FAULT_SIGNAL_AT_WRITE=6 FAULT_SIGNAL_AGAIN=1 " + train_cmd(dir));
+  EXPECT_EQ(twice.signal, SIGTERM) << twice.out;
+  EXPECT_FALSE(has(twice.out, "train: stopped at step")) << twice.out;
+  EXPECT_EQ(run_files::newest_checkpoint_step(run_dir), 4);
+  const Ran rerun = run(train_cmd(dir));
+  ASSERT_EQ(rerun.rc, 0) << rerun.out;
+  EXPECT_EQ(losses(run_dir), want_losses);
+  EXPECT_EQ(weights(run_dir), want_weights);
 }
 
 bool no_temporaries(const std::string& dir);

@@ -7,6 +7,7 @@
 #include "engine/core/error.h"
 #include "engine/dist/communicator.h"
 #include "train/families.h"
+#include "train/stop_signal.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"Train a SenseAlign model from a config file (rerun to resume)"};
@@ -24,7 +25,13 @@ int main(int argc, char** argv) {
     const std::string path = sa::TrainConfig::find(config);
     if (path != config) std::printf("config: %s\n", path.c_str()), std::fflush(stdout);
     sa::TrainConfig c = sa::TrainConfig::load(path, sets, true);
-    sa::train_model(c);
+    // A first line at once: counting a large corpus and building the model take a while.
+    if (sa::dist::rank() == 0)
+      std::printf("train: %s into %s, device %s; reading %s\n", path.c_str(), c.run_dir.c_str(), c.device.c_str(),
+                  c.train_prefix.c_str());
+    if (sa::dist::size() == 1) sa::install_stop_signals();
+    const sa::TrainResult r = sa::train_model(c);
+    if (r.stopped_by) return 128 + r.stopped_by;  // the shell's code for a signalled process
   } catch (const std::exception& e) {
     const int rc = sa::tool_failure("train", e);
     // Under mpirun the other ranks may be waiting in a collective: end the whole job.
