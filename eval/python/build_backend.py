@@ -21,8 +21,8 @@ NAME = "sensealign"
 with open(os.path.join(ROOT, "pyproject.toml"), "rb") as _f:
     VERSION = tomllib.load(_f)["project"]["version"]
 SUMMARY = "Sense-aware contextual embeddings (ELMo, SaELMo, BERT) and their cross-lingual alignment"
-# pybind11 2.10 (Debian 12's) reads numpy 1.x's C structures.
-REQUIRES = ["numpy>=1.21,<2"]
+# Tested with numpy 1.26 (Debian 12, PyPI) and 2.4 (PyPI).
+REQUIRES = ["numpy>=1.21"]
 EXTRAS = {"torch": ["torch"], "flair": ["flair>=0.15,<0.16"]}
 
 
