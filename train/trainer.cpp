@@ -21,6 +21,7 @@
 #include "train/checkpoint.h"
 #include "train/run_dir.h"
 #include "train/run_session.h"
+#include "train/step_dump.h"
 #include "train/step_phases.h"
 #include "train/train_loop.h"
 
@@ -149,6 +150,11 @@ class ElmoFamily final : public ModelFamily {
     // it reads into a working table per direction (sense/working_table.h).
     sense_ = c.sense.n_context >= 2;
     sharded_ = sense_ && c.sense_tables == "sharded";
+    // SA_DUMP_STEPS: plain ELMo in one process (the reference runs the same graph).
+    if (std::string d = step_dump_dir(); !d.empty()) {
+      SA_CHECK(!sense_ && ranks == 1, "SA_DUMP_STEPS writes plain ELMo's steps in one process (n_context = 0, no mpirun)");
+      dump_dir_ = d;
+    }
     replay_wanted_ = step_replay_enabled();
     if (replay_wanted_) {
       replay_off_ = sense_          ? "no step captured: a sense model's schedule reads and changes its tables between steps"
@@ -232,6 +238,7 @@ class ElmoFamily final : public ModelFamily {
     // batch
     const int64_t step = s.step + 1;
     next_batches(step);
+    if (!dump_dir_.empty() && step == 1) save_checkpoint(dump_dir_ + "/ckpt-0.safetensors", s);  // the weights before it
     s.step = step;
     const std::vector<std::vector<uint8_t>> resets =
         s.carried.reset_masks(c.state_reset, c.seed * 998244353 + static_cast<uint64_t>(step), first_row_, global_rows_);
@@ -294,6 +301,7 @@ class ElmoFamily final : public ModelFamily {
     // The global batch's loss (equal rows per rank); one process keeps it on the device.
     st.loss = dist::size() > 1 ? Tensor::full(loss.shape(), dist::mean_over_ranks(loss.item()), loss.dtype(), dev_)
                                : loss.detach();
+    if (!dump_dir_.empty()) dump_step(dump_dir_, step, batches, in_.negatives, st.loss);
     phases.profile_forward_ops(false);
     phases.mark("loss");
     // backward (bilm-tf differentiates total_loss * unroll_steps), clip, update
@@ -578,6 +586,7 @@ class ElmoFamily final : public ModelFamily {
   SenseStep picked_[2];
   // SA_STEP_REPLAY=1: a captured step that later steps replay (engine/step_replay.h): a CUDA graph on a GPU.
   bool replay_wanted_ = false;
+  std::string dump_dir_;    // SA_DUMP_STEPS (train/step_dump.h)
   std::string replay_off_;  // why no step is captured
   int launched_ = 0;        // steps this process launched
   std::optional<StepReplay> replay_;
