@@ -71,14 +71,16 @@ const std::vector<Peer>& peers() {
   return table;
 }
 
+// Whether the peer's interpreter (and, for Debian's python3, its torch) is on this machine.
+static bool present(const Peer& p) {
+  const fs::path root = checkout_root();
+  if (!fs::exists(fs::path(p.python).is_absolute() ? fs::path(p.python) : root / p.python)) return false;
+  if (p.name != "torch-debian") return true;  // Debian's python3 is always there; its torch may not be
+  return std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") == 0;
+}
+
 std::vector<const Peer*> choose_peers(const std::vector<std::string>& names, bool embed) {
   std::vector<const Peer*> out;
-  const fs::path root = checkout_root();
-  auto present = [&](const Peer& p) {
-    if (!fs::exists(fs::path(p.python).is_absolute() ? fs::path(p.python) : root / p.python)) return false;
-    if (p.name != "torch-debian") return true;  // Debian's python3 is always there; its torch may not be
-    return std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") == 0;
-  };
   for (const std::string& n : names) {
     if (n.empty()) continue;
     if (n == "auto") {
@@ -104,7 +106,7 @@ PeerResult run_peer(const Peer& p, const std::vector<std::string>& args, const s
   PeerResult r;
   const fs::path root = checkout_root();
   const std::string python = fs::path(p.python).is_absolute() ? p.python : (root / p.python).string();
-  if (!fs::exists(python)) {
+  if (!present(p)) {
     r.error = "not installed: " + p.needs;
     return r;
   }
