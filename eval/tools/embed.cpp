@@ -69,6 +69,8 @@ int main(int argc, char** argv) {
     std::unique_ptr<ContextualEncoder> enc = load_encoder(model.source, resolve_device(device));
     std::vector<std::string> lines;
     auto sents = read_sentences(input, lines, enc->lowercase);
+    std::printf("embed: %s, %zu sentences -> %s (layers %s, %s)\n", enc->origin.c_str(), sents.size(), output.c_str(),
+                layers.c_str(), enc->device().str().c_str());
     std::vector<Tensor> maps;  // per layer
     if (!align.empty()) maps = read_layer_maps(align, enc->n_layers(), enc->dim(), enc->device());
     std::unique_ptr<EncoderState> state = stateful ? enc->new_state(batch) : nullptr;

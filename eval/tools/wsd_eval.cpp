@@ -196,6 +196,8 @@ int main(int argc, char** argv) {
       log.fields = {{"step", step}, {"model", dir}, {"mwe", mwe}};
       if (tokens >= 0) log.fields["tokens"] = tokens;
     }
+    std::printf("wsd_eval: reading %s and %zu test set(s)%s\n", train.c_str(), tests.size(),
+                use_model ? "; then embedding them" : "");
     fs::create_directories(out_dir);
     const WordNetSenses wn = WordNetSenses::load(wordnet);
     TrainSet tr = read_train(train, wn);

@@ -35,6 +35,8 @@ int main(int argc, char** argv) {
       SA_CHECK(!args[i].train.empty() && !args[i].tests.empty() && (!needs_dev || !args[i].dev.empty()),
                "{} needs --train (English {}){} and at least one --test LANG=FILE.\n{}", tasks[i].name, tasks[i].items,
                needs_dev ? ", --dev (English dev " + tasks[i].items + ")" : "", tasks[i].data);
+      std::printf("xling_eval %s: English %s from %s, %zu test file(s), %d runs; embedding them first\n",
+                  tasks[i].name.c_str(), tasks[i].items.c_str(), args[i].train.c_str(), args[i].tests.size(), args[i].runs);
       return tasks[i].run(args[i]);
     }
   } catch (const std::exception& e) {
