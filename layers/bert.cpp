@@ -77,8 +77,8 @@ BertConfig BertConfig::from_hf_json(const std::string& path) {
   return c;
 }
 
-void BertConfig::save_hf_json(const std::string& path) const {
-  nlohmann::json j = {{"architectures", {"BertForMaskedLM"}},
+void BertConfig::save_hf_json(const std::string& path, bool masked_lm) const {
+  nlohmann::json j = {{"architectures", {masked_lm ? "BertForMaskedLM" : "BertModel"}},
                       {"model_type", "bert"},
                       {"hidden_act", exact_gelu ? "gelu" : "gelu_new"},
                       {"initializer_range", 0.02},

@@ -44,7 +44,9 @@ struct BertConfig {
   }
   // Hugging Face's config.json (model_type "bert"; hidden_act must be GELU). Fails naming the file.
   static BertConfig from_hf_json(const std::string& path);
-  void save_hf_json(const std::string& path) const;
+  // `masked_lm`: BERT's own MLM head was trained (a SaBERT's is the sense-aware head, which
+  // transformers does not know: its config then names BertModel, the encoder it can use).
+  void save_hf_json(const std::string& path, bool masked_lm = true) const;
   void check(const std::string& origin) const;
 };
 

@@ -180,7 +180,7 @@ void export_bert_run(const std::string& run, const std::string& out) {
   BertModel m = BertModel::init(bc, 0);
   for (NamedTensor& nt : m.named()) take_tensor(f, ckpt, nt.name, *nt.tensor);
   fs::create_directories(out);
-  bc.save_hf_json(out + "/config.json");
+  bc.save_hf_json(out + "/config.json", c.sense.n_context < 2);
   m.save_hf_weights(out + "/model.safetensors",
                     hf_sense_tensors(f.tensors));
   vocab.save(out + "/vocab.txt");
@@ -209,7 +209,7 @@ class BertFamily final : public ModelFamily {
     cfg.bert.vocab_size = V_;
     bert_ = cfg.bert;
     write_file_atomically(run_files::config(dir), cfg.to_toml());
-    cfg.bert.save_hf_json(dir + "/config.json");
+    cfg.bert.save_hf_json(dir + "/config.json", c.sense.n_context < 2);
     train_.emplace(c.train_prefix, *tok_, MlmOptions{c.max_seq_length, c.mask_prob, c.max_predictions, c.seed});
     if (!c.heldout_prefix.empty())
       heldout_.emplace(c.heldout_prefix, *tok_, MlmOptions{c.max_seq_length, c.mask_prob, c.max_predictions, 12345});

@@ -49,6 +49,8 @@ Tensor from_numpy(const py::array_t<float, py::array::c_style | py::array::force
   return Tensor::from(v, Shape(a.shape(), a.shape() + a.ndim()));
 }
 
+using IdArray = py::array_t<int32_t, py::array::c_style | py::array::forcecast>;
+
 class Model {
  public:
   Model(const std::string& path, const std::string& options, const std::string& weights, const std::string& device,
@@ -150,6 +152,55 @@ class Model {
     return out;
   }
 
+  // BERT: each sentence's WordPiece pieces as the model reads it ([CLS] and [SEP] left out);
+  // transformers' BertTokenizerFast on the exported vocab.txt gives the same.
+  std::vector<std::vector<std::string>> pieces(const Sentences& sentences) {
+    const BertEncoder& b = bert("pieces");
+    std::vector<std::vector<std::string>> out;
+    for (const Sentence& s : sentences) {
+      const WordPieces wp = b.tokenizer.encode_words(s);
+      std::vector<std::string> p;
+      for (int32_t id : wp.ids) p.push_back(b.tokenizer.vocab().piece(id));
+      out.push_back(std::move(p));
+    }
+    return out;
+  }
+
+  // BERT: for given ids [B, T], every hidden state [B, T, H] (the embeddings' first) and, when the
+  // model has its MLM head, the logits [B, T, V]: what transformers' BertModel (hidden_states)
+  // and BertForMaskedLM return for the same ids.
+  py::dict bert_outputs(const IdArray& ids, const IdArray& types, const IdArray& mask) {
+    const BertEncoder& b = bert("bert_outputs");
+    SA_CHECK(ids.ndim() == 2, "bert_outputs: input_ids must be [batch, pieces], got {} dimensions", ids.ndim());
+    const Shape shape = {ids.shape(0), ids.shape(1)};
+    auto same = [&](const IdArray& a, const char* name) {
+      SA_CHECK(a.ndim() == 2 && a.shape(0) == shape[0] && a.shape(1) == shape[1], "bert_outputs: {} must be [{}, {}]",
+               name, shape[0], shape[1]);
+    };
+    same(types, "token_type_ids"), same(mask, "attention_mask");
+    auto tensor = [&](const IdArray& a) {
+      return Tensor::from(std::vector<int32_t>(a.data(), a.data() + a.size()), shape, b.device());
+    };
+    std::vector<uint8_t> m(mask.data(), mask.data() + mask.size());
+    const BertBatch batch{tensor(ids), tensor(types), Tensor::from(m, shape, b.device())};
+    std::vector<Tensor> hidden;
+    Tensor logits;
+    {
+      py::gil_scoped_release unlocked;
+      NoGrad ng;
+      hidden = b.model.forward(batch);
+      if (b.model.has_mlm_head)
+        logits = ops::reshape(b.model.mlm_logits(ops::reshape(hidden.back(), {shape[0] * shape[1], b.model.config.hidden})),
+                              {shape[0], shape[1], -1});
+    }
+    py::list states;
+    for (const Tensor& h : hidden) states.append(to_numpy(h));
+    py::dict out;
+    out["hidden_states"] = states;
+    if (logits.defined()) out["logits"] = to_numpy(logits);
+    return out;
+  }
+
   int n_layers() const { return encoder_->n_layers(); }
   int64_t dim() const { return encoder_->dim(); }
   bool lowercase() const { return encoder_->lowercase; }
@@ -170,6 +221,12 @@ class Model {
     if (r.lowercase) lowercase_ascii(word);
     SA_CHECK(r.vocab.contains(word), "'{}' is not in the vocabulary of {}", word, r.run_dir);
     return r.vocab.id(word);
+  }
+
+  const BertEncoder& bert(const char* what) const {
+    const auto* b = dynamic_cast<const BertEncoder*>(encoder_.get());
+    SA_CHECK(b, "{}: {} is not a BERT model", what, encoder_->origin);
+    return *b;
   }
 
   Device dev_;
@@ -228,6 +285,12 @@ PYBIND11_MODULE(_core, m) {
       .def("senses", &sa::Model::senses, py::arg("word"), "a SaELMo word's live senses per direction")
       .def("nearest", &sa::Model::nearest, py::arg("word"), py::arg("k") = 10,
            "the k nearest senses of other words to each live sense, with cosines")
+      .def("pieces", &sa::Model::pieces, py::arg("sentences"),
+           "BERT: each sentence's WordPiece pieces as the model reads it (no [CLS]/[SEP])")
+      .def("bert_outputs", &sa::Model::bert_outputs, py::arg("input_ids"), py::arg("token_type_ids"),
+           py::arg("attention_mask"),
+           "BERT: for ids [batch, pieces], {'hidden_states': [embeddings, layer 1, ...] each [batch, pieces, hidden], "
+           "'logits': [batch, pieces, vocab] (with the MLM head)}, as transformers returns them")
       .def_property_readonly("n_layers", &sa::Model::n_layers)
       .def_property_readonly("dim", &sa::Model::dim)
       .def_property_readonly("lowercase", &sa::Model::lowercase)

@@ -166,3 +166,27 @@ def test_bad_input_raises_naming_the_problem(tiny_run, tmp_path):
         sensealign.load(options=os.path.join(tiny_run, "options.json"), weights=str(tmp_path / "weights.hdf5"))
     # The model still works after each refusal.
     assert m.embed([["the", "cat"]])[0].shape == (m.n_layers, 2, m.dim)
+
+
+def test_bert_pieces_and_raw_outputs_agree_with_embed(root):
+    """pieces() is what the model reads; bert_outputs() on those ids gives the states embed() pools."""
+    d = os.path.join(root, "tests", "reference", "bert_small")
+    m = sensealign.load(d, device="cpu", pieces="first")
+    words = ["the", "banks", "of", "the", "river"]
+    pieces = m.pieces([words])[0]
+    assert pieces[:3] == ["the", "bank", "##s"] and len(pieces) == 6
+    vocab = {w: i for i, w in enumerate(open(os.path.join(d, "vocab.txt"), encoding="utf-8").read().split("\n"))}
+    ids = np.array([[vocab["[CLS]"]] + [vocab[p] for p in pieces] + [vocab["[SEP]"]]], dtype=np.int32)
+    out = m.bert_outputs(ids, np.zeros_like(ids), np.ones_like(ids))
+    assert len(out["hidden_states"]) == m.n_layers and out["logits"].shape[:2] == ids.shape
+    first = [1, 2, 4, 5, 6]  # each word's first piece, after [CLS]
+    vecs = m.embed([words])[0]
+    for layer in range(m.n_layers):
+        np.testing.assert_allclose(out["hidden_states"][layer][0, first], vecs[layer], rtol=1e-5, atol=1e-6)
+    with pytest.raises(RuntimeError, match="attention_mask must be"):
+        m.bert_outputs(ids, np.zeros_like(ids), np.ones((1, 3), dtype=np.int32))
+
+
+def test_pieces_need_a_bert_model(tiny_run):
+    with pytest.raises(RuntimeError, match="is not a BERT model"):
+        sensealign.load(tiny_run, device="cpu").pieces([["the"]])
