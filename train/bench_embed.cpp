@@ -17,6 +17,7 @@
 #include "engine/engine.h"
 #include "layers/load_encoder.h"
 #include "train/bench.h"
+#include "train/families.h"
 #include "train/peers.h"
 
 namespace sa {
@@ -52,9 +53,16 @@ int bench_embed(const EmbedBenchArgs& args) {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
   std::printf("sensealign: %.0f tokens/s | peak RSS %.0f MiB\n", ours, u.ru_maxrss / 1024.0);
+  // A run directory's options.json is the training graph's (261 characters); the peers read what
+  // bin/export writes, as their users would.
+  std::string files = args.model;
+  if (fs::exists(run_files::config(args.model))) {
+    files = (fs::path(dir) / "export").string();
+    model_family(TrainConfig::load(run_files::config(args.model)).model_type).export_run(args.model, files);
+  }
   PeerJob job;
-  job.options = run_files::options(args.model), job.weights = run_files::weights(args.model);
-  job.vocab = run_files::vocab(args.model), job.input = args.input, job.output = (fs::path(dir) / "peer.hdf5").string();
+  job.options = run_files::options(files), job.weights = run_files::weights(files);
+  job.vocab = run_files::vocab(files), job.input = args.input, job.output = (fs::path(dir) / "peer.hdf5").string();
   job.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   for (const Peer* p : choose_peers(args.peers, true)) report_peer(*p, job, true, ours, dir);
   fs::remove_all(dir);
