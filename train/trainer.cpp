@@ -152,7 +152,9 @@ class ElmoFamily final : public ModelFamily {
     sharded_ = sense_ && c.sense_tables == "sharded";
     // SA_DUMP_STEPS: plain ELMo in one process (the reference runs the same graph).
     if (std::string d = step_dump_dir(); !d.empty()) {
-      SA_CHECK(!sense_ && ranks == 1, "SA_DUMP_STEPS writes plain ELMo's steps in one process (n_context = 0, no mpirun)");
+      SA_CHECK(!sharded_ && ranks == 1 && c.dictionary.empty(),
+               "SA_DUMP_STEPS writes ELMo's and monolingual SaELMo's steps in one process (no mpirun, no sharded tables, "
+               "no dictionary)");
       dump_dir_ = d;
     }
     replay_wanted_ = step_replay_enabled();
@@ -301,7 +303,7 @@ class ElmoFamily final : public ModelFamily {
     // The global batch's loss (equal rows per rank); one process keeps it on the device.
     st.loss = dist::size() > 1 ? Tensor::full(loss.shape(), dist::mean_over_ranks(loss.item()), loss.dtype(), dev_)
                                : loss.detach();
-    if (!dump_dir_.empty()) dump_step(dump_dir_, step, batches, in_.negatives, st.loss);
+    if (!dump_dir_.empty()) dump_step(dump_dir_, step, batches, in_.negatives, sense_ ? picked_ : nullptr, st.loss);
     phases.profile_forward_ops(false);
     phases.mark("loss");
     // backward (bilm-tf differentiates total_loss * unroll_steps), clip, update
