@@ -37,7 +37,10 @@ if peer torch; then
 else run_check transformers skip "build/peers/torch is missing: make peers"; fi
 if peer flair; then
   run_check flair-module env PYTHONPATH=bin build/peers/flair/bin/python -m pytest -q -p no:cacheprovider tests/python/test_flair_embeddings.py
-  run_check flair-ner eval/peers/flair_ner.sh "$WORK/flair-ner"
+  # A CPU-sized protocol by default (the first 3,000 English training sentences, 2 epochs, 5 runs);
+  # TRAIN_SENTENCES= DEV_SENTENCES= EPOCHS=150 runs the paper's.
+  run_check flair-ner env TRAIN_SENTENCES="${TRAIN_SENTENCES-3000}" DEV_SENTENCES="${DEV_SENTENCES-1000}" \
+    EPOCHS="${EPOCHS:-2}" eval/peers/flair_ner.sh "$WORK/flair-ner"
 else run_check flair skip "build/peers/flair is missing: make peers"; fi
 
 echo "peers-check: $passed passed, $failed failed, $skipped skipped${names[*]:+ (failed: ${names[*]})}"
