@@ -187,7 +187,8 @@ int bench_train(const TrainBenchArgs& args) {
     PeerJob job;
     job.config = &c;
     job.corpus = c.train_prefix, job.vocab = run_files::vocab(dir), job.options = run_files::options(dir);
-    job.steps = args.steps, job.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    // A few steps of a big config (elmo.cfg takes minutes a step on the CPU): one warm-up step.
+    job.steps = args.steps, job.warmup = args.steps >= 10 ? 5 : 1, job.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     for (const Peer* p : choose_peers(args.peers, false)) report_peer(*p, job, false, r.steady_tokens_per_s, dir);
   }
   std::filesystem::remove_all(dir);

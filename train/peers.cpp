@@ -34,7 +34,8 @@ std::vector<std::string> torch_args(const PeerJob& j, std::string& why_not) {
     why_not = "its script has bench-small's char CNN only";
   else if (!fs::exists(torch_script()))
     why_not = "needs " + torch_script();
-  return {torch_script(), j.corpus, "--steps", std::to_string(j.steps), "--threads", std::to_string(j.threads),
+  return {torch_script(), j.corpus, "--steps", std::to_string(j.steps), "--warmup", std::to_string(j.warmup),
+          "--threads", std::to_string(j.threads),
           "--batch", std::to_string(c.batch_size), "--unroll", std::to_string(c.unroll_steps), "--lstm",
           std::to_string(m.lstm_dim), "--proj", std::to_string(m.projection_dim), "--samples",
           std::to_string(c.n_negative_samples_batch)};
@@ -57,7 +58,8 @@ const std::vector<Peer>& peers() {
       {"bilm-tf", "build/peers/bilm-tf/bin/python", "make peers (bilm-tf's own code on TensorFlow 2.21)",
        [](const PeerJob& j, std::string&) {
          return std::vector<std::string>{script("eval/peers/bilm_tf_train.py"), "--options", j.options, "--vocab", j.vocab,
-                                         "--corpus", j.corpus, "--steps", std::to_string(j.steps), "--threads",
+                                         "--corpus", j.corpus, "--steps", std::to_string(j.steps), "--warmup",
+                                         std::to_string(j.warmup), "--threads",
                                          std::to_string(j.threads), "--seed", std::to_string(j.config->seed)};
        },
        [](const PeerJob& j, std::string&) {

@@ -17,7 +17,7 @@ struct PeerJob {
   const TrainConfig* config = nullptr;
   std::string corpus, vocab, options;  // training: the text, bilm-tf's vocab.txt and options.json
   std::string weights, input, output;  // embedding: the model's weights.hdf5, the text, the HDF5 to write
-  int steps = 0, threads = 1;
+  int steps = 0, warmup = 5, threads = 1;  // timed steps after `warmup` untimed ones
 };
 
 struct Peer {
