@@ -17,7 +17,7 @@ run_check() {  # NAME COMMAND...: its output to WORK/NAME.log, its result lines 
   "$@" >"$log" 2>&1
   local rc=$?
   # A check's result lines start with its peer's name; a skip says "skipped".
-  grep -E '^(bilm-tf|transformers|flair|torch|python|skipped)|^[0-9]+ (passed|failed)' "$log" | sed 's/^/  /'
+  grep -E '^(bilm-tf|saelmo-released|transformers|flair|torch|python|skipped)|^[0-9]+ (passed|failed)' "$log" | sed 's/^/  /'
   if [ $rc -eq 0 ] && grep -q '^skipped' "$log"; then skipped=$((skipped + 1))
   elif [ $rc -eq 0 ]; then passed=$((passed + 1))
   else failed=$((failed + 1)); names+=("$name"); echo "  $name: FAILED (exit $rc; log $log):"; tail -5 "$log" | sed 's/^/    /'
@@ -30,6 +30,8 @@ skip() { echo "skipped: $*"; }
 if peer bilm-tf; then
   run_check bilm-tf-embed eval/peers/bilm_tf_check_embed.sh "$WORK/bilm-tf-embed"
   run_check bilm-tf-step eval/peers/bilm_tf_check_step.sh "$WORK/bilm-tf-step"
+  # The paper's released SaELMo code is not on PyPI: SA_ELMO names a checkout's sa_elmo folder.
+  run_check saelmo-released eval/peers/saelmo_released_check.sh "$WORK/saelmo-released"
 else run_check bilm-tf skip "build/peers/bilm-tf is missing: make peers"; fi
 if peer torch; then
   run_check transformers eval/peers/transformers_check.sh "$WORK/transformers"
