@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Our ELMo training steps against bilm-tf's own training graph: trains bench-small sizes (dropout 0,
+# no state resets) with SA_DUMP_STEPS and a checkpoint per step, then eval/peers/bilm_tf_step.py
+# runs the same steps (same weights, batches, negatives and expected counts) in bilm.training's
+# graph and compares step 1's loss, gradients, weights and accumulators and the loss curves.
+# A second, one-step run of the same seed with learning_rate 1e4 gives step 1's gradient to
+# float32 precision (at lr 0.2 small gradients hide in the weights' rounding; see bilm_tf_step.py).
+# Also printed: each step run from our checkpoint before it (its loss checked), and TF against its
+# own trajectory (rerun, and from weights one ulp off) to size float32 divergence over the steps.
+#
+# Usage: eval/peers/bilm_tf_check_step.sh [WORKDIR]   (default build/peers/bilm_tf_step)
+# Needs: bin/train (make all), build/peers/bilm-tf (make peers). Corpus: the first 3000 lines of
+# ../shared/data/corpus/brown.txt, else of build/corpus/handbook-en.train.txt (make corpus).
+# Environment: STEPS (default 50), THREADS (default 2), TOL (1e-5), CURVE_TOL (1e-4).
+# Prints bilm_tf_step.py's `bilm-tf` lines; exits nonzero when a check fails.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+work=${1:-build/peers/bilm_tf_step}
+steps=${STEPS:-50}
+threads=${THREADS:-2}
+py=build/peers/bilm-tf/bin/python
+[ -x bin/train ] || { echo "bilm-tf step check: bin/train is missing (run make all)"; exit 2; }
+[ -x "$py" ] || { echo "bilm-tf step check: $py is missing (run make peers)"; exit 2; }
+src=../shared/data/corpus/brown.txt
+[ -f "$src" ] || src=build/corpus/handbook-en.train.txt
+[ -f "$src" ] || { echo "bilm-tf step check: neither ../shared/data/corpus/brown.txt nor $src (run make corpus)"; exit 2; }
+mkdir -p "$work"
+work=$(cd "$work" && pwd)
+head -3000 "$src" >"$work/corpus.txt"
+export OMP_NUM_THREADS=$threads
+start=$SECONDS
+
+# dump NAME STEPS [--set ...]: a fresh run (a resumed one would dump nothing) into WORK/NAME-run,
+# its steps into WORK/NAME-dump
+dump() {
+  local name=$1 n=$2
+  shift 2
+  rm -rf "$work/$name-dump" "$work/$name-run"
+  SA_DUMP_STEPS="$work/$name-dump" ./bin/train configs/bench-small.cfg --set train_prefix="$work/corpus.txt" \
+    --set run_dir="$work/$name-run" --set n_steps="$n" --set heldout_prefix= --set dropout=0 \
+    --set state_reset=0 --set checkpoint_every=1 --set keep_checkpoints=$((n + 1)) --set log_every="$n" "$@" \
+    >"$work/$name.train.log" 2>&1 ||
+    { echo "bilm-tf step check: training $name failed:"; tail -5 "$work/$name.train.log"; exit 1; }
+}
+dump steps "$steps"
+dump grad 1 --set learning_rate=1e4
+echo "bilm-tf step check: dumped $steps steps (and the lr 1e4 step) from $(basename "$src") in $((SECONDS - start)) s"
+
+rc=0
+"$py" eval/peers/bilm_tf_step.py --dump "$work/steps-dump" --run "$work/steps-run" \
+  --grad-dump "$work/grad-dump" --grad-run "$work/grad-run" --steps "$steps" --threads "$threads" --per-step --reference \
+  --tol "${TOL:-1e-5}" --curve-tol "${CURVE_TOL:-1e-4}" 2>"$work/bilm_tf_step.log" | grep -v '^USING SKIP' || rc=$?
+[ "$rc" -le 1 ] || { echo "bilm-tf step check: bilm_tf_step.py failed ($rc):"; tail -5 "$work/bilm_tf_step.log"; }
+echo "bilm-tf step check: $((SECONDS - start)) s in all"
+exit "$rc"
