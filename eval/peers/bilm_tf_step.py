@@ -41,7 +41,6 @@ import argparse
 import json
 import os
 import re
-import struct
 import sys
 import time
 
@@ -49,6 +48,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bilm_tf_shim import feed_sampled_values, load  # noqa: E402
+from step_compare import adagrad_f32, dense, load_st, recover, rel  # noqa: E402
 
 p = argparse.ArgumentParser()
 p.add_argument('--dump', required=True)
@@ -68,25 +68,6 @@ a = p.parse_args()
 if (a.grad_dump is None) != (a.grad_run is None):
     p.error('--grad-dump and --grad-run go together')
 t_start = time.perf_counter()
-
-_DT = {'F32': np.float32, 'F64': np.float64, 'I32': np.int32, 'I64': np.int64, 'U8': np.uint8}
-
-
-def load_st(path):
-    """safetensors without the package: u64 header length, JSON header, raw little-endian data."""
-    with open(path, 'rb') as f:
-        n = struct.unpack('<Q', f.read(8))[0]
-        head = json.loads(f.read(n))
-        raw = f.read()
-    out = {}
-    for k, v in head.items():
-        if k == '__metadata__':
-            continue
-        b, e = v['data_offsets']
-        out[k] = np.frombuffer(raw[b:e], dtype=np.dtype(_DT[v['dtype']]).newbyteorder('<')) \
-            .reshape(v['shape']).copy()
-    return out, head.get('__metadata__', {})
-
 
 def fail(msg):
     print(f'bilm-tf step check: {msg}')
@@ -228,42 +209,6 @@ def step_feed(k, state):
         feed[t_exp] = np.exp(-st[f'{d}/true_shift']).astype(np.float32).reshape(B * T, 1)
         feed[s_exp] = np.exp(-st[f'{d}/sampled_shift']).astype(np.float32)
     return feed, float(st['loss'].reshape(-1)[0])
-
-
-def dense(g, v):
-    """A fetched gradient as a dense array in v's shape (IndexedSlices are deduplicated by
-    average_gradients; add anyway)."""
-    if hasattr(g, 'indices'):  # IndexedSlicesValue
-        out = np.zeros(v.shape.as_list(), np.float64)
-        np.add.at(out, g.indices, g.values)
-        return out
-    return np.asarray(g, np.float64)
-
-
-def adagrad_f32(w0, a0, g, lr):
-    """One float32 Adagrad step (TF's ApplyAdagrad), for the recovery's floor."""
-    g = g.astype(np.float32)
-    a1 = (a0 + g * g).astype(np.float32)
-    return (w0 - np.float32(lr) * g / np.sqrt(a1)).astype(np.float32), a1
-
-
-def recover(w0, w1, a0, a1, lr):
-    """The gradient an Adagrad step applied, from float32 before/after values (see the top)."""
-    w0, w1, a0, a1 = (np.asarray(x, np.float64) for x in (w0, w1, a0, a1))
-    g_w = (w0 - w1) * np.sqrt(a1) / lr
-    g_a = np.sqrt(np.maximum(a1 - a0, 0.0)) * np.sign(w0 - w1)
-    # absolute error of each from half an ulp of the rounded stored value
-    e_w = 0.5 * np.spacing(np.abs(w1).astype(np.float32)).astype(np.float64) * np.sqrt(a1) / lr
-    e_a = 0.5 * np.spacing(np.abs(a1).astype(np.float32)).astype(np.float64) / \
-        np.maximum(2 * np.abs(g_w), 1e-30)
-    return np.where(e_a < e_w, g_a, g_w)
-
-
-def rel(x, ref):
-    x, ref = np.asarray(x, np.float64), np.asarray(ref, np.float64)
-    den = np.abs(ref).max()
-    d = np.abs(x - ref).max()
-    return d / den if den > 0 else (0.0 if d == 0 else np.inf)
 
 
 def worst(pairs):

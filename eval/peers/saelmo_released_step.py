@@ -58,7 +58,6 @@ import argparse
 import json
 import os
 import re
-import struct
 import sys
 import time
 
@@ -81,25 +80,6 @@ if (a.grad_dump is None) != (a.grad_run is None):
     p.error('--grad-dump and --grad-run go together')
 t_start = time.perf_counter()
 N = a.step
-
-_DT = {'F32': np.float32, 'F64': np.float64, 'I32': np.int32, 'I64': np.int64, 'U8': np.uint8}
-
-
-def load_st(path):
-    """safetensors without the package: u64 header length, JSON header, raw little-endian data."""
-    with open(path, 'rb') as f:
-        n = struct.unpack('<Q', f.read(8))[0]
-        head = json.loads(f.read(n))
-        raw = f.read()
-    out = {}
-    for k, v in head.items():
-        if k == '__metadata__':
-            continue
-        b, e = v['data_offsets']
-        out[k] = np.frombuffer(raw[b:e], dtype=np.dtype(_DT[v['dtype']]).newbyteorder('<')) \
-            .reshape(v['shape']).copy()
-    return out, head.get('__metadata__', {})
-
 
 def fail(msg):
     print(f'saelmo-released step check: {msg}')
@@ -145,6 +125,7 @@ alpha = options.get('sense_learning_rate', 0.01)
 # the released bilm, not PyPI's: its folder first on sys.path, then bilm_tf_shim's TF2 port
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bilm_tf_shim import load  # noqa: E402
+from step_compare import adagrad_f32, dense, load_st, recover, rel  # noqa: E402
 sys.path.insert(0, os.path.abspath(a.released))
 for extra in a.pythonpath:
     sys.path.append(os.path.abspath(extra))
@@ -286,13 +267,6 @@ def verdict(good):
     return 'pass' if good else 'FAIL'
 
 
-def rel(x, ref):
-    x, ref = np.asarray(x, np.float64), np.asarray(ref, np.float64)
-    den = np.abs(ref).max()
-    dd = np.abs(x - ref).max()
-    return dd / den if den > 0 else (0.0 if dd == 0 else np.inf)
-
-
 # (1) the selection: the released graph's own choice, no update run
 sel_tf, ctx_tf = sess.run([model.context_select_log, model.tk_context_ + model.tk_context_reverse_], feed)
 disagree = [int((np.asarray(sel_tf[d]) != ours_sel[d]).sum()) for d in range(2)]
@@ -347,32 +321,6 @@ a1_tf = sess.run(accs)
 l_rel = abs(tf_loss - ours_loss) / abs(ours_loss)
 print(f'saelmo-released step {N} loss: {tf_loss:.7f} (fwd {ind[0]:.6f}, bwd {ind[1]:.6f}) vs ours '
       f'{ours_loss:.7f}, rel {l_rel:.1e}: {verdict(l_rel <= a.tol)} (<= {a.tol:g})', flush=True)
-
-
-def dense(gr, v):
-    """a fetched gradient, dense in v's shape (IndexedSlices summed over their indices)."""
-    if hasattr(gr, 'indices'):
-        o = np.zeros(v.shape.as_list(), np.float64)
-        np.add.at(o, gr.indices, gr.values)
-        return o
-    return np.asarray(gr, np.float64)
-
-
-def adagrad_f32(w0, a0, gr, lr):
-    gr = gr.astype(np.float32)
-    a1 = (a0 + gr * gr).astype(np.float32)
-    return (w0 - np.float32(lr) * gr / np.sqrt(a1)).astype(np.float32), a1
-
-
-def recover(w0, w1, a0, a1, lr):
-    """the gradient an Adagrad step applied, from float32 before/after values"""
-    w0, w1, a0, a1 = (np.asarray(x, np.float64) for x in (w0, w1, a0, a1))
-    g_w = (w0 - w1) * np.sqrt(a1) / lr
-    g_a = np.sqrt(np.maximum(a1 - a0, 0.0)) * np.sign(w0 - w1)
-    e_w = 0.5 * np.spacing(np.abs(w1).astype(np.float32)).astype(np.float64) * np.sqrt(a1) / lr
-    e_a = 0.5 * np.spacing(np.abs(a1).astype(np.float32)).astype(np.float64) / \
-        np.maximum(2 * np.abs(g_w), 1e-30)
-    return np.where(e_a < e_w, g_a, g_w)
 
 
 gp, fl, wp, ap = [], [], [], []
