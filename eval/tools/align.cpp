@@ -86,6 +86,8 @@ int main(int argc, char** argv) {
     if (an->parsed()) {
       model.check();
       std::unique_ptr<ContextualEncoder> enc = load_encoder(model.source, resolve_device("auto"));
+      std::printf("anchors: %s over %s -> %s.layer{0..%d}.vec\n", enc->origin.c_str(), corpus.c_str(), out.c_str(),
+                  enc->n_layers() - 1);
       auto layers = average_anchors(*enc, corpus, {batch, 1, max_sentences, enc->lowercase});
       for (size_t l = 0; l < layers.size(); ++l) {
         const std::string path = out + ".layer" + std::to_string(l) + ".vec";
