@@ -13,7 +13,7 @@
 # SA_ELMO: the released `sa_elmo` folder, e.g. from a clone of ntunlp/multisense_embedding_alignment:
 #   git -C CLONE archive HEAD sa_elmo | tar -x -C /tmp     (then SA_ELMO=/tmp/sa_elmo)
 # Without it the check prints `skipped` and succeeds. Its bilm/training.py imports scikit-learn:
-# SKLEARN_PATH=DIR (a pip --target folder) when build/peers/bilm-tf lacks it.
+# `make peers` installs it in build/peers/bilm-tf (else SKLEARN_PATH=DIR, a pip --target folder).
 # Environment: STEP (2), THREADS (2), TOL (1e-5).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
