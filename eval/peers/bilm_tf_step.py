@@ -48,7 +48,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bilm_tf_shim import feed_sampled_values, load  # noqa: E402
-from step_compare import adagrad_f32, dense, load_st, recover, rel  # noqa: E402
+from step_compare import adagrad_f32, dense, load_st, recover, rel, to_tf  # noqa: E402
 
 p = argparse.ArgumentParser()
 p.add_argument('--dump', required=True)
@@ -148,12 +148,6 @@ if extra:
     fail(f'ckpt-0 tensors with no bilm-tf variable: {extra}')
 
 
-def to_tf(v, x):
-    # shapes differ only by unit axes (W_cnn [1,w,d,n] vs [w,d,n], softmax/b [V] vs [V,1])
-    shape = v.shape.as_list()
-    if int(np.prod(shape)) != x.size:
-        fail(f'{v.name}: shape {shape} vs ours {list(x.shape)}')
-    return x.reshape(shape)
 
 
 config = tf.ConfigProto(allow_soft_placement=True, intra_op_parallelism_threads=a.threads,
@@ -171,12 +165,12 @@ def load_ckpt(ck, jitter=None):
     """Our checkpoint's weights and accumulators into TF; returns its carried LSTM state.
     jitter: a RandomState that moves every weight by one ulp up or down."""
     for v, acc, n in zip(tvars, accs, names):
-        w = to_tf(v, ck[n])
+        w = to_tf(v, ck[n], fail)
         if jitter is not None:
             # the direction in float32 too: a float64 one would step by a float64 ulp
             w = np.nextafter(w, np.where(jitter.rand(*w.shape) < 0.5, -np.inf, np.inf).astype(np.float32))
         v.load(w, sess)
-        acc.load(to_tf(acc, ck['adagrad/' + n]), sess)
+        acc.load(to_tf(acc, ck['adagrad/' + n], fail), sess)
     out = []
     for t, n in zip(init_state, state_names):
         if list(ck[n].shape) != t.shape.as_list():

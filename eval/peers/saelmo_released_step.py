@@ -125,7 +125,7 @@ alpha = options.get('sense_learning_rate', 0.01)
 # the released bilm, not PyPI's: its folder first on sys.path, then bilm_tf_shim's TF2 port
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bilm_tf_shim import load  # noqa: E402
-from step_compare import adagrad_f32, dense, load_st, recover, rel  # noqa: E402
+from step_compare import adagrad_f32, dense, load_st, recover, rel, to_tf  # noqa: E402
 sys.path.insert(0, os.path.abspath(a.released))
 for extra in a.pythonpath:
     sys.path.append(os.path.abspath(extra))
@@ -206,11 +206,6 @@ if extra:
     fail(f'checkpoint tensors with no released variable: {extra}')
 
 
-def to_tf(v, x):
-    shape = v.shape.as_list()
-    if int(np.prod(shape)) != x.size:
-        fail(f'{v.name}: shape {shape} vs ours {list(x.shape)}')
-    return x.reshape(shape)
 
 
 config = tf.ConfigProto(allow_soft_placement=True, intra_op_parallelism_threads=a.threads,
@@ -218,10 +213,10 @@ config = tf.ConfigProto(allow_soft_placement=True, intra_op_parallelism_threads=
 sess = tf.Session(config=config)
 sess.run(init)
 for v, acc, n in zip(tvars, accs, names):
-    v.load(to_tf(v, ck0[n]), sess)
-    acc.load(to_tf(acc, ck0['adagrad/' + n]), sess)
+    v.load(to_tf(v, ck0[n], fail), sess)
+    acc.load(to_tf(acc, ck0['adagrad/' + n], fail), sess)
 for d, c in enumerate(centers):
-    c.load(to_tf(c, ck0[f'sense/{d}/centers']), sess)
+    c.load(to_tf(c, ck0[f'sense/{d}/centers'], fail), sess)
 
 # feeds
 init_state = tf.nest.flatten(model.init_lstm_state)  # per direction, per layer: c, h
@@ -230,7 +225,7 @@ n_layers = options['lstm']['n_layers']
 state_names = [f'state/{d}/{l}/{x}' for d in range(2) for l in range(n_layers) for x in ('c', 'm')]
 if len(init_state) != len(state_names):
     fail(f'{len(init_state)} initial state tensors, expected {len(state_names)}')
-feed = {t: to_tf(t, ck0[n]) if n in ck0 else np.zeros(t.shape.as_list(), np.float32)
+feed = {t: to_tf(t, ck0[n], fail) if n in ck0 else np.zeros(t.shape.as_list(), np.float32)
         for t, n in zip(init_state, state_names)}
 dirs = ('forward', 'backward')
 feed[model.tokens_characters] = st['forward/char_ids'].astype(np.int32)

@@ -25,6 +25,15 @@ def load_st(path):
     return out, head.get('__metadata__', {})
 
 
+def to_tf(v, x, fail):
+    """Our tensor in TF variable v's shape: they differ only by unit axes (W_cnn [1,w,d,n] against
+    [w,d,n], softmax/b [V] against [V,1]); anything else is `fail`ed."""
+    shape = v.shape.as_list()
+    if int(np.prod(shape)) != x.size:
+        fail(f'{v.name}: shape {shape} vs ours {list(x.shape)}')
+    return x.reshape(shape)
+
+
 def rel(x, ref):
     """max |x - ref| / max |ref|: one figure per tensor."""
     x, ref = np.asarray(x, np.float64), np.asarray(ref, np.float64)
