@@ -36,6 +36,4 @@ void install_stop_signals() {
 
 int stop_signal() { return g_signal; }
 
-void request_stop(int sig) { g_signal = sig; }
-
 }  // namespace sa

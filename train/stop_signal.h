@@ -10,7 +10,5 @@ namespace sa {
 void install_stop_signals();
 // The signal received since, or 0.
 int stop_signal();
-// Records `sig` as received, as the handler does (tests).
-void request_stop(int sig);
 
 }  // namespace sa

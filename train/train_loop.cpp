@@ -71,7 +71,8 @@ TrainResult run_training(ModelFamily& f, const TrainConfig& c, const RunOutput& 
     const bool scores = f.scores_heldout() && ((c.heldout_every > 0 && step % c.heldout_every == 0) || step == total);
     const bool saves = step % c.checkpoint_every == 0 || step == total;
     const bool last = step == total || (opts.max_new_steps > 0 && step - first == opts.max_new_steps);
-    // Console-only lines for slow steps: the first if it took 10 s, then at least every 30 s.
+    // Console-only lines for slow steps: the first if it took 10 s, then at least every 30 s. (The
+    // rate below reads the clock again after the loss's read, which waits for the device.)
     const double now_s = seconds_since(t0);
     const bool timely = !out.quiet && !logs && ((step == first + 1 && now_s >= 10) || now_s - last_line_s >= 30);
     if (logs || scores || saves || last || timely) {
