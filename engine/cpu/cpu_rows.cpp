@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/cpu/cpu_backend.h"
@@ -99,8 +100,51 @@ void CpuBackend::scatter_add_rows(const Tensor& src, const Tensor& idx, Tensor& 
   });
 }
 
-// Forward: im2col per chunk of samples, one GEMM, then bias + max over positions. Windows are
-// W*Cin contiguous values of x (rows of length Cin), so im2col is a copy of overlapping slices.
+// The windows conv1d_max computes for one sample: windows [0, count). A sample whose last rows are
+// all the same row (a token's characters padded to their fixed length with one padding row) has
+// identical windows from `count - 1` on: the first of them stands for all, and the max, which keeps
+// the earliest of equal values, picks the same window as over every position. Samples with the
+// same rows up to there share one computation (`first`: the earlier sample with these rows).
+struct ConvWindows {
+  int64_t count = 0, first = -1, tail = 0;  // tail: rows [tail, L) all equal the last
+};
+
+template <typename T>
+std::vector<ConvWindows> distinct_windows(const T* xs, int64_t N, int64_t L, int64_t Cin, int64_t P) {
+  std::vector<ConvWindows> out(static_cast<size_t>(N));
+  const size_t row = static_cast<size_t>(Cin) * sizeof(T);
+  std::unordered_map<uint64_t, std::vector<int64_t>> seen;  // hash of the distinct rows -> samples
+  for (int64_t n = 0; n < N; ++n) {
+    const char* x = reinterpret_cast<const char*>(xs + n * L * Cin);
+    const char* last = x + (L - 1) * row;
+    int64_t tail = L - 1;
+    while (tail > 0 && std::memcmp(x + (tail - 1) * row, last, row) == 0) --tail;
+    ConvWindows& w = out[static_cast<size_t>(n)];
+    w.count = std::min(P, tail + 1), w.tail = tail;
+    const size_t bytes = static_cast<size_t>(tail + 1) * row;  // the rest repeats row `tail`
+    uint64_t h = 0xcbf29ce484222325ULL ^ static_cast<uint64_t>(tail);
+    for (size_t i = 0; i + 8 <= bytes; i += 8) {  // rows are whole floats: 8 bytes at a time, then the rest
+      uint64_t v;
+      std::memcpy(&v, x + i, 8);
+      h = (h ^ v) * 0x100000001b3ULL;
+    }
+    for (size_t i = bytes & ~size_t{7}; i < bytes; ++i) h = (h ^ static_cast<unsigned char>(x[i])) * 0x100000001b3ULL;
+    std::vector<int64_t>& same = seen[h];
+    for (int64_t m : same)
+      if (out[static_cast<size_t>(m)].tail == tail && std::memcmp(x, xs + m * L * Cin, bytes) == 0) {
+        w.first = m;
+        break;
+      }
+    if (w.first < 0) same.push_back(n);
+  }
+  return out;
+}
+
+// Forward: im2col of each distinct sample's distinct windows, one GEMM per chunk of them, then
+// bias + max over positions. Windows are W*Cin contiguous values of x (rows of length Cin), so
+// im2col is a copy of overlapping slices. At bench-small's batch this computes about a fifth of the
+// windows of every position of every sample. Equal windows now get equal values: over every
+// window, OpenBLAS's kernels could round the same window differently by its row in the product.
 void CpuBackend::conv1d_max(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, Tensor& argmax) {
   const int64_t N = x.dim(0), L = x.dim(1), Cin = x.dim(2), W = w.dim(0), Cout = w.dim(2), P = L - W + 1,
                 K = W * Cin;
@@ -109,37 +153,48 @@ void CpuBackend::conv1d_max(const Tensor& x, const Tensor& w, const Tensor& b, T
     const T *xs = x.data<T>(), *ws = w.data<T>(), *bs = b.data<T>();
     T* ys = y.data<T>();
     int32_t* am = argmax.data<int32_t>();
-    const int64_t chunk = std::max<int64_t>(1, (1 << 20) / std::max<int64_t>(1, P * std::max(K, Cout)));
+    const std::vector<ConvWindows> win = distinct_windows(xs, N, L, Cin, P);
+    std::vector<int64_t> todo;  // the samples computed: each first of its rows
+    for (int64_t n = 0; n < N; ++n)
+      if (win[static_cast<size_t>(n)].first < 0) todo.push_back(n);
+    // Chunks of samples whose windows fill about 2^20 values of im2col and of the products.
+    const int64_t budget = std::max<int64_t>(P, (1 << 20) / std::max(K, Cout));
     // Scratch from the caching allocator: a std::vector here zeroed megabytes and took fresh pages
     // on every call, a fifth of a bench-small step.
-    Tensor cols_buf = Tensor::empty({std::min(chunk, N) * P * K}, x.dtype()),
-           conv_buf = Tensor::empty({std::min(chunk, N) * P * Cout}, x.dtype());
+    Tensor cols_buf = Tensor::empty({budget * K}, x.dtype()), conv_buf = Tensor::empty({budget * Cout}, x.dtype());
     T *cols = cols_buf.data<T>(), *conv = conv_buf.data<T>();
-    for (int64_t n0 = 0; n0 < N; n0 += chunk) {
-      const int64_t nn = std::min(chunk, N - n0);
-#pragma omp parallel for if (nn * P * K > kParallelMin)
-      for (int64_t s = 0; s < nn; ++s)
-        for (int64_t p = 0; p < P; ++p)
-          std::memcpy(&cols[(s * P + p) * K], xs + ((n0 + s) * L + p) * Cin, static_cast<size_t>(K) * sizeof(T));
-      const int rows = static_cast<int>(nn * P);
+    std::vector<int64_t> row0;  // the chunk's samples' first rows in cols and conv
+    for (size_t i0 = 0; i0 < todo.size();) {
+      row0.assign(1, 0);
+      size_t i1 = i0;
+      while (i1 < todo.size() && row0.back() + win[static_cast<size_t>(todo[i1])].count <= budget)
+        row0.push_back(row0.back() + win[static_cast<size_t>(todo[i1++])].count);
+      const int64_t nn = static_cast<int64_t>(i1 - i0), rows = row0.back();
+#pragma omp parallel for if (rows * K > kParallelMin)
+      for (int64_t s = 0; s < nn; ++s) {
+        const int64_t n = todo[i0 + static_cast<size_t>(s)];
+        for (int64_t p = 0; p < row0[s + 1] - row0[s]; ++p)
+          std::memcpy(&cols[(row0[s] + p) * K], xs + (n * L + p) * Cin, static_cast<size_t>(K) * sizeof(T));
+      }
       if constexpr (std::is_same_v<T, float>)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, static_cast<int>(Cout), static_cast<int>(K), 1.f,
-                    cols, static_cast<int>(K), ws, static_cast<int>(Cout), 0.f, conv,
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(rows), static_cast<int>(Cout),
+                    static_cast<int>(K), 1.f, cols, static_cast<int>(K), ws, static_cast<int>(Cout), 0.f, conv,
                     static_cast<int>(Cout));
       else
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, static_cast<int>(Cout), static_cast<int>(K), 1.0,
-                    cols, static_cast<int>(K), ws, static_cast<int>(Cout), 0.0, conv,
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(rows), static_cast<int>(Cout),
+                    static_cast<int>(K), 1.0, cols, static_cast<int>(K), ws, static_cast<int>(Cout), 0.0, conv,
                     static_cast<int>(Cout));
-#pragma omp parallel for if (nn * P * Cout > kParallelMin)
+#pragma omp parallel for if (rows * Cout > kParallelMin)
       for (int64_t s = 0; s < nn; ++s) {
-        T* out = ys + (n0 + s) * Cout;
-        int32_t* arg = am + (n0 + s) * Cout;
+        const int64_t n = todo[i0 + static_cast<size_t>(s)];
+        T* out = ys + n * Cout;
+        int32_t* arg = am + n * Cout;
         for (int64_t c = 0; c < Cout; ++c) {
           out[c] = -std::numeric_limits<T>::infinity();
           arg[c] = 0;
         }
-        for (int64_t p = 0; p < P; ++p) {
-          const T* row = &conv[(s * P + p) * Cout];
+        for (int64_t p = 0; p < row0[s + 1] - row0[s]; ++p) {
+          const T* row = &conv[(row0[s] + p) * Cout];
           for (int64_t c = 0; c < Cout; ++c)
             if (row[c] > out[c]) {
               out[c] = row[c];
@@ -148,7 +203,13 @@ void CpuBackend::conv1d_max(const Tensor& x, const Tensor& w, const Tensor& b, T
         }
         for (int64_t c = 0; c < Cout; ++c) out[c] += bs[c];  // bias is constant over positions
       }
+      i0 = i1;
     }
+    for (int64_t n = 0; n < N; ++n)  // the repeated samples take their first's outputs
+      if (const int64_t m = win[static_cast<size_t>(n)].first; m >= 0) {
+        std::memcpy(ys + n * Cout, ys + m * Cout, static_cast<size_t>(Cout) * sizeof(T));
+        std::memcpy(am + n * Cout, am + m * Cout, static_cast<size_t>(Cout) * sizeof(int32_t));
+      }
   });
 }
 

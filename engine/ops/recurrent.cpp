@@ -120,10 +120,21 @@ Seq prepare(const LstmSequenceArgs& a, bool buffers = true) {
 
 void forward(const Seq& s) {
   const int64_t T = s.T, D = s.D;
-  Tensor G = s.G;                    // a handle: the saved buffer is written
-  mm(s.X, s.Wx, G, false, false);  // the input GEMM, hoisted over all steps
+  Tensor G = s.G;  // a handle: the saved buffer is written
   const Tensor bias_row = s.a.bias.view({1, 4 * D});
-  be(s.a.x).binary(BinaryOp::Add, G, bias_row, G, make_broadcast_plan(G.shape(), G.shape(), bias_row.shape()));
+  if (!s.a.x.device().is_cuda()) {
+    // The input GEMM, hoisted over all steps, adds to the bias copied into every row: the CPU's
+    // BLAS would otherwise zero G first and the bias add pass over it again. With the inner size
+    // in one of the BLAS's blocks (bench-small's 128) each gate is the same sum, rounded once.
+    CopyPlan rows;
+    rows.rank = 2, rows.shape[0] = G.dim(0), rows.shape[1] = 4 * D;
+    rows.src_stride[0] = 0, rows.src_stride[1] = 1, rows.dst_stride[0] = 4 * D, rows.dst_stride[1] = 1;
+    be(s.a.x).copy_strided(bias_row, G, rows);
+    mm(s.X, s.Wx, G, false, false, 1.0);
+  } else {
+    mm(s.X, s.Wx, G, false, false);
+    be(s.a.x).binary(BinaryOp::Add, G, bias_row, G, make_broadcast_plan(G.shape(), G.shape(), bias_row.shape()));
+  }
   Tensor c_prev = s.a.c0, m_prev = s.a.m0;
   // Under bf16 the step kernels write the GEMMs' operands: the previous output (m_op) and h (h_op),
   // into one step's scratch, or, saved (Seq::bf16_saved), into M_op and H_op, where step t + 1's
