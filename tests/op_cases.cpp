@@ -376,8 +376,8 @@ std::vector<OpCase> build() {
         return std::vector<CaseInput>{in(uniform(r, s, -2, 2)), in(uniform(r, s)), in(uniform(r, s))};
       },
       [](const In& x) { return Out{ops::highway(x[0], x[1], x[2])}; });
-  // More rows than one CPU chunk (64), accidental hits (candidate ids drawn from the true ids'
-  // range), and a row whose every candidate is a hit.
+  // Accidental hits (candidate ids drawn from the true ids' range) and a row whose every candidate
+  // is a hit. Several CPU chunks: SenseSoftmax.FusedEqualsUnfused and Translation.FusedEqualsUnfused.
   add(Op::candidate_softmax, "candidate_softmax_with_hits",
       [](Rng& r) {
         const int64_t n = 70 + dim(r, 0, 9), p = dim(r), s = dim(r, 1, 9);
@@ -392,7 +392,7 @@ std::vector<OpCase> build() {
       },
       [](const In& x) { return Out{ops::candidate_softmax(x[0], x[1], x[2], x[3], x[4], x[5], x[6])}; });
   // Several own rows with soft targets (the translation loss): absent own rows (-1), an own row
-  // repeated (a self-translation), candidates that hit a second own row, more rows than a chunk.
+  // repeated (a self-translation), candidates that hit a second own row.
   // Selection inside the softmax: K = 4 candidate rows per token in a table of 12 (some disabled,
   // one token with none enabled), the fixed projected contexts and centers choosing among them;
   // candidates that hit selected rows. x, W, b, Wc and bc get gradients.

@@ -776,22 +776,22 @@ TEST(SenseSoftmax, LogUniformNegativesTakeWholeWordsWithLogQ) {
 TEST(SenseSoftmax, FusedEqualsUnfusedOnCpuAndGpu) {
   for (Device dev : testing::cpu_and_gpu("FusedEqualsUnfused")) {
     const DType dt = dev.is_cuda() ? DType::F32 : DType::F64;
-    // 2,000 candidates: the CPU works in chunks of 2^18 / 2000 = 131 rows, so 150 rows take two.
+    // 2,000 candidates: the CPU works in chunks of 2^21 / 2000 = 1024 rows, so 1,100 rows take two.
     SenseTable t(1500, 3, 6, 7, dev, dt);
     t.end_warmup(false);
     t.W.set_requires_grad().set_sparse_grad();
     t.b.set_requires_grad().set_sparse_grad();
     std::mt19937_64 rng(11);
     std::vector<int32_t> sel;
-    for (int i = 0; i < 150; ++i) sel.push_back(t.row(static_cast<int>(rng() % 40), 1 + static_cast<int>(rng() % 2)));
-    SenseNegatives neg = sample_log_uniform_senses(t, 2000, std::vector<int32_t>(150, 0), rng);
+    for (int i = 0; i < 1100; ++i) sel.push_back(t.row(static_cast<int>(rng() % 40), 1 + static_cast<int>(rng() % 2)));
+    SenseNegatives neg = sample_log_uniform_senses(t, 2000, std::vector<int32_t>(1100, 0), rng);
     ASSERT_GT(neg.rows.size(), 1900u);
     for (size_t i = 0; i < neg.true_shift.size(); ++i) neg.true_shift[i] = -0.1 * static_cast<double>(i % 7);
     // An accidental hit for row 3, and a repeated one when the sampler drew that row too.
     neg.rows.push_back(sel[3]), neg.shift.push_back(0.3);
-    std::vector<double> v(150 * 6);
+    std::vector<double> v(1100 * 6);
     for (auto& e : v) e = std::uniform_real_distribution<double>(-1, 1)(rng);
-    Tensor x = Tensor::of(v, {150, 6}, dt, dev).set_requires_grad();
+    Tensor x = Tensor::of(v, {1100, 6}, dt, dev).set_requires_grad();
     auto grads = [&](bool fused) {
       x.zero_grad(), t.W.zero_grad(), t.b.zero_grad();
       Tensor l = fused ? candidate_softmax_loss(x, t.W, t.b, sel, neg.rows, &neg.true_shift, &neg.shift)

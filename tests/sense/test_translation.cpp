@@ -229,8 +229,10 @@ TEST(Translation, FusedEqualsUnfusedOnCpuAndGpu) {
     for (auto& e : pv) e = std::uniform_real_distribution<double>(-1, 1)(rng);
     const TranslationCandidates all =
         translation_candidates(t, dict, words, Tensor::of(cv, {N, P}, dt, dev), Tensor::of(pv, {P, 3}, dt, dev));
-    // 2,000 negatives: CPU chunks of 131 rows, so 150 rows take two; plus a candidate of row 0.
+    // Every enabled row drawn, repeated to 16,000 negatives: CPU chunks of 2^21 / 16,000 = 131 rows,
+    // so 150 rows take two; plus a candidate of row 0.
     std::vector<int32_t> neg = sample_enabled_rows(t, 2000, rng);
+    for (size_t i = 0; neg.size() < 16000; ++i) neg.push_back(neg[i]);
     for (int j = 0; j < all.per_token; ++j)
       if (all.valid[j]) neg.push_back(all.rows[j]);
     Tensor x = Tensor::of(v, {N, P}, dt, dev).set_requires_grad();
