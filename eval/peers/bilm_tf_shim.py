@@ -64,12 +64,13 @@ def v1_module_with(**overrides):
     return mod
 
 
-def feed_sampled_values(module):
+def feed_sampled_values(module, dtype='float32'):
     """Make `module`'s (e.g. bilm.training) tf.nn.sampled_softmax_loss take its negatives from
     placeholders instead of TF's log-uniform sampler, so a step can be fed the negatives another
     trainer drew. Call before LanguageModel is built. Returns a list that fills, one entry per
-    call (forward, then backward), with (sampled_ids int64 [S], true_expected float32 [N, 1],
-    sampled_expected float32 [S]): TF's sampled_values triple. Fill the counts with
+    call (forward, then backward), with (sampled_ids int64 [S], true_expected [N, 1],
+    sampled_expected [S]): TF's sampled_values triple, its counts in `dtype` (float32 as TF's
+    sampler hands them; float64 for a float64 graph). Fill the counts with
     log_uniform_expected_count (TF's formula) or with the other trainer's own values."""
     v1 = load._tf
     made = []
@@ -78,8 +79,8 @@ def feed_sampled_values(module):
                              num_true=1, sampled_values=None, **kw):
         n = len(made)
         triple = (v1.placeholder(v1.int64, [num_sampled], name=f'fed_sampled_ids_{n}'),
-                  v1.placeholder(v1.float32, [labels.shape[0], num_true], name=f'fed_true_expected_{n}'),
-                  v1.placeholder(v1.float32, [num_sampled], name=f'fed_sampled_expected_{n}'))
+                  v1.placeholder(dtype, [labels.shape[0], num_true], name=f'fed_true_expected_{n}'),
+                  v1.placeholder(dtype, [num_sampled], name=f'fed_sampled_expected_{n}'))
         made.append(triple)
         return v1.nn.sampled_softmax_loss(weights, biases, labels, inputs, num_sampled, num_classes,
                                           num_true=num_true, sampled_values=triple, **kw)

@@ -125,7 +125,7 @@ alpha = options.get('sense_learning_rate', 0.01)
 # the released bilm, not PyPI's: its folder first on sys.path, then bilm_tf_shim's TF2 port
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bilm_tf_shim import load  # noqa: E402
-from step_compare import adagrad_f32, dense, load_st, recover, rel, to_tf  # noqa: E402
+from step_compare import adagrad_step, dense, load_st, recover, rel, to_tf  # noqa: E402
 sys.path.insert(0, os.path.abspath(a.released))
 for extra in a.pythonpath:
     sys.path.append(os.path.abspath(extra))
@@ -324,7 +324,7 @@ for i, (v, n) in enumerate(zip(tvars, names)):
     gt = dense(g_tf[i], v)
     r = lambda ck, k: ck[k].reshape(shape)  # noqa: E731
     gp.append((rel(recover(r(g_ck0, n), r(g_ck1, n), r(g_ck0, 'adagrad/' + n), r(g_ck1, 'adagrad/' + n), g_lr), gt), n))
-    sw, sa = adagrad_f32(r(g_ck0, n), r(g_ck0, 'adagrad/' + n), gt, g_lr)
+    sw, sa = adagrad_step(r(g_ck0, n), r(g_ck0, 'adagrad/' + n), gt, g_lr)
     fl.append((rel(recover(r(g_ck0, n), sw, r(g_ck0, 'adagrad/' + n), sa, g_lr), gt), n))
     wp.append((rel(r(ck1, n), w1_tf[i]), n))
     ap.append((rel(r(ck1, 'adagrad/' + n), a1_tf[i]), n))

@@ -1,6 +1,6 @@
 """What the one-step checks against TensorFlow graphs share (bilm_tf_step.py, saelmo_released_step.py):
 our safetensors files read without the package, a fetched gradient made dense, and the gradient an
-Adagrad step applied, recovered from float32 values before and after it."""
+Adagrad step applied, recovered from the values before and after it."""
 import json
 import struct
 
@@ -51,20 +51,23 @@ def dense(g, v):
     return np.asarray(g, np.float64)
 
 
-def adagrad_f32(w0, a0, g, lr):
-    """One float32 Adagrad step (TF's ApplyAdagrad), for the recovery's floor."""
-    g = g.astype(np.float32)
-    a1 = (a0 + g * g).astype(np.float32)
-    return (w0 - np.float32(lr) * g / np.sqrt(a1)).astype(np.float32), a1
+def adagrad_step(w0, a0, g, lr):
+    """One Adagrad step (TF's ApplyAdagrad) in the weights' type, for the recovery's floor."""
+    t = w0.dtype
+    g = g.astype(t)
+    a1 = (a0 + g * g).astype(t)
+    return (w0 - t.type(lr) * g / np.sqrt(a1)).astype(t), a1
 
 
 def recover(w0, w1, a0, a1, lr):
-    """The gradient an Adagrad step applied, from float32 before/after values: from the weights'
-    change or from the accumulator's, whichever half an ulp of its stored value disturbs less."""
+    """The gradient an Adagrad step applied, from stored (float32 or float64) before/after values:
+    from the weights' change or from the accumulator's, whichever half an ulp of its stored value
+    disturbs less."""
+    t = np.asarray(w1).dtype
     w0, w1, a0, a1 = (np.asarray(x, np.float64) for x in (w0, w1, a0, a1))
     g_w = (w0 - w1) * np.sqrt(a1) / lr
     g_a = np.sqrt(np.maximum(a1 - a0, 0.0)) * np.sign(w0 - w1)
-    e_w = 0.5 * np.spacing(np.abs(w1).astype(np.float32)).astype(np.float64) * np.sqrt(a1) / lr
-    e_a = 0.5 * np.spacing(np.abs(a1).astype(np.float32)).astype(np.float64) / \
+    e_w = 0.5 * np.spacing(np.abs(w1).astype(t)).astype(np.float64) * np.sqrt(a1) / lr
+    e_a = 0.5 * np.spacing(np.abs(a1).astype(t)).astype(np.float64) / \
         np.maximum(2 * np.abs(g_w), 1e-30)
     return np.where(e_a < e_w, g_a, g_w)
