@@ -35,8 +35,11 @@ double peak_rss_mib(int who) {
 
 // The model's FLOPs per token and the fraction of this machine's GEMM throughput that training
 // reaches: each product of a step (train/step_flops.h) timed through the raw BLAS at its shape,
-// its backward as StepGemm::backward times its forward, against the step's measured time.
-void report_gemm_fraction(const TrainConfig& c, const TrainResult& r, int steps, Device d) {
+// its backward as StepGemm::backward times its forward, against the step's measured time. Returns
+// the ceiling: the tokens/s of a step whose products all ran at the machine's best square-GEMM
+// rate and whose other work took no time, which bounds what any implementation of the model's
+// arithmetic reaches here (and so the ratio to a peer).
+double report_gemm_fraction(const TrainConfig& c, const TrainResult& r, int steps, Device d) {
   const std::vector<StepGemm> gemms =
       elmo_step_gemms(c, static_cast<double>(r.encoded_tokens) / steps, r.softmax_rows / steps);
   const double tokens = static_cast<double>(c.batch_size) * c.unroll_steps;
@@ -69,6 +72,17 @@ void report_gemm_fraction(const TrainConfig& c, const TrainResult& r, int steps,
   std::printf("model: %.2f MFLOP per token in products (forward + backward), %.1f GFLOP/s achieved | a step at the "
               "raw BLAS's speed for these shapes: %.1f ms, measured: %.1f ms | %.0f%% of GEMM throughput\n",
               flops / tokens / 1e6, flops / step_s / 1e9, ideal * 1e3, step_s * 1e3, 100 * ideal / step_s);
+  double best = 0;
+  int64_t best_n = 0;
+  for (int64_t n : {512, 1024}) {
+    const double rate = 2.0 * static_cast<double>(n * n * n) / raw(n, n, n);
+    if (rate > best) best = rate, best_n = n;
+  }
+  const double ceiling = tokens / (flops / best);
+  std::printf("ceiling: the model's products at this machine's best GEMM rate (%.1f GFLOP/s, %ld^3), all else free: "
+              "%.1f ms a step, at most %.0f tokens/s; achieved %.0f%% of it\n",
+              best / 1e9, (long)best_n, flops / best * 1e3, ceiling, 100 * r.steady_tokens_per_s / ceiling);
+  return ceiling;
 }
 
 // Whether a GPU step waits for the host or the host for the GPU: the host's own work per step is
@@ -164,7 +178,8 @@ int bench_train(const TrainBenchArgs& args) {
     std::printf("  uploads over the run: %ld through pinned slots, %ld of them on the copy stream\n", (long)u.staged,
                 (long)u.on_copy_stream);
   }
-  if (family.gemm_report && r.steady_tokens_per_s > 0 && !args.no_arithmetic) report_gemm_fraction(c, r, args.steps, d);
+  double ceiling = 0;
+  if (family.gemm_report && r.steady_tokens_per_s > 0 && !args.no_arithmetic) ceiling = report_gemm_fraction(c, r, args.steps, d);
   if (args.time_phases) {
     double all = 0;
     for (const auto& [name, sec] : r.phase_seconds) all += sec;
@@ -189,7 +204,7 @@ int bench_train(const TrainBenchArgs& args) {
     job.corpus = c.train_prefix, job.vocab = run_files::vocab(dir), job.options = run_files::options(dir);
     // A few steps of a big config (elmo.cfg takes minutes a step on the CPU): one warm-up step.
     job.steps = args.steps, job.warmup = args.steps >= 10 ? 5 : 1, job.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    for (const Peer* p : choose_peers(args.peers, false)) report_peer(*p, job, false, r.steady_tokens_per_s, dir);
+    for (const Peer* p : choose_peers(args.peers, false)) report_peer(*p, job, false, r.steady_tokens_per_s, dir, ceiling);
   }
   std::filesystem::remove_all(dir);
   return 0;

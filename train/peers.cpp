@@ -5,6 +5,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -141,7 +143,7 @@ PeerResult run_peer(const Peer& p, const std::vector<std::string>& args, const s
   return r;
 }
 
-void report_peer(const Peer& p, const PeerJob& job, bool embed, double ours, const std::string& log_dir) {
+void report_peer(const Peer& p, const PeerJob& job, bool embed, double ours, const std::string& log_dir, double ceiling) {
   std::string why_not;
   const std::vector<std::string> args = embed ? p.embed(job, why_not) : p.train(job, why_not);
   if (!why_not.empty()) {
@@ -153,9 +155,10 @@ void report_peer(const Peer& p, const PeerJob& job, bool embed, double ours, con
     std::printf("peer %s: failed (%s)\n", p.name.c_str(), r.error.c_str());
     return;
   }
-  std::printf("peer %s%s: %.0f tokens/s | peak RSS %.0f MiB | sensealign / %s: %.2fx\n", p.name.c_str(),
+  std::printf("peer %s%s: %.0f tokens/s | peak RSS %.0f MiB | sensealign / %s: %.2fx%s\n", p.name.c_str(),
               r.version.empty() ? "" : (" (" + r.version + ")").c_str(), r.tokens_per_s, r.peak_rss_mib, p.name.c_str(),
-              ours / r.tokens_per_s);
+              ours / r.tokens_per_s,
+              ceiling > 0 ? fmt::format(" (the ceiling / {}: {:.2f}x)", p.name, ceiling / r.tokens_per_s).c_str() : "");
 }
 
 }  // namespace sa

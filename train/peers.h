@@ -42,8 +42,10 @@ struct PeerResult {
 };
 // Runs `python args...` from the checkout, its output to `log`, and reads its report.
 PeerResult run_peer(const Peer& p, const std::vector<std::string>& args, const std::string& log);
-// One line per peer: its rate, memory and our rate's ratio to it; a failed or skipped peer is named
-// with the reason and the others go on.
-void report_peer(const Peer& p, const PeerJob& job, bool embed, double our_tokens_per_s, const std::string& log_dir);
+// One line per peer: its rate, memory and our rate's ratio to it (and the ceiling's, when given:
+// the most any implementation reaches here, bench train's); a failed or skipped peer is named with
+// the reason and the others go on.
+void report_peer(const Peer& p, const PeerJob& job, bool embed, double our_tokens_per_s, const std::string& log_dir,
+                 double ceiling = 0);
 
 }  // namespace sa
