@@ -62,6 +62,6 @@ run_step() {
 }
 run_step bilm_tf_step.log --dump "$work/steps-dump" --run "$work/steps-run" --grad-dump "$work/grad-dump" \
   --grad-run "$work/grad-run" --per-step --reference --curve-unchecked
-run_step bilm_tf_step_f64.log --f64 --dump "$work/f64-dump" --run "$work/f64-run" --reference
+run_step bilm_tf_step_f64.log --f64 --dump "$work/f64-dump" --run "$work/f64-run" --per-step --reference
 echo "bilm-tf step check: $((SECONDS - start)) s in all"
 exit "$rc"
