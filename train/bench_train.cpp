@@ -37,8 +37,9 @@ double peak_rss_mib(int who) {
 // reaches: each product of a step (train/step_flops.h) timed through the raw BLAS at its shape,
 // its backward as StepGemm::backward times its forward, against the step's measured time. Returns
 // the ceiling: the tokens/s of a step whose products all ran at the machine's best square-GEMM
-// rate and whose other work took no time, which bounds what any implementation of the model's
-// arithmetic reaches here (and so the ratio to a peer).
+// rate and whose other work took no time, about the most any implementation of the model's
+// arithmetic reaches here (and so the ratio to a peer; one that skips repeated work, as the CPU's
+// char CNN does, passes it by that work's share).
 double report_gemm_fraction(const TrainConfig& c, const TrainResult& r, int steps, Device d) {
   const std::vector<StepGemm> gemms =
       elmo_step_gemms(c, static_cast<double>(r.encoded_tokens) / steps, r.softmax_rows / steps);
