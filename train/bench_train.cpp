@@ -75,7 +75,9 @@ double report_gemm_fraction(const TrainConfig& c, const TrainResult& r, int step
               flops / tokens / 1e6, flops / step_s / 1e9, ideal * 1e3, step_s * 1e3, 100 * ideal / step_s);
   double best = 0;
   int64_t best_n = 0;
-  for (int64_t n : {512, 1024}) {
+  // Square products large enough to reach the device's rate: a GPU needs far larger ones.
+  const std::vector<int64_t> sizes = d.is_cuda() ? std::vector<int64_t>{2048, 4096, 8192} : std::vector<int64_t>{512, 1024, 2048};
+  for (int64_t n : sizes) {
     const double rate = 2.0 * static_cast<double>(n * n * n) / raw(n, n, n);
     if (rate > best) best = rate, best_n = n;
   }

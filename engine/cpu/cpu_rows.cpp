@@ -143,8 +143,9 @@ std::vector<ConvWindows> distinct_windows(const T* xs, int64_t N, int64_t L, int
 // Forward: im2col of each distinct sample's distinct windows, one GEMM per chunk of them, then
 // bias + max over positions. Windows are W*Cin contiguous values of x (rows of length Cin), so
 // im2col is a copy of overlapping slices. At bench-small's batch this computes about a fifth of the
-// windows of every position of every sample. Equal windows now get equal values: over every
-// window, OpenBLAS's kernels could round the same window differently by its row in the product.
+// windows of every position of every sample. A padded tail's windows and a repeated word's now
+// get one value each: over every position, OpenBLAS's kernels could round the same window
+// differently by its row in the product.
 void CpuBackend::conv1d_max(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, Tensor& argmax) {
   const int64_t N = x.dim(0), L = x.dim(1), Cin = x.dim(2), W = w.dim(0), Cout = w.dim(2), P = L - W + 1,
                 K = W * Cin;
