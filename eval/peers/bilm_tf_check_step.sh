@@ -22,17 +22,8 @@ cd "$(dirname "$0")/../.."
 work=${1:-build/peers/bilm_tf_step}
 steps=${STEPS:-50}
 threads=${THREADS:-2}
-py=build/peers/bilm-tf/bin/python
-[ -x bin/train ] || { echo "bilm-tf step check: bin/train is missing (run make all)"; exit 2; }
-[ -x "$py" ] || { echo "bilm-tf step check: $py is missing (run make peers)"; exit 2; }
-src=../shared/data/corpus/brown.txt
-[ -f "$src" ] || src=build/corpus/handbook-en.train.txt
-[ -f "$src" ] || { echo "bilm-tf step check: neither ../shared/data/corpus/brown.txt nor $src (run make corpus)"; exit 2; }
-mkdir -p "$work"
-work=$(cd "$work" && pwd)
-head -3000 "$src" >"$work/corpus.txt"
-export OMP_NUM_THREADS=$threads
-start=$SECONDS
+who="bilm-tf step check"
+. eval/peers/step_check_setup.sh
 
 # dump NAME STEPS [--set ...]: a fresh run (a resumed one would dump nothing) into WORK/NAME-run,
 # its steps into WORK/NAME-dump

@@ -42,7 +42,6 @@ as the recovery's floor.
 import argparse
 import json
 import os
-import re
 import sys
 import time
 
@@ -50,7 +49,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bilm_tf_shim import feed_sampled_values, load  # noqa: E402
-from step_compare import adagrad_step, dense, load_st, recover, rel, to_tf  # noqa: E402
+from step_compare import adagrad_step, dense, load_st, our_name, recover, rel, to_tf  # noqa: E402
 
 p = argparse.ArgumentParser()
 p.add_argument('--dump', required=True)
@@ -122,17 +121,6 @@ with tf.device('/cpu:0'):
     init = tf.global_variables_initializer()
 if len(fed) != 2:
     fail(f'expected 2 sampled softmax losses, the graph made {len(fed)}')
-
-
-def our_name(v):
-    """TF variable name -> our checkpoint name (bilm-tf's TF 1.2 names: W_0, B, W_P_0)."""
-    n = re.sub(r':0$', '', v.name)
-    n = re.sub(r'^lm/', '', n)
-    m = re.match(r'(RNN_\d)/rnn/multi_rnn_cell/cell_(\d)/lstm_cell/(kernel|bias|projection/kernel)$', n)
-    if m:
-        part = {'kernel': 'W_0', 'bias': 'B', 'projection/kernel': 'W_P_0'}[m.group(3)]
-        return f'{m.group(1)}/RNN/MultiRNNCell/Cell{m.group(2)}/LSTMCell/{part}'
-    return n
 
 
 tvars = tf.trainable_variables()

@@ -20,21 +20,12 @@ cd "$(dirname "$0")/../.."
 work=${1:-build/peers/saelmo_released}
 step=${STEP:-2}
 threads=${THREADS:-2}
-py=build/peers/bilm-tf/bin/python
 if [ -z "${SA_ELMO:-}" ] || [ ! -f "${SA_ELMO}/bilm/util.py" ]; then
   echo "skipped: SA_ELMO is not the released sa_elmo folder (see eval/peers/saelmo_released_check.sh)"
   exit 0
 fi
-[ -x bin/train ] || { echo "saelmo-released check: bin/train is missing (run make all)"; exit 2; }
-[ -x "$py" ] || { echo "saelmo-released check: $py is missing (run make peers)"; exit 2; }
-src=../shared/data/corpus/brown.txt
-[ -f "$src" ] || src=build/corpus/handbook-en.train.txt
-[ -f "$src" ] || { echo "saelmo-released check: neither ../shared/data/corpus/brown.txt nor $src (run make corpus)"; exit 2; }
-mkdir -p "$work"
-work=$(cd "$work" && pwd)
-head -3000 "$src" >"$work/corpus.txt"
-export OMP_NUM_THREADS=$threads
-start=$SECONDS
+who="saelmo-released check"
+. eval/peers/step_check_setup.sh
 n=$((step + 1))
 
 rm -rf "$work/dump" "$work/run" "$work/grad-dump" "$work/grad-run"

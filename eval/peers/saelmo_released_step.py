@@ -57,7 +57,6 @@ Checks (lines starting `saelmo-released`; exit 1 when one fails):
 import argparse
 import json
 import os
-import re
 import sys
 import time
 
@@ -125,7 +124,7 @@ alpha = options.get('sense_learning_rate', 0.01)
 # the released bilm, not PyPI's: its folder first on sys.path, then bilm_tf_shim's TF2 port
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bilm_tf_shim import load  # noqa: E402
-from step_compare import adagrad_step, dense, load_st, recover, rel, to_tf  # noqa: E402
+from step_compare import adagrad_step, dense, load_st, our_name, recover, rel, to_tf  # noqa: E402
 sys.path.insert(0, os.path.abspath(a.released))
 for extra in a.pythonpath:
     sys.path.append(os.path.abspath(extra))
@@ -166,22 +165,14 @@ if len(neg_t) != 2 or len(argmax_t) != 2:
     fail(f'expected 2 negative draws and 2 sense choices, found {[t.name for t in neg_t + argmax_t]}')
 
 
-def our_name(v):
-    """released variable name -> our checkpoint name."""
-    n = re.sub(r':0$', '', v.name)
-    n = re.sub(r'^lm/', '', n)
-    m = re.match(r'(RNN_\d)/rnn/multi_rnn_cell/cell_(\d)/lstm_cell/(kernel|bias|projection/kernel)$', n)
-    if m:
-        part = {'kernel': 'W_0', 'bias': 'B', 'projection/kernel': 'W_P_0'}[m.group(3)]
-        return f'{m.group(1)}/RNN/MultiRNNCell/Cell{m.group(2)}/LSTMCell/{part}'
-    sm = {'softmax/W': 'sense/0/W', 'softmax/b': 'sense/0/b', 'softmax/W_reverse': 'sense/1/W',
-          'softmax/b_reverse': 'sense/1/b', 'softmax/softmax_sense_all': 'sense/0/centers',
-          'softmax/softmax_sense_all_reverse': 'sense/1/centers'}
-    return sm.get(n, n)
+# the released code's sense softmax variables -> our sense tables
+SENSE_NAMES = {'softmax/W': 'sense/0/W', 'softmax/b': 'sense/0/b', 'softmax/W_reverse': 'sense/1/W',
+               'softmax/b_reverse': 'sense/1/b', 'softmax/softmax_sense_all': 'sense/0/centers',
+               'softmax/softmax_sense_all_reverse': 'sense/1/centers'}
 
 
 tvars = tf.trainable_variables()
-names = [our_name(v) for v in tvars]
+names = [our_name(v, SENSE_NAMES) for v in tvars]
 accs = [opt.get_slot(v, 'accumulator') for v in tvars]
 centers = [model.softmax_sense_all, model.softmax_sense_all_reverse]
 ck0, _ = load_st(ckpt_before(a.dump, a.run, N))
@@ -198,7 +189,7 @@ if a.grad_run:
               if not np.array_equal(x.get(k), y.get(k))]
     if differ:
         fail(f'{a.grad_dump} is not the same step {N} as {a.dump}: {differ[:3]} differ')
-missing = [n for n in names + [our_name(c) for c in centers] if n not in ck0]
+missing = [n for n in names + [our_name(c, SENSE_NAMES) for c in centers] if n not in ck0]
 if missing:
     fail(f'no tensor in {ckpt_before(a.dump, a.run, N)} for {missing}')
 extra = sorted(k for k in ck0 if not k.startswith(('adagrad/', 'state/', 'sense/')) and k not in names)

@@ -2,6 +2,7 @@
 our safetensors files read without the package, a fetched gradient made dense, and the gradient an
 Adagrad step applied, recovered from the values before and after it."""
 import json
+import re
 import struct
 
 import numpy as np
@@ -23,6 +24,18 @@ def load_st(path):
         out[k] = np.frombuffer(raw[b:e], dtype=np.dtype(_DT[v['dtype']]).newbyteorder('<')) \
             .reshape(v['shape']).copy()
     return out, head.get('__metadata__', {})
+
+
+def our_name(v, renames=None):
+    """A TF variable's name -> our checkpoint name: the scope `lm/` dropped, the LSTM cells under
+    bilm-tf's TF 1.2 names (W_0, B, W_P_0), anything else through `renames` or kept."""
+    n = re.sub(r':0$', '', v.name)
+    n = re.sub(r'^lm/', '', n)
+    m = re.match(r'(RNN_\d)/rnn/multi_rnn_cell/cell_(\d)/lstm_cell/(kernel|bias|projection/kernel)$', n)
+    if m:
+        part = {'kernel': 'W_0', 'bias': 'B', 'projection/kernel': 'W_P_0'}[m.group(3)]
+        return f'{m.group(1)}/RNN/MultiRNNCell/Cell{m.group(2)}/LSTMCell/{part}'
+    return (renames or {}).get(n, n)
 
 
 def to_tf(v, x, fail):
